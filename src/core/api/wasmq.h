@@ -1,0 +1,60 @@
+/* wasmq public C API. Flat, status-returning; errors go into a caller-owned
+ * wq_error (node name + message). Used by the native CLI and tests; the wasm
+ * build exports the JS-friendly wrappers in wasm_exports.h on top of it. */
+#ifndef WQ_API_WASMQ_H
+#define WQ_API_WASMQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ir/graph.h"
+
+typedef struct wq_model wq_model;
+
+typedef struct {
+  const char *name; /* graph input name */
+  int rank;
+  const int64_t *dims; /* concrete dims; binds symbolic dims ("batch") at load */
+} wq_input_shape;
+
+typedef struct {
+  const wq_input_shape *input_shapes; /* optional, may be NULL */
+  int n_input_shapes;
+  int no_constant_folding; /* 1 keeps Shape/Constant chains as nodes (debugging) */
+} wq_load_options;
+
+/* Imports an ONNX model from bytes, resolves every op, binds the given input
+ * shapes and constant-folds shape plumbing. On failure *out is NULL, nothing
+ * is leaked and err names the node and the reason. opts may be NULL. */
+wq_status wq_model_load(const uint8_t *bytes, size_t n, const wq_load_options *opts, wq_model **out,
+                        wq_error *err);
+void wq_model_free(wq_model *m);
+
+/* The loaded graph (after folding); owned by the model. */
+const wq_model_ir *wq_model_get_ir(const wq_model *m);
+
+int wq_model_input_count(const wq_model *m);
+int wq_model_output_count(const wq_model *m);
+/* Declared name/dtype/shape (dims -1 with dim_params set where symbolic). */
+const wq_tensor *wq_model_input(const wq_model *m, int i);
+const wq_tensor *wq_model_output(const wq_model *m, int i);
+/* Index of the input named `name`, or -1. */
+int wq_model_input_index(const wq_model *m, const char *name);
+
+/* Runs the model on inputs[0..n) given in input order. Each input's dtype and
+ * shape must match the declaration (symbolic dims bind consistently). The
+ * data is read, not kept. Results stay valid until the next run or free. */
+wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err);
+const wq_value *wq_model_result(const wq_model *m, int i);
+
+/* Human-readable summary (inputs, outputs, opsets, op histogram, parameter
+ * count and bytes) as a malloc'ed string the caller frees. */
+char *wq_model_describe(const wq_model *m);
+
+/* Decodes one serialized ONNX TensorProto (a test_data_set_*.pb file) into
+ * *out: the value's data is malloc'ed and owned by the caller (free(out->data)).
+ * The tensor's name is copied into name_buf (may be NULL). */
+wq_status wq_tensor_decode(const uint8_t *bytes, size_t n, wq_value *out, char *name_buf,
+                           size_t name_cap, wq_error *err);
+
+#endif

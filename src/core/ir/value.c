@@ -1,0 +1,113 @@
+#include "value.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int64_t wq_value_numel(const wq_value *v) {
+  if (v->rank < 0)
+    return -1;
+  int64_t n = 1;
+  for (int i = 0; i < v->rank; i++) {
+    if (v->dims[i] < 0)
+      return -1;
+    n *= v->dims[i];
+  }
+  return n;
+}
+
+size_t wq_value_nbytes(const wq_value *v) {
+  int64_t n = wq_value_numel(v);
+  return n < 0 ? 0 : (size_t)n * wq_dtype_size(v->dtype);
+}
+
+bool wq_value_present(const wq_value *v) { return v->dtype != WQ_DT_UNDEFINED; }
+
+bool wq_value_shape_known(const wq_value *v) { return wq_value_numel(v) >= 0; }
+
+wq_status wq_shape_check(const int64_t *dims, int rank, const char *node, const char *what,
+                         wq_error *err) {
+  if (rank < 0 || rank > WQ_MAX_RANK)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node, "%s: rank %d is outside 0..%d", what, rank,
+                   WQ_MAX_RANK);
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0)
+      return wq_fail(err, WQ_ERR_SHAPE, node, "%s: dim %d is negative (%lld)", what, i,
+                     (long long)dims[i]);
+    if (dims[i] == 0) {
+      n = 0;
+      continue;
+    }
+    if (n > WQ_MAX_ELEMENTS / dims[i] && n != 0)
+      return wq_fail(err, WQ_ERR_SHAPE, node, "%s: element count overflows the %lld limit", what,
+                     (long long)WQ_MAX_ELEMENTS);
+    n *= dims[i];
+  }
+  if (n > WQ_MAX_ELEMENTS)
+    return wq_fail(err, WQ_ERR_SHAPE, node, "%s: element count overflows the %lld limit", what,
+                   (long long)WQ_MAX_ELEMENTS);
+  return WQ_OK;
+}
+
+wq_status wq_broadcast_shapes(const wq_value *a, const wq_value *b, int *out_rank,
+                              int64_t *out_dims, const char *node, wq_error *err) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  for (int i = 0; i < r; i++) {
+    int ia = i - (r - a->rank), ib = i - (r - b->rank);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da == db || db == 1)
+      out_dims[i] = da;
+    else if (da == 1)
+      out_dims[i] = db;
+    else {
+      char sa[96], sb[96];
+      wq_dims_format(a->dims, a->rank, sa, sizeof sa);
+      wq_dims_format(b->dims, b->rank, sb, sizeof sb);
+      return wq_fail(err, WQ_ERR_SHAPE, node, "shapes %s and %s do not broadcast", sa, sb);
+    }
+  }
+  *out_rank = r;
+  return WQ_OK;
+}
+
+int64_t wq_value_get_int(const wq_value *v, int64_t i) {
+  switch (v->dtype) {
+  case WQ_DT_INT8: return ((const int8_t *)v->data)[i];
+  case WQ_DT_UINT8:
+  case WQ_DT_BOOL: return ((const uint8_t *)v->data)[i];
+  case WQ_DT_INT16: return ((const int16_t *)v->data)[i];
+  case WQ_DT_UINT16: return ((const uint16_t *)v->data)[i];
+  case WQ_DT_INT32: return ((const int32_t *)v->data)[i];
+  case WQ_DT_UINT32: return ((const uint32_t *)v->data)[i];
+  case WQ_DT_INT64: return ((const int64_t *)v->data)[i];
+  case WQ_DT_UINT64: return (int64_t)((const uint64_t *)v->data)[i];
+  case WQ_DT_FLOAT: return (int64_t)((const float *)v->data)[i];
+  case WQ_DT_DOUBLE: return (int64_t)((const double *)v->data)[i];
+  default: return 0;
+  }
+}
+
+double wq_value_get_double(const wq_value *v, int64_t i) {
+  switch (v->dtype) {
+  case WQ_DT_FLOAT: return ((const float *)v->data)[i];
+  case WQ_DT_DOUBLE: return ((const double *)v->data)[i];
+  case WQ_DT_UINT64: return (double)((const uint64_t *)v->data)[i];
+  default: return (double)wq_value_get_int(v, i);
+  }
+}
+
+void wq_dims_format(const int64_t *dims, int rank, char *buf, size_t cap) {
+  if (cap == 0)
+    return;
+  if (rank < 0) {
+    snprintf(buf, cap, "[?]");
+    return;
+  }
+  size_t used = 0;
+  buf[0] = '\0';
+  used += (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < rank && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
+  if (used < cap)
+    snprintf(buf + used, cap - used, "]");
+}

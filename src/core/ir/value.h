@@ -1,0 +1,49 @@
+/* wq_value: a typed, shaped view of one tensor's elements. Kernels and shape
+ * inference see tensors only through values. A value does not own its data. */
+#ifndef WQ_IR_VALUE_H
+#define WQ_IR_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "status.h"
+
+#define WQ_MAX_RANK 8
+/* Largest element count a single tensor may have; keeps every byte size
+ * well inside size_t on wasm32 (and rejects overflowing dims early). */
+#define WQ_MAX_ELEMENTS ((int64_t)1 << 28)
+
+typedef struct {
+  wq_dtype dtype; /* WQ_DT_UNDEFINED for an omitted optional input */
+  int rank;       /* -1 when the shape is unknown */
+  int64_t dims[WQ_MAX_RANK];
+  void *data; /* NULL when only the shape is known (shape inference) */
+} wq_value;
+
+/* Element count of a known shape; 1 for rank 0. Returns -1 for unknown rank or
+ * any unknown (negative) dim. */
+int64_t wq_value_numel(const wq_value *v);
+size_t wq_value_nbytes(const wq_value *v);
+bool wq_value_present(const wq_value *v); /* not an omitted optional input */
+bool wq_value_shape_known(const wq_value *v);
+
+/* Checks dims are >= 0 and the element count stays below WQ_MAX_ELEMENTS;
+ * on failure fills err naming `what` (e.g. the tensor name). */
+wq_status wq_shape_check(const int64_t *dims, int rank, const char *node, const char *what,
+                         wq_error *err);
+
+/* Numpy/ONNX multidirectional broadcast of a and b into out (rank = max). */
+wq_status wq_broadcast_shapes(const wq_value *a, const wq_value *b, int *out_rank,
+                              int64_t *out_dims, const char *node, wq_error *err);
+
+/* Element i of an integer-typed (int8..uint64, bool) value as int64. */
+int64_t wq_value_get_int(const wq_value *v, int64_t i);
+/* Element i of any numeric value as double. */
+double wq_value_get_double(const wq_value *v, int64_t i);
+
+/* Formats dims as "[1,3,224,224]" into buf. */
+void wq_dims_format(const int64_t *dims, int rank, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,61 @@
+/* The op registry. One wq_op entry per ONNX op: attribute parsing, shape
+ * inference and the float reference kernel (the int8 backend's support and
+ * layouts join this record in later stages). Adding an op = one entry in one
+ * family file plus one line in that family's list_*.inc. */
+#ifndef WQ_OPS_OP_H
+#define WQ_OPS_OP_H
+
+#include "../ir/graph.h"
+
+enum {
+  /* Output depends only on input shapes, not data (Shape, Size): constant
+   * folding may evaluate it once input shapes are static. */
+  WQ_OP_FLAG_SHAPE_ONLY = 1u << 0,
+  /* int8 op whose kernels the int8-semantics stage owns (QuantizeLinear...);
+   * the conformance runner reports such cases as skipped when unregistered. */
+  WQ_OP_FLAG_INT8 = 1u << 1,
+};
+
+typedef struct wq_op {
+  const char *op_type;
+  const char *domain; /* "" for ai.onnx */
+  int min_opset;      /* lowest opset version whose semantics we implement */
+  int min_inputs, max_inputs, min_outputs, max_outputs;
+  unsigned flags;
+
+  /* Parses and validates attributes once at load into node->op_state (may be
+   * NULL: no state). Fails naming the node for a bad or unsupported value. */
+  wq_status (*prepare)(wq_node *node, wq_error *err);
+  void (*free_state)(void *state);
+
+  /* Shape inference: given in[0..node->n_inputs) (an omitted optional input
+   * has dtype WQ_DT_UNDEFINED; an input whose data is not known has
+   * data == NULL), sets dtype, rank and dims of out[0..node->n_outputs).
+   * When an output shape depends on input data that is not known, it sets
+   * the output dtype and rank = -1 and returns WQ_OK. Must never write data.
+   * Must validate everything the kernel relies on (ranks, dims, dtypes). */
+  wq_status (*infer)(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err);
+
+  /* Float/integer reference kernel: every in[i].data is present; out[i] has
+   * the shape infer gave and an allocated, uninitialised buffer (an omitted
+   * output has data == NULL and must be skipped). */
+  wq_status (*run)(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err);
+} wq_op;
+
+/* Registry entry for (domain, op_type), or NULL. "ai.onnx" and "" are the
+ * same domain. */
+const wq_op *wq_op_find(const char *domain, const char *op_type);
+
+/* Number of registered ops and the i-th one (for listings). */
+int wq_op_count(void);
+const wq_op *wq_op_at(int i);
+
+/* True when `op_type` is one of ONNX's int8 ops (QuantizeLinear,
+ * DequantizeLinear, QLinear*, *Integer, DynamicQuantizeLinear). */
+int wq_op_is_int8_family(const char *op_type);
+
+/* Resolves node->op for every node, checks input/output counts and opset
+ * ranges, and calls prepare. Fails naming the first unsupported node. */
+wq_status wq_graph_resolve_ops(wq_graph *g, wq_error *err);
+
+#endif
