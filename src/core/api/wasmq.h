@@ -57,4 +57,15 @@ char *wq_model_describe(const wq_model *m);
 wq_status wq_tensor_decode(const uint8_t *bytes, size_t n, wq_value *out, char *name_buf,
                            size_t name_cap, wq_error *err);
 
+/* One ONNX conformance case: runs the model on the decoded inputs and compares
+ * every output with the expected tensors (integers exact; floats
+ * |got-want| <= 1e-7 + 1e-3*|want|, NaN == NaN; dtypes and shapes must match).
+ * Returns PASS, FAIL or SKIP (a dtype outside the supported set, or an
+ * int8-family op not registered) and writes a one-line reason to `report`. */
+typedef enum { WQ_CASE_PASS = 0, WQ_CASE_FAIL = 1, WQ_CASE_SKIP = 2 } wq_case_result;
+wq_case_result wq_case_check(const uint8_t *model, size_t model_n, const uint8_t *const *inputs,
+                             const size_t *input_n, int n_inputs, const uint8_t *const *outputs,
+                             const size_t *output_n, int n_outputs, char *report,
+                             size_t report_cap);
+
 #endif
