@@ -1,0 +1,357 @@
+#include "wasm_exports.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__EMSCRIPTEN__)
+#include <emscripten/emscripten.h>
+#define WQX_EXPORT EMSCRIPTEN_KEEPALIVE
+#else
+#define WQX_EXPORT
+#endif
+
+#define WQX_REPORT_MAX 1024
+
+struct wqx_ctx {
+  wq_error err;
+  char report[WQX_REPORT_MAX]; /* reason of the last wqx_case_check */
+};
+
+/* A loaded model plus the inputs staged for its next run. */
+struct wqx_model {
+  wq_model *model;
+  int n_inputs;
+  wq_value *staged; /* n_inputs views of caller memory */
+  unsigned char *is_staged;
+};
+
+WQX_EXPORT void *wqx_malloc(int32_t nbytes) {
+  return nbytes < 0 ? NULL : malloc(nbytes > 0 ? (size_t)nbytes : 1);
+}
+
+WQX_EXPORT void wqx_free(void *p) { free(p); }
+
+WQX_EXPORT wqx_ctx *wqx_ctx_new(void) {
+  wqx_ctx *ctx = calloc(1, sizeof *ctx);
+  if (ctx)
+    wq_error_clear(&ctx->err);
+  return ctx;
+}
+
+WQX_EXPORT void wqx_ctx_free(wqx_ctx *ctx) { free(ctx); }
+
+WQX_EXPORT void wqx_ctx_clear(wqx_ctx *ctx) {
+  if (!ctx)
+    return;
+  wq_error_clear(&ctx->err);
+  ctx->report[0] = '\0';
+}
+
+WQX_EXPORT int32_t wqx_error_code(const wqx_ctx *ctx) { return ctx ? (int32_t)ctx->err.code : 0; }
+
+WQX_EXPORT const char *wqx_error_name(const wqx_ctx *ctx) {
+  return wq_status_name(ctx ? ctx->err.code : WQ_OK);
+}
+
+WQX_EXPORT const char *wqx_error_node(const wqx_ctx *ctx) { return ctx ? ctx->err.node : ""; }
+
+WQX_EXPORT const char *wqx_error_message(const wqx_ctx *ctx) { return ctx ? ctx->err.message : ""; }
+
+WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
+                               int32_t n_shapes, const char *const *shape_names,
+                               const int32_t *shape_ranks, const int32_t *shape_dims) {
+  if (!ctx)
+    return NULL;
+  wq_error_clear(&ctx->err);
+  if (!bytes || n_bytes < 0 || n_shapes < 0 || (n_shapes > 0 && (!shape_names || !shape_ranks))) {
+    wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "load: invalid arguments");
+    return NULL;
+  }
+  wq_input_shape *shapes = NULL;
+  int64_t *dims64 = NULL;
+  size_t total_dims = 0;
+  for (int32_t k = 0; k < n_shapes; k++) {
+    if (!shape_names[k] || shape_ranks[k] < 0 || shape_ranks[k] > WQ_MAX_RANK) {
+      wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL,
+              "load: input shape %d has rank %d (expected 0..%d)", (int)k, (int)shape_ranks[k],
+              WQ_MAX_RANK);
+      return NULL;
+    }
+    total_dims += (size_t)shape_ranks[k];
+  }
+  if (n_shapes > 0) {
+    shapes = calloc((size_t)n_shapes, sizeof *shapes);
+    dims64 = calloc(total_dims > 0 ? total_dims : 1, sizeof *dims64);
+    if (!shapes || !dims64) {
+      free(shapes);
+      free(dims64);
+      wq_fail(&ctx->err, WQ_ERR_OUT_OF_MEMORY, NULL, "load: out of memory");
+      return NULL;
+    }
+    if (total_dims > 0 && !shape_dims) {
+      free(shapes);
+      free(dims64);
+      wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "load: input shape dims missing");
+      return NULL;
+    }
+    size_t at = 0;
+    for (int32_t k = 0; k < n_shapes; k++) {
+      shapes[k].name = shape_names[k];
+      shapes[k].rank = shape_ranks[k];
+      shapes[k].dims = dims64 + at;
+      for (int32_t d = 0; d < shape_ranks[k]; d++, at++)
+        dims64[at] = shape_dims[at];
+    }
+  }
+  wq_load_options opts = {shapes, (int)n_shapes, 0};
+  wq_model *loaded = NULL;
+  wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
+  free(shapes);
+  free(dims64);
+  if (st != WQ_OK)
+    return NULL;
+
+  wqx_model *model = calloc(1, sizeof *model);
+  int n_inputs = wq_model_input_count(loaded);
+  if (model) {
+    model->model = loaded;
+    model->n_inputs = n_inputs;
+    model->staged = calloc(n_inputs > 0 ? (size_t)n_inputs : 1, sizeof *model->staged);
+    model->is_staged = calloc(n_inputs > 0 ? (size_t)n_inputs : 1, 1);
+  }
+  if (!model || !model->staged || !model->is_staged) {
+    if (model) {
+      free(model->staged);
+      free(model->is_staged);
+      free(model);
+    }
+    wq_model_free(loaded);
+    wq_fail(&ctx->err, WQ_ERR_OUT_OF_MEMORY, NULL, "load: out of memory");
+    return NULL;
+  }
+  return model;
+}
+
+WQX_EXPORT void wqx_model_free(wqx_model *model) {
+  if (!model)
+    return;
+  wq_model_free(model->model);
+  free(model->staged);
+  free(model->is_staged);
+  free(model);
+}
+
+WQX_EXPORT int32_t wqx_input_count(const wqx_model *model) {
+  return model ? wq_model_input_count(model->model) : 0;
+}
+
+WQX_EXPORT int32_t wqx_output_count(const wqx_model *model) {
+  return model ? wq_model_output_count(model->model) : 0;
+}
+
+static const wq_tensor *input_tensor(const wqx_model *model, int32_t i) {
+  if (!model || i < 0 || i >= wq_model_input_count(model->model))
+    return NULL;
+  return wq_model_input(model->model, i);
+}
+
+static const wq_tensor *output_tensor(const wqx_model *model, int32_t i) {
+  if (!model || i < 0 || i >= wq_model_output_count(model->model))
+    return NULL;
+  return wq_model_output(model->model, i);
+}
+
+static int32_t tensor_dim(const wq_tensor *t, int32_t d) {
+  if (!t || d < 0 || d >= t->rank)
+    return -1;
+  return t->dims[d] < 0 || t->dims[d] > INT32_MAX ? -1 : (int32_t)t->dims[d];
+}
+
+static const char *tensor_dim_param(const wq_tensor *t, int32_t d) {
+  if (!t || d < 0 || d >= t->rank)
+    return NULL;
+  return t->dim_params[d];
+}
+
+WQX_EXPORT const char *wqx_input_name(const wqx_model *model, int32_t i) {
+  const wq_tensor *t = input_tensor(model, i);
+  return t ? t->name : NULL;
+}
+
+WQX_EXPORT int32_t wqx_input_dtype(const wqx_model *model, int32_t i) {
+  const wq_tensor *t = input_tensor(model, i);
+  return t ? (int32_t)t->dtype : -1;
+}
+
+WQX_EXPORT int32_t wqx_input_rank(const wqx_model *model, int32_t i) {
+  const wq_tensor *t = input_tensor(model, i);
+  return t ? t->rank : -1;
+}
+
+WQX_EXPORT int32_t wqx_input_dim(const wqx_model *model, int32_t i, int32_t d) {
+  return tensor_dim(input_tensor(model, i), d);
+}
+
+WQX_EXPORT const char *wqx_input_dim_param(const wqx_model *model, int32_t i, int32_t d) {
+  return tensor_dim_param(input_tensor(model, i), d);
+}
+
+WQX_EXPORT const char *wqx_output_name(const wqx_model *model, int32_t i) {
+  const wq_tensor *t = output_tensor(model, i);
+  return t ? t->name : NULL;
+}
+
+WQX_EXPORT int32_t wqx_output_dtype(const wqx_model *model, int32_t i) {
+  const wq_tensor *t = output_tensor(model, i);
+  return t ? (int32_t)t->dtype : -1;
+}
+
+WQX_EXPORT int32_t wqx_output_rank(const wqx_model *model, int32_t i) {
+  const wq_tensor *t = output_tensor(model, i);
+  return t ? t->rank : -1;
+}
+
+WQX_EXPORT int32_t wqx_output_dim(const wqx_model *model, int32_t i, int32_t d) {
+  return tensor_dim(output_tensor(model, i), d);
+}
+
+WQX_EXPORT const char *wqx_output_dim_param(const wqx_model *model, int32_t i, int32_t d) {
+  return tensor_dim_param(output_tensor(model, i), d);
+}
+
+WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int32_t dtype,
+                                 int32_t rank, const int32_t *dims, void *data) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!model || i < 0 || i >= model->n_inputs)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: input index %d out of range",
+                   (int)i);
+  if (rank < 0 || rank > WQ_MAX_RANK || (rank > 0 && !dims))
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has rank %d", (int)i,
+                   (int)rank);
+  wq_value v;
+  memset(&v, 0, sizeof v);
+  v.dtype = (wq_dtype)dtype;
+  v.rank = rank;
+  for (int32_t d = 0; d < rank; d++)
+    v.dims[d] = dims[d];
+  const wq_tensor *t = wq_model_input(model->model, i);
+  WQ_TRY(wq_shape_check(v.dims, rank, NULL, t ? t->name : "input", &ctx->err));
+  if (!data && wq_value_numel(&v) > 0)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has no data", (int)i);
+  v.data = data;
+  model->staged[i] = v;
+  model->is_staged[i] = 1;
+  return WQ_OK;
+}
+
+WQX_EXPORT int32_t wqx_run(wqx_ctx *ctx, wqx_model *model) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!model)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "run: no model");
+  for (int i = 0; i < model->n_inputs; i++) {
+    if (!model->is_staged[i]) {
+      const wq_tensor *t = wq_model_input(model->model, i);
+      return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "run: input '%s' was not set",
+                     t && t->name ? t->name : "?");
+    }
+  }
+  wq_status st = wq_model_run(model->model, model->staged, model->n_inputs, &ctx->err);
+  /* Staged views point into caller memory that is freed after the run. */
+  memset(model->is_staged, 0, (size_t)model->n_inputs);
+  return st;
+}
+
+static const wq_value *result_value(const wqx_model *model, int32_t i) {
+  if (!model || i < 0 || i >= wq_model_output_count(model->model))
+    return NULL;
+  return wq_model_result(model->model, i);
+}
+
+WQX_EXPORT int32_t wqx_result_dtype(const wqx_model *model, int32_t i) {
+  const wq_value *v = result_value(model, i);
+  return v ? (int32_t)v->dtype : -1;
+}
+
+WQX_EXPORT int32_t wqx_result_rank(const wqx_model *model, int32_t i) {
+  const wq_value *v = result_value(model, i);
+  return v ? v->rank : -1;
+}
+
+WQX_EXPORT int32_t wqx_result_dim(const wqx_model *model, int32_t i, int32_t d) {
+  const wq_value *v = result_value(model, i);
+  if (!v || d < 0 || d >= v->rank)
+    return -1;
+  return (int32_t)v->dims[d];
+}
+
+WQX_EXPORT void *wqx_result_data(const wqx_model *model, int32_t i) {
+  const wq_value *v = result_value(model, i);
+  return v ? v->data : NULL;
+}
+
+WQX_EXPORT int32_t wqx_result_nbytes(const wqx_model *model, int32_t i) {
+  const wq_value *v = result_value(model, i);
+  if (!v || !wq_value_shape_known(v))
+    return -1;
+  return (int32_t)wq_value_nbytes(v);
+}
+
+WQX_EXPORT char *wqx_describe(const wqx_model *model) {
+  return model ? wq_model_describe(model->model) : NULL;
+}
+
+WQX_EXPORT int32_t wqx_dtype_size(int32_t dtype) {
+  return wq_dtype_supported(dtype) ? (int32_t)wq_dtype_size(dtype) : 0;
+}
+
+WQX_EXPORT const char *wqx_dtype_name(int32_t dtype) { return wq_dtype_name(dtype); }
+
+/* Copies int32 byte counts into a size_t array (NULL on bad counts). */
+static size_t *sizes_from_int32(const int32_t *n, int32_t count) {
+  size_t *out = calloc(count > 0 ? (size_t)count : 1, sizeof *out);
+  if (!out)
+    return NULL;
+  for (int32_t k = 0; k < count; k++) {
+    if (n[k] < 0) {
+      free(out);
+      return NULL;
+    }
+    out[k] = (size_t)n[k];
+  }
+  return out;
+}
+
+WQX_EXPORT int32_t wqx_case_check(wqx_ctx *ctx, const uint8_t *model, int32_t model_n,
+                                  const uint8_t *const *inputs, const int32_t *input_n,
+                                  int32_t n_inputs, const uint8_t *const *outputs,
+                                  const int32_t *output_n, int32_t n_outputs) {
+  if (!ctx)
+    return WQ_CASE_FAIL;
+  wq_error_clear(&ctx->err);
+  ctx->report[0] = '\0';
+  if (!model || model_n < 0 || n_inputs < 0 || n_outputs < 0 ||
+      (n_inputs > 0 && (!inputs || !input_n)) || (n_outputs > 0 && (!outputs || !output_n))) {
+    snprintf(ctx->report, sizeof ctx->report, "case_check: invalid arguments");
+    return WQ_CASE_FAIL;
+  }
+  size_t *in_sizes = sizes_from_int32(input_n, n_inputs);
+  size_t *out_sizes = sizes_from_int32(output_n, n_outputs);
+  if (!in_sizes || !out_sizes) {
+    free(in_sizes);
+    free(out_sizes);
+    snprintf(ctx->report, sizeof ctx->report, "case_check: bad sizes or out of memory");
+    return WQ_CASE_FAIL;
+  }
+  wq_case_result r = wq_case_check(model, (size_t)model_n, inputs, in_sizes, n_inputs, outputs,
+                                   out_sizes, n_outputs, ctx->report, sizeof ctx->report);
+  free(in_sizes);
+  free(out_sizes);
+  return (int32_t)r;
+}
+
+WQX_EXPORT const char *wqx_case_report(const wqx_ctx *ctx) { return ctx ? ctx->report : ""; }

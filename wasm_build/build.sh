@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the wasm core: every src/core/**/*.c except the native CLI, compiled
+# with wasm SIMD128, linked into an ES module factory `createCore` plus its
+# .wasm (wasm_build/out/wasmq.mjs + wasmq.wasm; not committed).
+#
+# Usage: bash wasm_build/build.sh [--force]
+# Env:   EMCC (default emcc), WQ_WASM_OUT (default wasm_build/out),
+#        WQ_WASM_OBJ (object dir, default $WQ_WASM_OUT/obj), JOBS (default 2).
+# Skips compiling an object newer than its source and every header, and skips
+# the link when both outputs are newer than every source and this script.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${WQ_WASM_OUT:-$root/wasm_build/out}"
+obj="${WQ_WASM_OBJ:-$out/obj}"
+emcc="${EMCC:-emcc}"
+jobs="${JOBS:-2}"
+force=0
+[[ "${1:-}" == "--force" ]] && force=1
+
+# emcc's JS optimizer needs acorn from Debian's node modules.
+export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
+
+if ! command -v "$emcc" > /dev/null; then
+  echo "wasm_build: '$emcc' not found (apt-get install -y emscripten)" >&2
+  exit 1
+fi
+
+cd "$root"
+mapfile -t sources < <(find src/core -name '*.c' -not -path 'src/core/cli/*' | LC_ALL=C sort)
+mapfile -t headers < <(find src/core -name '*.h' -o -name '*.inc' | LC_ALL=C sort)
+if [[ ${#sources[@]} -eq 0 ]]; then
+  echo "wasm_build: no sources under src/core" >&2
+  exit 1
+fi
+
+# The C entry points JS calls (see src/core/api/wasm_exports.h).
+exported_functions=(
+  _malloc _free
+  _wqx_malloc _wqx_free
+  _wqx_ctx_new _wqx_ctx_free _wqx_ctx_clear
+  _wqx_error_code _wqx_error_name _wqx_error_node _wqx_error_message
+  _wqx_load _wqx_model_free
+  _wqx_input_count _wqx_output_count
+  _wqx_input_name _wqx_input_dtype _wqx_input_rank _wqx_input_dim _wqx_input_dim_param
+  _wqx_output_name _wqx_output_dtype _wqx_output_rank _wqx_output_dim _wqx_output_dim_param
+  _wqx_set_input _wqx_run
+  _wqx_result_dtype _wqx_result_rank _wqx_result_dim _wqx_result_data _wqx_result_nbytes
+  _wqx_describe _wqx_dtype_size _wqx_dtype_name
+  _wqx_case_check _wqx_case_report
+)
+runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
+
+join() {
+  local IFS=,
+  echo "[$*]"
+}
+
+cflags=(-O3 -msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
+ldflags=(
+  -O3 -msimd128
+  -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createCore
+  -sENVIRONMENT=web,worker
+  -sALLOW_MEMORY_GROWTH=1
+  -sEXPORTED_FUNCTIONS="$(join "${exported_functions[@]}")"
+  -sEXPORTED_RUNTIME_METHODS="$(join "${runtime_methods[@]}")"
+)
+
+mkdir -p "$out" "$obj"
+
+# Newest modification time (seconds) among the given files.
+newest() {
+  local t=0 f m
+  for f in "$@"; do
+    m=$(stat -c %Y "$f")
+    ((m > t)) && t=$m
+  done
+  echo "$t"
+}
+
+newest_header=$(newest "${headers[@]}" "${BASH_SOURCE[0]}")
+
+objects=()
+stale=()
+for src in "${sources[@]}"; do
+  o="$obj/${src//\//__}.o"
+  objects+=("$o")
+  if ((force)) || [[ ! -f "$o" ]] || (($(stat -c %Y "$o") < $(newest "$src"))) ||
+    (($(stat -c %Y "$o") < newest_header)); then
+    stale+=("$src")
+  fi
+done
+
+# Objects of deleted sources would otherwise linger; they are never linked.
+wasm="$out/wasmq.wasm"
+js="$out/wasmq.mjs"
+newest_input=$(newest "${sources[@]}" "${headers[@]}" "${BASH_SOURCE[0]}")
+if ((!force)) && ((${#stale[@]} == 0)) && [[ -f "$wasm" && -f "$js" ]] &&
+  (($(stat -c %Y "$wasm") >= newest_input)) && (($(stat -c %Y "$js") >= newest_input)); then
+  echo "wasm_build: up to date ($wasm, $(stat -c %s "$wasm") bytes)"
+  exit 0
+fi
+
+if ((${#stale[@]} > 0)); then
+  echo "wasm_build: compiling ${#stale[@]} of ${#sources[@]} sources"
+  # Parallel compile; any failure fails the build.
+  printf '%s\n' "${stale[@]}" | xargs -P "$jobs" -I{} bash -c '
+    src="$1"; o="$2/${src//\//__}.o"; shift 2
+    "$@" -c "$src" -o "$o.tmp" && mv "$o.tmp" "$o"
+  ' _ {} "$obj" "$emcc" "${cflags[@]}"
+fi
+
+echo "wasm_build: linking ${#objects[@]} objects"
+"$emcc" "${ldflags[@]}" "${objects[@]}" -o "$js"
+echo "wasm_build: wrote $js and $wasm ($(stat -c %s "$wasm") bytes)"
