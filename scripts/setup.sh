@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what wasmq needs on Debian 12, skipping whatever is already there:
+# a C toolchain and CMake, Emscripten (wasm build), Node.js, the npm
+# dev dependencies. Pass --browser to also install Chromium for browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_browser=0
+[ "${1:-}" = "--browser" ] && want_browser=1
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+missing=()
+command -v cc >/dev/null || missing+=(gcc libc6-dev)
+command -v cmake >/dev/null || missing+=(cmake)
+command -v make >/dev/null || missing+=(make)
+command -v emcc >/dev/null || missing+=(emscripten)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+command -v python3 >/dev/null || missing+=(python3)
+if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm ci only when the lock file changed since the last install. onnxruntime-node's
+# install script downloads from a host that is unreachable here, so scripts are
+# skipped (its CPU binary ships inside the package).
+stamp=node_modules/.wasmq-lock-stamp
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  echo "setup: npm ci"
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+  cp package-lock.json "$stamp"
+fi

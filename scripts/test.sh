@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The whole test suite: native build + unit tests under ASan/UBSan, the ONNX
+# conformance cases natively and in wasm, and the Node suites (API, CLI, real
+# models against reference data and onnxruntime-node). Ends with one line
+# "N passed, N failed" summing every stage.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+
+export NODE_PATH=/usr/share/nodejs
+logdir=$(mktemp -d)
+total_pass=0
+total_fail=0
+stage_failed=0
+
+# Adds a stage's counts; a stage that crashed before printing counts as one failure.
+count() { # name pass fail rc
+  local name=$1 pass=${2:-0} fail=${3:-0} rc=$4
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  total_pass=$((total_pass + pass))
+  total_fail=$((total_fail + fail))
+  [ "$fail" -ne 0 ] && stage_failed=1
+  printf '== %-22s %5d passed, %3d failed\n' "$name" "$pass" "$fail"
+}
+
+echo "== native build (ASan + UBSan)"
+cmake -S . -B build-asan -DWQ_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >"$logdir/cmake.log" 2>&1 &&
+  cmake --build build-asan -j"$(nproc)" >>"$logdir/cmake.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ]; then tail -40 "$logdir/cmake.log"; count "native build" 0 1 $rc; fi
+
+if [ $rc -eq 0 ]; then
+  (cd build-asan && ctest --output-on-failure -j"$(nproc)") 2>&1 | tee "$logdir/ctest.log"
+  rc=${PIPESTATUS[0]}
+  total=$(grep -oE 'tests failed out of [0-9]+' "$logdir/ctest.log" | grep -oE '[0-9]+$')
+  failed=$(grep -oE '[0-9]+ tests failed' "$logdir/ctest.log" | grep -oE '^[0-9]+')
+  count "native unit tests" $(( ${total:-0} - ${failed:-0} )) "${failed:-0}" $rc
+
+  WQ_NATIVE_BUILD=build-asan node tests/conformance/run.mjs --target native 2>&1 | tee "$logdir/conf-native.log"
+  rc=${PIPESTATUS[0]}
+  line=$(tail -1 "$logdir/conf-native.log")
+  count "conformance native" "$(echo "$line" | grep -oE '^[0-9]+')" "$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')" $rc
+fi
+
+echo "== wasm build"
+bash wasm_build/build.sh 2>&1 | tail -5
+rc=${PIPESTATUS[0]}
+if [ $rc -ne 0 ]; then
+  count "wasm build" 0 1 $rc
+else
+  node tests/conformance/run.mjs --target wasm 2>&1 | tee "$logdir/conf-wasm.log"
+  rc=${PIPESTATUS[0]}
+  line=$(tail -1 "$logdir/conf-wasm.log")
+  count "conformance wasm" "$(echo "$line" | grep -oE '^[0-9]+')" "$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')" $rc
+
+  WQ_NATIVE_BUILD=build-asan node --test --test-reporter=spec tests/node/ 2>&1 | tee "$logdir/node.log"
+  rc=${PIPESTATUS[0]}
+  count "node tests" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node.log" | grep -oE '[0-9]+$')" \
+    "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node.log" | grep -oE '[0-9]+$')" $rc
+fi
+
+rm -rf "$logdir"
+echo "$total_pass passed, $total_fail failed"
+[ "$stage_failed" -eq 0 ] && [ "$total_fail" -eq 0 ]
