@@ -1,0 +1,308 @@
+#!/usr/bin/env node
+// wasmq command line (wasm build). The native CLI (src/core/cli) implements
+// the same commands with the same output, so the two can be diffed.
+//
+//   wasmq info MODEL
+//   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
+//                   [--shape NAME=1x3x224x224]... [--out DIR]
+//   wasmq check CASE_DIR
+//
+// `run` prints one line per output:
+//   NAME DTYPE [d0,d1,...] [v0 v1 v2 v3 v4 v5 ...] argmax=K
+// (values as C's %.6g, at most 6 then " ..."; argmax is the first maximum
+// over the flattened output, omitted for empty outputs) and, with --out,
+// writes DIR/NAME.npy per output ('/', '\' and ':' in NAME become '_').
+// Inputs not given are random:0. Exit codes: 0 ok, 1 model failed to load or
+// run, 2 usage error (bad option, missing/unreadable file, bad .npy, unknown
+// input name). Errors are one line on stderr:
+//   wasmq: WHAT: MESSAGE (node 'NODE') [WQ_ERR_...]
+
+import { readFile, writeFile, mkdir, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { load, checkCase, WasmqError } from './index.mjs';
+import { parseNpy, encodeNpy } from './npy.mjs';
+import { randomArray } from './random.mjs';
+import { numel } from './dtypes.mjs';
+
+const USAGE = `usage:
+  wasmq info MODEL
+  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]... [--shape NAME=D0xD1x...]... [--out DIR]
+  wasmq check CASE_DIR`;
+
+/** A failure that ends the program with `exitCode` after one stderr line. */
+class CliError extends Error {
+  constructor(message, exitCode) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+const usageError = (message) => new CliError(message, 2);
+
+function describeError(what, e) {
+  if (e instanceof WasmqError) return `${what}: ${e.message} [${e.code}]`;
+  return `${what}: ${e.message}`;
+}
+
+async function readInputFile(file) {
+  try {
+    return await readFile(file);
+  } catch (e) {
+    throw usageError(`cannot read ${file}: ${e.code === 'ENOENT' ? 'No such file or directory' : e.message}`);
+  }
+}
+
+async function loadModel(file, options) {
+  const bytes = await readInputFile(file);
+  try {
+    return await load(bytes, options);
+  } catch (e) {
+    throw new CliError(describeError(file, e), 1);
+  }
+}
+
+// --- %g formatting, as C's printf("%.6g") --------------------------------
+
+/** Formats a number like C's "%.{precision}g" (round-to-nearest; exact ties aside). */
+export function formatG(x, precision = 6) {
+  if (Number.isNaN(x)) return 'nan';
+  if (x === Infinity) return 'inf';
+  if (x === -Infinity) return '-inf';
+  if (x === 0) return Object.is(x, -0) ? '-0' : '0';
+  const stripZeros = (s) => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
+  const [mantissa, expText] = x.toExponential(precision - 1).split('e');
+  const exp = Number(expText);
+  if (exp < -4 || exp >= precision) {
+    const sign = exp < 0 ? '-' : '+';
+    return `${stripZeros(mantissa)}e${sign}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  return stripZeros(x.toFixed(precision - 1 - exp));
+}
+
+export function formatResultLine(name, { dtype, dims, data }) {
+  const n = data.length;
+  const values = [];
+  let best = 0;
+  const at = (i) => Number(data[i]);
+  for (let i = 0; i < n && i < 6; i++) values.push(formatG(at(i)));
+  for (let i = 1; i < n; i++) if (at(i) > at(best)) best = i;
+  let line = `${name} ${dtype} [${dims.join(',')}] [${values.join(' ')}${n > 6 ? ' ...' : ''}]`;
+  if (n > 0) line += ` argmax=${best}`;
+  return line;
+}
+
+/** Output file name: '/', '\' and ':' (legal in ONNX names) become '_'. */
+export function safeFileName(name) {
+  return name.replace(/[/\\:]/g, '_');
+}
+
+// --- argument parsing ------------------------------------------------------
+
+function splitAssignment(option, value, expected) {
+  const eq = value === undefined ? -1 : value.indexOf('=');
+  if (eq <= 0) throw usageError(`${option} expects ${expected}, got ${value === undefined ? 'nothing' : value}`);
+  return [value.slice(0, eq), value.slice(eq + 1)];
+}
+
+function parseDimsSpec(text, option) {
+  if (text === '') return [];
+  const parts = text.split(/[x,]/);
+  if (parts.length > 8 || !parts.every((p) => /^\d+$/.test(p))) {
+    throw usageError(`${option} expects NAME=D0xD1x..., got ${text}`);
+  }
+  return parts.map(Number);
+}
+
+function parseRunArgs(args) {
+  if (args.length < 1 || args[0].startsWith('--')) throw usageError('run: missing MODEL');
+  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null };
+  for (let i = 1; i < args.length; i++) {
+    const option = args[i];
+    const value = args[i + 1];
+    if (option === '--input') {
+      const [name, spec] = splitAssignment(option, value, 'NAME=FILE.npy or NAME=random:SEED');
+      if (spec.startsWith('random:')) {
+        const seedText = spec.slice('random:'.length);
+        if (!/^\d+$/.test(seedText) || Number(seedText) > 0xffffffff) {
+          throw usageError(`--input ${name}: seed must be an integer in 0..4294967295, got '${seedText}'`);
+        }
+        parsed.inputs.set(name, { seed: Number(seedText) });
+      } else if (spec === '') {
+        throw usageError(`--input ${name}: missing FILE.npy`);
+      } else {
+        parsed.inputs.set(name, { file: spec });
+      }
+      i++;
+    } else if (option === '--shape') {
+      const [name, dims] = splitAssignment(option, value, 'NAME=D0xD1x...');
+      parsed.shapes.set(name, parseDimsSpec(dims, option));
+      i++;
+    } else if (option === '--out') {
+      if (value === undefined) throw usageError('--out expects a directory');
+      parsed.outDir = value;
+      i++;
+    } else {
+      throw usageError(`unknown or incomplete option ${option}`);
+    }
+  }
+  return parsed;
+}
+
+// --- commands ----------------------------------------------------------------
+
+async function cmdInfo(args) {
+  if (args.length !== 1) throw usageError('info expects exactly one MODEL');
+  const model = await loadModel(args[0], {});
+  try {
+    process.stdout.write(model.describe());
+  } finally {
+    model.dispose();
+  }
+}
+
+async function cmdRun(args) {
+  const opts = parseRunArgs(args);
+  // .npy inputs are read first: their dims also bind symbolic dims at load.
+  const arrays = new Map();
+  const inputShapes = Object.fromEntries(opts.shapes);
+  for (const [name, spec] of opts.inputs) {
+    if (!spec.file) continue;
+    let array;
+    try {
+      array = parseNpy(await readInputFile(spec.file));
+    } catch (e) {
+      if (e instanceof CliError) throw e;
+      throw usageError(`${spec.file}: ${e.message} [WQ_ERR_PARSE]`);
+    }
+    arrays.set(name, array);
+    if (!(name in inputShapes)) inputShapes[name] = array.dims;
+  }
+  const names = new Set([...opts.inputs.keys(), ...opts.shapes.keys()]);
+  const model = await loadModel(opts.model, { inputShapes });
+  try {
+    const declared = model.inputs.map((t) => t.name);
+    for (const name of names) {
+      if (!declared.includes(name)) throw usageError(`the model has no input named ${name}`);
+    }
+    const feeds = {};
+    for (const info of model.inputs) {
+      const array = arrays.get(info.name);
+      if (array) {
+        feeds[info.name] = { data: array.data, dims: array.dims };
+        continue;
+      }
+      const seed = opts.inputs.get(info.name)?.seed ?? 0;
+      const symbolic = info.shape?.find((d) => typeof d !== 'number');
+      if (symbolic !== undefined) {
+        throw usageError(`input ${info.name} has a symbolic dim (${symbolic ?? '?'}): give --shape ${info.name}=...`);
+      }
+      if (!info.shape) throw usageError(`input ${info.name} has no usable declared shape: give --shape`);
+      const dims = info.shape.slice();
+      feeds[info.name] = { data: randomArray(info.dtype, numel(dims), seed), dims };
+    }
+    let results;
+    try {
+      results = await model.run(feeds);
+    } catch (e) {
+      throw new CliError(describeError('run failed', e), 1);
+    }
+    if (opts.outDir) {
+      try {
+        await mkdir(opts.outDir, { recursive: true });
+      } catch (e) {
+        throw new CliError(`cannot create ${opts.outDir}: ${e.message}`, 1);
+      }
+    }
+    for (const info of model.outputs) {
+      const result = results[info.name];
+      console.log(formatResultLine(info.name, result));
+      if (opts.outDir) {
+        const file = path.join(opts.outDir, `${safeFileName(info.name)}.npy`);
+        try {
+          await writeFile(file, encodeNpy(result));
+        } catch (e) {
+          throw new CliError(`writing output: ${e.message}`, 1);
+        }
+      }
+    }
+  } finally {
+    model.dispose();
+  }
+}
+
+async function readNumbered(dir, prefix) {
+  const files = [];
+  for (let n = 0; ; n++) {
+    try {
+      files.push(await readFile(path.join(dir, `${prefix}_${n}.pb`)));
+    } catch {
+      return files;
+    }
+  }
+}
+
+/** Runs every test_data_set_* of one ONNX conformance case; one line each. */
+async function cmdCheck(args) {
+  if (args.length !== 1) throw usageError('check expects exactly one CASE_DIR');
+  const dir = args[0];
+  const modelBytes = await readInputFile(path.join(dir, 'model.onnx'));
+  let sets;
+  try {
+    sets = (await readdir(dir)).filter((f) => f.startsWith('test_data_set_')).sort();
+  } catch (e) {
+    throw usageError(`cannot list ${dir}: ${e.message}`);
+  }
+  if (sets.length === 0) throw usageError(`no test_data_set_* folder in ${dir}`);
+  let failed = false;
+  for (const set of sets) {
+    const inputs = await readNumbered(path.join(dir, set), 'input');
+    const outputs = await readNumbered(path.join(dir, set), 'output');
+    const { result, reason } = await checkCase(modelBytes, inputs, outputs);
+    console.log(reason ? `${result} ${reason}` : result);
+    failed ||= result === 'FAIL';
+  }
+  if (failed) process.exitCode = 1;
+}
+
+export async function main(argv) {
+  const [command, ...args] = argv;
+  try {
+    if (command === undefined) throw usageError('missing command');
+    if (command === '--help' || command === '-h' || command === 'help') {
+      console.log(USAGE);
+      return 0;
+    }
+    if (command === 'info') await cmdInfo(args);
+    else if (command === 'run') await cmdRun(args);
+    else if (command === 'check') await cmdCheck(args);
+    else throw usageError(`unknown command ${command}`);
+    return process.exitCode ?? 0;
+  } catch (e) {
+    if (e instanceof CliError) {
+      console.error(`wasmq: ${e.message}`);
+      if (e.exitCode === 2 && /^(missing command|unknown command|unknown or incomplete option)/.test(e.message)) {
+        console.error(USAGE);
+      }
+      return e.exitCode;
+    }
+    // Anything else is a bug or a wasm trap: still one line, no stack trace.
+    console.error(`wasmq: internal error: ${e?.message ?? e}`);
+    return 1;
+  }
+}
+
+// Run when executed directly, also through npm's bin symlink (realpath).
+async function isEntryPoint() {
+  if (!process.argv[1]) return false;
+  const { realpath } = await import('node:fs/promises');
+  const { pathToFileURL } = await import('node:url');
+  try {
+    return import.meta.url === pathToFileURL(await realpath(process.argv[1])).href;
+  } catch {
+    return false;
+  }
+}
+
+if (await isEntryPoint()) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,450 @@
+// wasmq: run ONNX models with the wasm build of the C core.
+//
+//   import { load } from 'wasmq';
+//   const model = await load('model.onnx', { inputShapes: { x: [1, 3, 224, 224] } });
+//   const out = await model.run({ x: { data: new Float32Array(...), dims: [1, 3, 224, 224] } });
+//   model.dispose();
+//
+// The core is instantiated once, lazily, on first use. The loader reads the
+// .wasm bytes itself (fs in Node, fetch in the browser) and hands them to the
+// Emscripten factory, so no environment detection happens inside the glue.
+// Layout (same in the repository and in the published package):
+//   src/js/index.mjs  ->  ../../wasm_build/out/wasmq.{mjs,wasm}
+
+import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
+
+const DEFAULT_GLUE_URL = new URL('../../wasm_build/out/wasmq.mjs', import.meta.url);
+const DEFAULT_WASM_URL = new URL('../../wasm_build/out/wasmq.wasm', import.meta.url);
+
+const IS_NODE = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+
+/**
+ * Error thrown for every failure. `code` is the C status name
+ * ("WQ_ERR_SHAPE"...; "WQ_ERR_DISPOSED" for use after dispose), `node` the
+ * node at fault ("" if none), `reason` the message without the node suffix.
+ */
+export class WasmqError extends Error {
+  constructor(reason, { code = 'WQ_ERR_INVALID_ARG', node = '' } = {}) {
+    super(node ? `${reason} (node '${node}')` : reason);
+    this.name = 'WasmqError';
+    this.code = code;
+    this.node = node;
+    this.reason = reason;
+  }
+}
+
+// --- core instantiation ----------------------------------------------------
+
+let corePromise = null;
+let coreOptions = {};
+
+/**
+ * Optional: where to find the build (defaults next to the package) or the
+ * .wasm bytes themselves. Must be called before the first load().
+ */
+export function configure({ glueUrl, wasmUrl, wasmBinary } = {}) {
+  if (corePromise) throw new WasmqError('configure() must be called before the core is instantiated');
+  coreOptions = { glueUrl, wasmUrl, wasmBinary };
+}
+
+async function readUrlBytes(url) {
+  if (IS_NODE && url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    return new Uint8Array(await readFile(fileURLToPath(url)));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+async function instantiateCore() {
+  const glueUrl = new URL(coreOptions.glueUrl ?? DEFAULT_GLUE_URL, import.meta.url);
+  const wasmUrl = new URL(coreOptions.wasmUrl ?? DEFAULT_WASM_URL, import.meta.url);
+  let createCore;
+  let wasmBinary;
+  try {
+    ({ default: createCore } = await import(glueUrl.href));
+    wasmBinary = coreOptions.wasmBinary ?? (await readUrlBytes(wasmUrl));
+  } catch (e) {
+    throw new WasmqError(
+      `cannot load the wasm core from ${wasmUrl.href} (build it with \`npm run build:wasm\`): ${e.message}`,
+      { code: 'WQ_ERR_IO' },
+    );
+  }
+  return createCore({
+    wasmBinary,
+    // Route the runtime's own diagnostics somewhere visible but quiet.
+    print: (text) => console.log(text),
+    printErr: (text) => console.error(text),
+  });
+}
+
+/** The instantiated Emscripten module (internal; shared by every model). */
+export function getCore() {
+  if (!corePromise) {
+    corePromise = instantiateCore();
+    corePromise.catch(() => {
+      corePromise = null; // allow a retry after e.g. building the wasm
+    });
+  }
+  return corePromise;
+}
+
+/**
+ * Drops the shared core so the next call instantiates a fresh one. Used after
+ * a wasm trap, which can leave the C heap inconsistent. Models created from
+ * the old core keep working with it until disposed.
+ */
+export function resetCore() {
+  corePromise = null;
+}
+
+// --- wasm memory helpers ---------------------------------------------------
+
+// Memory can grow on any allocation, which replaces the buffer: always take
+// fresh views through these helpers right before use.
+function heapU8(core) {
+  return core.HEAPU8;
+}
+
+function allocBytes(core, bytes) {
+  const ptr = core._wqx_malloc(bytes.byteLength);
+  if (!ptr) throw new WasmqError(`out of wasm memory allocating ${bytes.byteLength} bytes`, { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  heapU8(core).set(bytes, ptr);
+  return ptr;
+}
+
+function allocInt32(core, values) {
+  const arr = Int32Array.from(values);
+  return allocBytes(core, new Uint8Array(arr.buffer));
+}
+
+function allocString(core, s) {
+  const n = core.lengthBytesUTF8(s) + 1;
+  const ptr = core._wqx_malloc(n);
+  if (!ptr) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  core.stringToUTF8(s, ptr, n);
+  return ptr;
+}
+
+function readString(core, ptr) {
+  return ptr ? core.UTF8ToString(ptr) : '';
+}
+
+function errorFromCtx(core, ctx) {
+  const code = readString(core, core._wqx_error_name(ctx));
+  const node = readString(core, core._wqx_error_node(ctx));
+  const message = readString(core, core._wqx_error_message(ctx)) || code;
+  return new WasmqError(message, { code, node });
+}
+
+function asBytes(source) {
+  if (source instanceof Uint8Array) return source;
+  if (source instanceof ArrayBuffer) return new Uint8Array(source);
+  if (typeof SharedArrayBuffer !== 'undefined' && source instanceof SharedArrayBuffer) return new Uint8Array(source);
+  if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  return null;
+}
+
+async function readModelSource(source) {
+  const bytes = asBytes(source);
+  if (bytes) return bytes;
+  let url = null;
+  if (source instanceof URL) url = source;
+  else if (typeof source === 'string') {
+    if (/^(https?|file|blob|data):/i.test(source)) url = new URL(source);
+    else if (IS_NODE) {
+      const { readFile } = await import('node:fs/promises');
+      try {
+        return new Uint8Array(await readFile(source));
+      } catch (e) {
+        throw new WasmqError(`cannot read model '${source}': ${e.code === 'ENOENT' ? 'no such file' : e.message}`, { code: 'WQ_ERR_IO' });
+      }
+    } else url = new URL(source, globalThis.location?.href);
+  } else {
+    throw new WasmqError(`load: expected bytes, a path or a URL, got ${arrayKind(source)}`, { code: 'WQ_ERR_INVALID_ARG' });
+  }
+  try {
+    return await readUrlBytes(url);
+  } catch (e) {
+    throw new WasmqError(`cannot read model ${url.href}: ${e.message}`, { code: 'WQ_ERR_IO' });
+  }
+}
+
+function validateDims(dims, what) {
+  if (!Array.isArray(dims) || dims.length > 8 || !dims.every((d) => Number.isSafeInteger(d) && d >= 0 && d <= 0x7fffffff)) {
+    throw new WasmqError(`${what}: dims must be an array of at most 8 non-negative integers, got ${JSON.stringify(dims)}`, {
+      code: 'WQ_ERR_INVALID_ARG',
+    });
+  }
+}
+
+// --- model -----------------------------------------------------------------
+
+function readTensorInfo(core, model, kind, i) {
+  const name = readString(core, core[`_wqx_${kind}_name`](model, i));
+  const code = core[`_wqx_${kind}_dtype`](model, i);
+  const rank = core[`_wqx_${kind}_rank`](model, i);
+  let shape = null; // unknown rank
+  if (rank >= 0) {
+    shape = [];
+    for (let d = 0; d < rank; d++) {
+      const dim = core[`_wqx_${kind}_dim`](model, i, d);
+      if (dim >= 0) shape.push(dim);
+      else {
+        const param = readString(core, core[`_wqx_${kind}_dim_param`](model, i, d));
+        shape.push(param || null);
+      }
+    }
+  }
+  return Object.freeze({ name, dtype: dtypeNameOfCode(code), shape: shape && Object.freeze(shape) });
+}
+
+class Model {
+  #core;
+  #ctx;
+  #handle;
+
+  constructor(core, ctx, handle) {
+    this.#core = core;
+    this.#ctx = ctx;
+    this.#handle = handle;
+    const count = (kind) => core[`_wqx_${kind}_count`](handle);
+    this.inputs = Object.freeze(Array.from({ length: count('input') }, (_, i) => readTensorInfo(core, handle, 'input', i)));
+    this.outputs = Object.freeze(Array.from({ length: count('output') }, (_, i) => readTensorInfo(core, handle, 'output', i)));
+  }
+
+  #live() {
+    if (!this.#handle) throw new WasmqError('model was disposed', { code: 'WQ_ERR_DISPOSED' });
+  }
+
+  /** Checks feeds against the declared inputs; returns [{info, dtype, dims, data}] in input order. */
+  #validateFeeds(feeds) {
+    if (feeds === null || typeof feeds !== 'object') {
+      throw new WasmqError(`run: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
+    }
+    const names = this.inputs.map((t) => t.name);
+    for (const key of Object.keys(feeds)) {
+      if (!names.includes(key)) {
+        throw new WasmqError(`run: unknown input '${key}' (model inputs: ${names.join(', ')})`);
+      }
+    }
+    const bound = new Map(); // symbolic dim name -> value, consistent across inputs
+    return this.inputs.map((info) => {
+      let feed = feeds[info.name];
+      if (feed === undefined) throw new WasmqError(`run: missing input '${info.name}'`);
+      if (ArrayBuffer.isView(feed)) feed = { data: feed }; // bare TypedArray: dims from the declaration
+      const dtype = DTYPES[info.dtype];
+      if (!dtype) {
+        throw new WasmqError(`run: input '${info.name}' has dtype ${info.dtype}, which the runtime cannot feed`, { code: 'WQ_ERR_UNSUPPORTED' });
+      }
+      const { data } = feed;
+      if (!arrayMatchesDtype(data, dtype)) {
+        throw new WasmqError(`run: input '${info.name}' is ${info.dtype} and needs a ${dtype.array.name}, got ${arrayKind(data)}`, {
+          code: 'WQ_ERR_SHAPE',
+        });
+      }
+      let dims = feed.dims;
+      if (dims === undefined) {
+        if (!info.shape || !info.shape.every((d) => typeof d === 'number')) {
+          throw new WasmqError(`run: input '${info.name}' has shape ${formatShape(info.shape)}; pass dims`);
+        }
+        dims = info.shape.slice();
+      }
+      validateDims(dims, `run: input '${info.name}'`);
+      if (info.shape) {
+        const mismatch = () =>
+          new WasmqError(`run: input '${info.name}' has dims [${dims.join(',')}], model expects ${formatShape(info.shape)}`, {
+            code: 'WQ_ERR_SHAPE',
+          });
+        if (dims.length !== info.shape.length) throw mismatch();
+        info.shape.forEach((want, d) => {
+          if (typeof want === 'number' && want !== dims[d]) throw mismatch();
+          if (typeof want === 'string') {
+            if (bound.has(want) && bound.get(want) !== dims[d]) {
+              throw new WasmqError(
+                `run: input '${info.name}' dim ${d} ('${want}') is ${dims[d]} but another input bound '${want}' to ${bound.get(want)}`,
+                { code: 'WQ_ERR_SHAPE' },
+              );
+            }
+            bound.set(want, dims[d]);
+          }
+        });
+      }
+      const count = numel(dims);
+      if (data.length !== count) {
+        throw new WasmqError(`run: input '${info.name}' dims [${dims.join(',')}] need ${count} elements, data has ${data.length}`, {
+          code: 'WQ_ERR_SHAPE',
+        });
+      }
+      return { info, dtype, dims, data };
+    });
+  }
+
+  /**
+   * Runs the model. feeds: {name: {data: TypedArray, dims: number[]}} (dims
+   * may be omitted for inputs with a fully static shape). Resolves to
+   * {name: {data, dims, dtype}} with data copied out of wasm memory.
+   */
+  async run(feeds) {
+    this.#live();
+    const staged = this.#validateFeeds(feeds);
+    const core = this.#core;
+    const allocations = [];
+    try {
+      staged.forEach((s, i) => {
+        const bytes = new Uint8Array(s.data.buffer, s.data.byteOffset, s.data.byteLength);
+        const dataPtr = allocBytes(core, bytes);
+        allocations.push(dataPtr);
+        const dimsPtr = allocInt32(core, s.dims);
+        allocations.push(dimsPtr);
+        if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
+          throw errorFromCtx(core, this.#ctx);
+        }
+      });
+      if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+      const results = {};
+      this.outputs.forEach((info, i) => {
+        results[info.name] = this.#copyResult(i);
+      });
+      return results;
+    } finally {
+      for (const p of allocations) core._wqx_free(p);
+    }
+  }
+
+  #copyResult(i) {
+    const core = this.#core;
+    const h = this.#handle;
+    const code = core._wqx_result_dtype(h, i);
+    const dtype = dtypeFromCode(code);
+    const rank = core._wqx_result_rank(h, i);
+    const name = this.outputs[i].name;
+    if (!dtype || rank < 0) {
+      throw new WasmqError(`run: output '${name}' came back as ${dtypeNameOfCode(code)} rank ${rank}`, { code: 'WQ_ERR_UNSUPPORTED' });
+    }
+    const dims = Array.from({ length: rank }, (_, d) => core._wqx_result_dim(h, i, d));
+    const count = numel(dims);
+    const ptr = core._wqx_result_data(h, i);
+    if (!ptr && count > 0) throw new WasmqError(`run: output '${name}' has no data`, { code: 'WQ_ERR_INVALID_MODEL' });
+    const copy = heapU8(core).slice(ptr, ptr + count * dtype.size);
+    return { data: new dtype.array(copy.buffer, 0, count), dims, dtype: dtype.name };
+  }
+
+  /** The core's human-readable summary (inputs, outputs, opsets, ops, parameters). */
+  describe() {
+    this.#live();
+    const core = this.#core;
+    const ptr = core._wqx_describe(this.#handle);
+    if (!ptr) throw new WasmqError('describe failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    try {
+      return core.UTF8ToString(ptr);
+    } finally {
+      core._wqx_free(ptr);
+    }
+  }
+
+  /** Frees the model's wasm memory; any later use throws WQ_ERR_DISPOSED. Idempotent. */
+  dispose() {
+    if (!this.#handle) return;
+    this.#core._wqx_model_free(this.#handle);
+    this.#core._wqx_ctx_free(this.#ctx);
+    this.#handle = 0;
+    this.#ctx = 0;
+  }
+
+  get disposed() {
+    return !this.#handle;
+  }
+}
+
+function formatShape(shape) {
+  if (!shape) return 'of unknown rank';
+  return `[${shape.map((d) => (d === null ? '?' : d)).join(',')}]`;
+}
+
+/**
+ * Loads an ONNX model from bytes (Uint8Array/ArrayBuffer), a file path (Node)
+ * or a URL (fetch). options.inputShapes binds input dims at load:
+ * {inputName: [1, 3, 224, 224]}.
+ */
+export async function load(source, options = {}) {
+  const inputShapes = options.inputShapes ?? {};
+  if (inputShapes === null || typeof inputShapes !== 'object') {
+    throw new WasmqError('load: inputShapes must be an object {inputName: dims}');
+  }
+  const shapeEntries = Object.entries(inputShapes);
+  for (const [name, dims] of shapeEntries) validateDims(dims, `load: inputShapes['${name}']`);
+  const bytes = await readModelSource(source);
+  const core = await getCore();
+
+  const ctx = core._wqx_ctx_new();
+  if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  const allocations = [];
+  let handle = 0;
+  try {
+    const bytesPtr = allocBytes(core, bytes);
+    allocations.push(bytesPtr);
+    const namePtrs = shapeEntries.map(([name]) => {
+      const p = allocString(core, name);
+      allocations.push(p);
+      return p;
+    });
+    const namesPtr = allocInt32(core, namePtrs);
+    allocations.push(namesPtr);
+    const ranksPtr = allocInt32(core, shapeEntries.map(([, dims]) => dims.length));
+    allocations.push(ranksPtr);
+    const dimsPtr = allocInt32(core, shapeEntries.flatMap(([, dims]) => dims));
+    allocations.push(dimsPtr);
+    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapeEntries.length, namesPtr, ranksPtr, dimsPtr);
+    if (!handle) throw errorFromCtx(core, ctx);
+    return new Model(core, ctx, handle);
+  } catch (e) {
+    if (handle) core._wqx_model_free(handle);
+    core._wqx_ctx_free(ctx);
+    throw e;
+  } finally {
+    for (const p of allocations) core._wqx_free(p);
+  }
+}
+
+const CASE_RESULTS = ['PASS', 'FAIL', 'SKIP'];
+
+/**
+ * Runs one ONNX conformance data set in the core (wq_case_check): model
+ * bytes plus serialized TensorProto inputs and expected outputs. Returns
+ * {result: 'PASS'|'FAIL'|'SKIP', reason}. Used by the conformance runner.
+ */
+export async function checkCase(modelBytes, inputs, outputs) {
+  const core = await getCore();
+  const ctx = core._wqx_ctx_new();
+  if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  const allocations = [];
+  try {
+    const put = (b) => {
+      const p = allocBytes(core, asBytes(b));
+      allocations.push(p);
+      return p;
+    };
+    const putInt32 = (values) => {
+      const p = allocInt32(core, values);
+      allocations.push(p);
+      return p;
+    };
+    const modelPtr = put(modelBytes);
+    const inPtrs = putInt32(inputs.map(put));
+    const inLens = putInt32(inputs.map((b) => b.byteLength));
+    const outPtrs = putInt32(outputs.map(put));
+    const outLens = putInt32(outputs.map((b) => b.byteLength));
+    const r = core._wqx_case_check(ctx, modelPtr, modelBytes.byteLength, inPtrs, inLens, inputs.length, outPtrs, outLens, outputs.length);
+    return { result: CASE_RESULTS[r] ?? 'FAIL', reason: readString(core, core._wqx_case_report(ctx)) };
+  } finally {
+    for (const p of allocations) core._wqx_free(p);
+    core._wqx_ctx_free(ctx);
+  }
+}
+
+export { DTYPES };
+
+export default { load, WasmqError, configure, checkCase };
