@@ -1,0 +1,140 @@
+// Types for the wasmq npm package (src/js/index.mjs).
+
+/** Element types the runtime executes. */
+export type DType =
+  | 'float32'
+  | 'int8'
+  | 'uint8'
+  | 'int16'
+  | 'uint16'
+  | 'int32'
+  | 'int64'
+  | 'uint32'
+  | 'uint64'
+  | 'bool';
+
+/** The TypedArray holding each dtype's elements. */
+export interface DTypeArrayMap {
+  float32: Float32Array;
+  int8: Int8Array;
+  uint8: Uint8Array;
+  int16: Int16Array;
+  uint16: Uint16Array;
+  int32: Int32Array;
+  int64: BigInt64Array;
+  uint32: Uint32Array;
+  uint64: BigUint64Array;
+  bool: Uint8Array;
+}
+
+export type TensorData = DTypeArrayMap[DType] | Uint8ClampedArray;
+
+/** A declared model input or output. */
+export interface TensorInfo {
+  readonly name: string;
+  /** A DType, or the ONNX name of a type the runtime cannot execute ('float16', 'string'...). */
+  readonly dtype: DType | string;
+  /**
+   * Declared dims: numbers where static, the symbolic name ('batch') where
+   * symbolic, null where unknown and unnamed; null for an unknown rank.
+   */
+  readonly shape: ReadonlyArray<number | string | null> | null;
+}
+
+/** One input: the elements (row-major) and their dims. */
+export interface Feed {
+  data: TensorData;
+  /** May be omitted when the input's declared shape is fully static. */
+  dims?: number[];
+}
+
+export interface Tensor<T extends TensorData = TensorData> {
+  /** A fresh copy, independent of wasm memory. */
+  data: T;
+  dims: number[];
+  dtype: DType;
+}
+
+export interface LoadOptions {
+  /** Binds input dims at load (symbolic dims, shape-dependent folding): {name: [1, 3, 224, 224]}. */
+  inputShapes?: Record<string, number[]>;
+}
+
+export interface Model {
+  readonly inputs: ReadonlyArray<TensorInfo>;
+  readonly outputs: ReadonlyArray<TensorInfo>;
+  /** True after dispose(). */
+  readonly disposed: boolean;
+  /**
+   * Runs the model. Names, dtypes and shapes are checked before the core is
+   * called; symbolic dims must bind consistently across inputs.
+   */
+  run(feeds: Record<string, Feed | TensorData>): Promise<Record<string, Tensor>>;
+  /** The core's text summary: inputs, outputs, opsets, op histogram, parameters. */
+  describe(): string;
+  /** Frees the model's wasm memory. Later calls throw WasmqError 'WQ_ERR_DISPOSED'. Idempotent. */
+  dispose(): void;
+}
+
+export type WasmqErrorCode =
+  | 'WQ_ERR_PARSE'
+  | 'WQ_ERR_INVALID_MODEL'
+  | 'WQ_ERR_UNSUPPORTED'
+  | 'WQ_ERR_SHAPE'
+  | 'WQ_ERR_INVALID_ARG'
+  | 'WQ_ERR_OUT_OF_MEMORY'
+  | 'WQ_ERR_IO'
+  | 'WQ_ERR_DISPOSED';
+
+export class WasmqError extends Error {
+  constructor(reason: string, options?: { code?: WasmqErrorCode | string; node?: string });
+  /** The C status name, or 'WQ_ERR_DISPOSED' for use after dispose. */
+  readonly code: WasmqErrorCode | string;
+  /** Name of the node at fault, '' when none. */
+  readonly node: string;
+  /** The message without the " (node 'X')" suffix. */
+  readonly reason: string;
+}
+
+/**
+ * Loads an ONNX model from bytes, a file path (Node) or a URL (fetch; file:
+ * URLs in Node). The wasm core is instantiated on first use.
+ */
+export function load(
+  source: Uint8Array | ArrayBuffer | ArrayBufferView | string | URL,
+  options?: LoadOptions,
+): Promise<Model>;
+
+/**
+ * Where the build lives, or its bytes; call before the first load().
+ * Defaults: ../../wasm_build/out/wasmq.{mjs,wasm} relative to index.mjs.
+ */
+export function configure(options: {
+  glueUrl?: string | URL;
+  wasmUrl?: string | URL;
+  wasmBinary?: Uint8Array | ArrayBuffer;
+}): void;
+
+/** One ONNX conformance data set judged by the core (testing helper). */
+export function checkCase(
+  model: Uint8Array,
+  inputs: Uint8Array[],
+  outputs: Uint8Array[],
+): Promise<{ result: 'PASS' | 'FAIL' | 'SKIP'; reason: string }>;
+
+/** Instantiated Emscripten module (internal). */
+export function getCore(): Promise<unknown>;
+/** Drops the shared core so the next use instantiates a fresh one (after a wasm trap). */
+export function resetCore(): void;
+
+export const DTYPES: Readonly<
+  Record<DType, { readonly name: DType; readonly code: number; readonly size: number; readonly npy: string }>
+>;
+
+declare const wasmq: {
+  load: typeof load;
+  WasmqError: typeof WasmqError;
+  configure: typeof configure;
+  checkCase: typeof checkCase;
+};
+export default wasmq;
