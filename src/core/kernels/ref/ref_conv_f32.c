@@ -1,0 +1,301 @@
+#include "ref_conv_f32.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_gemm_f32.h"
+
+/* im2col/col2im scratch is processed in column chunks of at most this many
+ * floats (4 MiB), so a 224x224 image with 576-row columns never needs the
+ * whole 100+ MiB matrix at once. */
+#define COL_BUDGET_FLOATS ((int64_t)1 << 20)
+
+/* A 1-D or 2-D geometry seen as 2-D (a 1-D axis becomes W with H = 1). */
+typedef struct {
+  int64_t in_h, in_w, out_h, out_w, k_h, k_w, s_h, s_w, d_h, d_w, p_h, p_w;
+} plane_geometry;
+
+static bool as_plane(const wq_conv_geometry *g, plane_geometry *p) {
+  if (g->n_spatial == 2) {
+    *p = (plane_geometry){g->in[0],       g->in[1],       g->out[0],       g->out[1],
+                          g->kernel[0],   g->kernel[1],   g->stride[0],    g->stride[1],
+                          g->dilation[0], g->dilation[1], g->pad_begin[0], g->pad_begin[1]};
+    return true;
+  }
+  if (g->n_spatial == 1) {
+    *p = (plane_geometry){1, g->in[0],     1, g->out[0],      1, g->kernel[0],
+                          1, g->stride[0], 1, g->dilation[0], 0, g->pad_begin[0]};
+    return true;
+  }
+  return false;
+}
+
+static void im2col_plane(const plane_geometry *p, const float *x, int64_t channels,
+                         int64_t col_begin, int64_t col_count, float *col) {
+  int64_t in_plane = p->in_h * p->in_w;
+  int64_t row = 0;
+  for (int64_t c = 0; c < channels; c++) {
+    const float *xc = x + c * in_plane;
+    for (int64_t ki = 0; ki < p->k_h; ki++) {
+      for (int64_t kj = 0; kj < p->k_w; kj++, row++) {
+        float *dst = col + row * col_count;
+        int64_t ih_off = ki * p->d_h - p->p_h, iw_off = kj * p->d_w - p->p_w;
+        int64_t oh = col_begin / p->out_w, ow = col_begin % p->out_w;
+        for (int64_t done = 0; done < col_count; oh++, ow = 0) {
+          int64_t seg = p->out_w - ow;
+          if (seg > col_count - done)
+            seg = col_count - done;
+          int64_t ih = oh * p->s_h + ih_off;
+          if (ih < 0 || ih >= p->in_h) {
+            memset(dst + done, 0, sizeof(float) * (size_t)seg);
+          } else {
+            const float *src = xc + ih * p->in_w;
+            for (int64_t t = 0; t < seg; t++) {
+              int64_t iw = (ow + t) * p->s_w + iw_off;
+              dst[done + t] = (iw >= 0 && iw < p->in_w) ? src[iw] : 0.0f;
+            }
+          }
+          done += seg;
+        }
+      }
+    }
+  }
+}
+
+/* Decodes a flat index over dims[0..n) into idx (row-major). */
+static void unflatten(int64_t flat, const int64_t *dims, int n, int64_t *idx) {
+  for (int d = n - 1; d >= 0; d--) {
+    idx[d] = flat % dims[d];
+    flat /= dims[d];
+  }
+}
+
+static void odometer_next(int64_t *idx, const int64_t *dims, int n) {
+  for (int d = n - 1; d >= 0; d--) {
+    if (++idx[d] < dims[d])
+      return;
+    idx[d] = 0;
+  }
+}
+
+/* Offset into an input channel of the input element under kernel offset
+ * kidx at output position opos, or -1 when it falls in the padding. */
+static int64_t input_offset(const wq_conv_geometry *g, const int64_t *opos, const int64_t *kidx) {
+  int64_t off = 0;
+  for (int d = 0; d < g->n_spatial; d++) {
+    int64_t i = opos[d] * g->stride[d] - g->pad_begin[d] + kidx[d] * g->dilation[d];
+    if (i < 0 || i >= g->in[d])
+      return -1;
+    off = off * g->in[d] + i;
+  }
+  return off;
+}
+
+void wq_ref_im2col_f32(const wq_conv_geometry *g, const float *x, int64_t channels,
+                       int64_t col_begin, int64_t col_count, float *col) {
+  plane_geometry p;
+  if (as_plane(g, &p)) {
+    im2col_plane(&p, x, channels, col_begin, col_count, col);
+    return;
+  }
+  int n = g->n_spatial;
+  int64_t in_size = wq_conv_geometry_in_size(g), ksize = wq_conv_geometry_kernel_size(g);
+  int64_t kidx[WQ_CONV_MAX_SPATIAL], opos[WQ_CONV_MAX_SPATIAL];
+  for (int64_t c = 0; c < channels; c++) {
+    for (int64_t kflat = 0; kflat < ksize; kflat++) {
+      float *dst = col + (c * ksize + kflat) * col_count;
+      unflatten(kflat, g->kernel, n, kidx);
+      unflatten(col_begin, g->out, n, opos);
+      for (int64_t j = 0; j < col_count; j++) {
+        int64_t off = input_offset(g, opos, kidx);
+        dst[j] = off >= 0 ? x[c * in_size + off] : 0.0f;
+        odometer_next(opos, g->out, n);
+      }
+    }
+  }
+}
+
+/* Depthwise (one input channel per group, any channel multiplier), 1-D/2-D:
+ * a direct loop is far cheaper than a GEMM with a single reduction row. */
+static void depthwise_plane(const plane_geometry *p, int64_t batch, int64_t channels,
+                            int64_t multiplier, const float *x, const float *w, const float *bias,
+                            float *y) {
+  int64_t in_plane = p->in_h * p->in_w, out_plane = p->out_h * p->out_w;
+  int64_t ksize = p->k_h * p->k_w;
+  for (int64_t n = 0; n < batch; n++) {
+    for (int64_t c = 0; c < channels; c++) {
+      const float *xc = x + (n * channels + c) * in_plane;
+      for (int64_t mm = 0; mm < multiplier; mm++) {
+        int64_t m = c * multiplier + mm;
+        float *ym = y + (n * channels * multiplier + m) * out_plane;
+        const float *wm = w + m * ksize;
+        float b = bias ? bias[m] : 0.0f;
+        for (int64_t i = 0; i < out_plane; i++)
+          ym[i] = b;
+        for (int64_t ki = 0; ki < p->k_h; ki++) {
+          for (int64_t kj = 0; kj < p->k_w; kj++) {
+            float wv = wm[ki * p->k_w + kj];
+            int64_t iw_off = kj * p->d_w - p->p_w;
+            /* Output columns whose input column iw = ow*s_w + iw_off is inside. */
+            int64_t ow_lo = iw_off >= 0 ? 0 : (-iw_off + p->s_w - 1) / p->s_w;
+            int64_t ow_hi = p->in_w - 1 - iw_off < 0 ? 0 : (p->in_w - 1 - iw_off) / p->s_w + 1;
+            if (ow_hi > p->out_w)
+              ow_hi = p->out_w;
+            for (int64_t oh = 0; oh < p->out_h; oh++) {
+              int64_t ih = oh * p->s_h + ki * p->d_h - p->p_h;
+              if (ih < 0 || ih >= p->in_h)
+                continue;
+              const float *src = xc + ih * p->in_w;
+              float *dst = ym + oh * p->out_w;
+              if (p->s_w == 1) {
+                for (int64_t ow = ow_lo; ow < ow_hi; ow++)
+                  dst[ow] += wv * src[ow + iw_off];
+              } else {
+                for (int64_t ow = ow_lo; ow < ow_hi; ow++)
+                  dst[ow] += wv * src[ow * p->s_w + iw_off];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+static void add_bias(float *y, int64_t batch, int64_t channels, int64_t plane, const float *bias) {
+  for (int64_t n = 0; n < batch; n++)
+    for (int64_t m = 0; m < channels; m++) {
+      float *ym = y + (n * channels + m) * plane;
+      float b = bias[m];
+      for (int64_t i = 0; i < plane; i++)
+        ym[i] += b;
+    }
+}
+
+static int64_t chunk_columns(int64_t rows, int64_t total) {
+  int64_t chunk = COL_BUDGET_FLOATS / (rows > 0 ? rows : 1);
+  if (chunk < 64)
+    chunk = 64;
+  return chunk < total ? chunk : total;
+}
+
+wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                          int64_t out_channels, int64_t group, const float *x, const float *w,
+                          const float *bias, float *y) {
+  int64_t cg = in_channels / group, mg = out_channels / group;
+  int64_t ksize = wq_conv_geometry_kernel_size(g);
+  int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);
+  int64_t kdim = cg * ksize;
+  if (batch == 0 || out_channels == 0 || out_size == 0)
+    return WQ_OK;
+  plane_geometry p;
+  if (cg == 1 && as_plane(g, &p)) {
+    depthwise_plane(&p, batch, in_channels, mg, x, w, bias, y);
+    return WQ_OK;
+  }
+  bool pointwise = true;
+  for (int d = 0; d < g->n_spatial; d++)
+    if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad_begin[d] != 0 || g->pad_end[d] != 0)
+      pointwise = false;
+  int64_t chunk = pointwise ? out_size : chunk_columns(kdim, out_size);
+  float *col = NULL;
+  if (!pointwise) {
+    col = malloc(sizeof(float) * (size_t)(kdim * chunk));
+    if (!col)
+      return WQ_ERR_OUT_OF_MEMORY;
+  }
+  wq_status st = WQ_OK;
+  for (int64_t n = 0; n < batch && st == WQ_OK; n++) {
+    for (int64_t gi = 0; gi < group && st == WQ_OK; gi++) {
+      const float *xg = x + (n * in_channels + gi * cg) * in_size;
+      const float *wg = w + gi * mg * kdim;
+      float *yg = y + (n * out_channels + gi * mg) * out_size;
+      if (pointwise) {
+        st =
+            wq_ref_sgemm(mg, out_size, kdim, 1.0f, wg, kdim, 1, xg, in_size, 1, 0.0f, yg, out_size);
+        continue;
+      }
+      for (int64_t j0 = 0; j0 < out_size && st == WQ_OK; j0 += chunk) {
+        int64_t cnt = out_size - j0 < chunk ? out_size - j0 : chunk;
+        wq_ref_im2col_f32(g, xg, cg, j0, cnt, col);
+        st = wq_ref_sgemm(mg, cnt, kdim, 1.0f, wg, kdim, 1, col, cnt, 1, 0.0f, yg + j0, out_size);
+      }
+    }
+  }
+  free(col);
+  if (st == WQ_OK && bias)
+    add_bias(y, batch, out_channels, out_size, bias);
+  return st;
+}
+
+/* Scatter-adds col[channels * kernel_size, col_count] (columns = input
+ * positions [col_begin, col_begin + col_count)) into y[channels, out...]. */
+static void col2im_add(const wq_conv_geometry *g, const float *col, int64_t channels,
+                       int64_t col_begin, int64_t col_count, float *y) {
+  int n = g->n_spatial;
+  int64_t out_size = wq_conv_geometry_out_size(g), ksize = wq_conv_geometry_kernel_size(g);
+  int64_t kidx[WQ_CONV_MAX_SPATIAL], ipos[WQ_CONV_MAX_SPATIAL];
+  for (int64_t c = 0; c < channels; c++) {
+    float *yc = y + c * out_size;
+    for (int64_t kflat = 0; kflat < ksize; kflat++) {
+      const float *src = col + (c * ksize + kflat) * col_count;
+      unflatten(kflat, g->kernel, n, kidx);
+      unflatten(col_begin, g->in, n, ipos);
+      for (int64_t j = 0; j < col_count; j++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < n; d++) {
+          int64_t o = ipos[d] * g->stride[d] - g->pad_begin[d] + kidx[d] * g->dilation[d];
+          if (o < 0 || o >= g->out[d]) {
+            inside = false;
+            break;
+          }
+          off = off * g->out[d] + o;
+        }
+        if (inside)
+          yc[off] += src[j];
+        odometer_next(ipos, g->in, n);
+      }
+    }
+  }
+}
+
+wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                                    int64_t out_channels, int64_t group, const float *x,
+                                    const float *w, const float *bias, float *y) {
+  int64_t cg = in_channels / group, mg = out_channels / group;
+  int64_t ksize = wq_conv_geometry_kernel_size(g);
+  int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);
+  int64_t rows = mg * ksize; /* col rows: (output channel, kernel offset) */
+  int64_t total = batch * out_channels * out_size;
+  for (int64_t i = 0; i < batch * out_channels; i++) {
+    float b = bias ? bias[i % out_channels] : 0.0f;
+    float *ym = y + i * out_size;
+    for (int64_t j = 0; j < out_size; j++)
+      ym[j] = b;
+  }
+  if (total == 0 || in_size == 0)
+    return WQ_OK;
+  int64_t chunk = chunk_columns(rows, in_size);
+  float *col = malloc(sizeof(float) * (size_t)(rows * chunk));
+  if (!col)
+    return WQ_ERR_OUT_OF_MEMORY;
+  wq_status st = WQ_OK;
+  for (int64_t n = 0; n < batch && st == WQ_OK; n++) {
+    for (int64_t gi = 0; gi < group && st == WQ_OK; gi++) {
+      const float *xg = x + (n * in_channels + gi * cg) * in_size;
+      const float *wg = w + gi * cg * rows; /* [cg, rows] */
+      float *yg = y + (n * out_channels + gi * mg) * out_size;
+      for (int64_t j0 = 0; j0 < in_size && st == WQ_OK; j0 += chunk) {
+        int64_t cnt = in_size - j0 < chunk ? in_size - j0 : chunk;
+        /* col[rows, cnt] = Wg^T * Xg[:, j0:j0+cnt] */
+        st = wq_ref_sgemm(rows, cnt, cg, 1.0f, wg, 1, rows, xg + j0, in_size, 1, 0.0f, col, cnt);
+        if (st == WQ_OK)
+          col2im_add(g, col, mg, j0, cnt, yg);
+      }
+    }
+  }
+  free(col);
+  return st;
+}

@@ -1,0 +1,33 @@
+/* Float convolution kernels on NC[spatial] tensors: im2col + the shared GEMM
+ * for the general case, a direct loop for depthwise (one input channel per
+ * group), and col2im for ConvTranspose. Geometry (pads, output sizes) comes
+ * resolved from conv_geometry.h; these functions trust it. */
+#ifndef WQ_KERNELS_REF_CONV_F32_H
+#define WQ_KERNELS_REF_CONV_F32_H
+
+#include <stdint.h>
+
+#include "../../ir/status.h"
+#include "conv_geometry.h"
+
+/* Y[N, M, out...] = conv(X[N, C, in...], W[M, C/group, kernel...]) + bias[M]
+ * (bias may be NULL). Returns WQ_ERR_OUT_OF_MEMORY when scratch cannot be
+ * allocated. */
+wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                          int64_t out_channels, int64_t group, const float *x, const float *w,
+                          const float *bias, float *y);
+
+/* Y[N, M, out...] = conv_transpose(X[N, C, in...], W[C, M/group, kernel...])
+ * + bias[M]. Here g->in is the input (the small side), g->out the output, and
+ * g->pad_begin the amount cropped from the start of each output axis. */
+wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                                    int64_t out_channels, int64_t group, const float *x,
+                                    const float *w, const float *bias, float *y);
+
+/* Rows (channel, kernel offset) x output positions [col_begin, col_begin +
+ * col_count) of the im2col matrix of channels x[channels, in...] into
+ * col[channels * kernel_size, col_count]; padding reads as 0. */
+void wq_ref_im2col_f32(const wq_conv_geometry *g, const float *x, int64_t channels,
+                       int64_t col_begin, int64_t col_count, float *col);
+
+#endif

@@ -1,0 +1,22 @@
+/* The one float GEMM behind Conv, ConvTranspose, Gemm and MatMul.
+ * Scalar, cache-blocked (packed panels + a register-tiled micro-kernel the
+ * compiler can vectorise); the SIMD variant keeps this signature. */
+#ifndef WQ_KERNELS_REF_GEMM_F32_H
+#define WQ_KERNELS_REF_GEMM_F32_H
+
+#include <stdint.h>
+
+#include "../../ir/status.h"
+
+/* C = alpha * A * B + beta * C for an m x k matrix A, a k x n matrix B and a
+ * row-major m x n matrix C with row stride ldc. Element strides describe any
+ * transpose: A(i,p) = a[i * a_row_stride + p * a_col_stride] and
+ * B(p,j) = b[p * b_row_stride + j * b_col_stride]. When beta == 0 C is never
+ * read (it may hold garbage). Returns WQ_ERR_OUT_OF_MEMORY if the packing
+ * scratch cannot be allocated (C is then unspecified), else WQ_OK. */
+wq_status wq_ref_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                       int64_t a_row_stride, int64_t a_col_stride, const float *b,
+                       int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
+                       int64_t ldc);
+
+#endif

@@ -1,0 +1,139 @@
+/* MatMul with numpy semantics: a 1-D A is promoted to [1, K] and a 1-D B to
+ * [K, 1] (the added dim is removed from the result); leading batch dims
+ * broadcast. */
+#include <string.h>
+
+#include "../kernels/ref/ref_gemm_f32.h"
+#include "op.h"
+
+typedef struct {
+  int64_t m, n, k;
+  int batch_rank;
+  int64_t batch[WQ_MAX_RANK];   /* broadcast batch dims of Y */
+  int64_t a_batch[WQ_MAX_RANK]; /* A's batch dims right-aligned to batch_rank (1 if missing) */
+  int64_t b_batch[WQ_MAX_RANK];
+  int out_rank;
+  int64_t out_dims[WQ_MAX_RANK];
+} matmul_shape;
+
+static wq_status matmul_resolve(const wq_node *node, const wq_value *in, matmul_shape *ms,
+                                wq_error *err) {
+  const wq_value *a = &in[0], *b = &in[1];
+  if (a->dtype != WQ_DT_FLOAT || b->dtype != WQ_DT_FLOAT)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "MatMul: only float tensors are supported (A %s, B %s)", wq_dtype_name(a->dtype),
+                   wq_dtype_name(b->dtype));
+  if (a->rank < 0 || b->rank < 0)
+    return WQ_OK; /* caller checks ranks */
+  if (a->rank < 1 || b->rank < 1)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "MatMul: inputs must have rank >= 1 (%d, %d)",
+                   a->rank, b->rank);
+  ms->m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
+  ms->k = a->dims[a->rank - 1];
+  int64_t kb = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2];
+  ms->n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+  if (ms->k >= 0 && kb >= 0 && ms->k != kb) {
+    char sa[96], sb[96];
+    wq_dims_format(a->dims, a->rank, sa, sizeof sa);
+    wq_dims_format(b->dims, b->rank, sb, sizeof sb);
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "MatMul: inner dims differ: A %s, B %s", sa, sb);
+  }
+  if (ms->k < 0)
+    ms->k = kb;
+  int abr = a->rank > 2 ? a->rank - 2 : 0, bbr = b->rank > 2 ? b->rank - 2 : 0;
+  ms->batch_rank = abr > bbr ? abr : bbr;
+  for (int i = 0; i < ms->batch_rank; i++) {
+    int ia = i - (ms->batch_rank - abr), ib = i - (ms->batch_rank - bbr);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    ms->a_batch[i] = da;
+    ms->b_batch[i] = db;
+    if (da == db || db == 1)
+      ms->batch[i] = da;
+    else if (da == 1)
+      ms->batch[i] = db;
+    else if (da < 0 || db < 0)
+      ms->batch[i] = -1;
+    else {
+      char sa[96], sb[96];
+      wq_dims_format(a->dims, a->rank, sa, sizeof sa);
+      wq_dims_format(b->dims, b->rank, sb, sizeof sb);
+      return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                     "MatMul: batch dims of A %s and B %s do not broadcast", sa, sb);
+    }
+  }
+  ms->out_rank = 0;
+  for (int i = 0; i < ms->batch_rank; i++)
+    ms->out_dims[ms->out_rank++] = ms->batch[i];
+  if (a->rank > 1)
+    ms->out_dims[ms->out_rank++] = ms->m;
+  if (b->rank > 1)
+    ms->out_dims[ms->out_rank++] = ms->n;
+  return WQ_OK;
+}
+
+static wq_status matmul_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                              wq_error *err) {
+  matmul_shape ms;
+  WQ_TRY(matmul_resolve(node, in, &ms, err));
+  out[0].dtype = WQ_DT_FLOAT;
+  if (in[0].rank < 0 || in[1].rank < 0) {
+    out[0].rank = -1;
+    return WQ_OK;
+  }
+  out[0].rank = ms.out_rank;
+  memcpy(out[0].dims, ms.out_dims, sizeof(int64_t) * (size_t)ms.out_rank);
+  if (wq_value_shape_known(&out[0]))
+    WQ_TRY(wq_shape_check(out[0].dims, out[0].rank, node->name, "MatMul output", err));
+  return WQ_OK;
+}
+
+static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  matmul_shape ms;
+  WQ_TRY(matmul_resolve(node, in, &ms, err));
+  const float *a = in[0].data, *b = in[1].data;
+  float *y = out[0].data;
+  int64_t a_mat = ms.m * ms.k, b_mat = ms.k * ms.n, y_mat = ms.m * ms.n;
+  int64_t n_batch = 1, b_count = 1;
+  for (int i = 0; i < ms.batch_rank; i++) {
+    n_batch *= ms.batch[i];
+    b_count *= ms.b_batch[i];
+  }
+  wq_status st = WQ_OK;
+  if (b_count == 1) {
+    /* B is shared by every batch: A's batch rows stack into one tall GEMM
+     * (A's batch dims then equal Y's, so A is contiguous [n_batch * M, K]). */
+    st = wq_ref_sgemm(n_batch * ms.m, ms.n, ms.k, 1.0f, a, ms.k, 1, b, ms.n, 1, 0.0f, y, ms.n);
+  } else {
+    int64_t idx[WQ_MAX_RANK] = {0};
+    for (int64_t t = 0; t < n_batch && st == WQ_OK; t++) {
+      /* Offsets of this batch in A and B under broadcasting. */
+      int64_t ao = 0, bo = 0;
+      for (int i = 0; i < ms.batch_rank; i++) {
+        ao = ao * ms.a_batch[i] + (ms.a_batch[i] == 1 ? 0 : idx[i]);
+        bo = bo * ms.b_batch[i] + (ms.b_batch[i] == 1 ? 0 : idx[i]);
+      }
+      st = wq_ref_sgemm(ms.m, ms.n, ms.k, 1.0f, a + ao * a_mat, ms.k, 1, b + bo * b_mat, ms.n, 1,
+                        0.0f, y + t * y_mat, ms.n);
+      for (int i = ms.batch_rank - 1; i >= 0; i--) {
+        if (++idx[i] < ms.batch[i])
+          break;
+        idx[i] = 0;
+      }
+    }
+  }
+  if (st != WQ_OK)
+    return wq_fail(err, st, node->name, "MatMul: out of memory for packing scratch");
+  return WQ_OK;
+}
+
+const wq_op wq_op_matmul = {
+    .op_type = "MatMul",
+    .domain = "",
+    .min_opset = 1,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .infer = matmul_infer,
+    .run = matmul_run,
+};

@@ -1,0 +1,116 @@
+#include "nn_window.h"
+
+#include <stdio.h>
+
+wq_status wq_window_read_ints(const wq_node *node, const char *name, int64_t *dst, int cap,
+                              int *count, wq_error *err) {
+  const int64_t *vals;
+  size_t n;
+  WQ_TRY(wq_attr_ints(node, name, &vals, &n, err));
+  if (n > (size_t)cap)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: attribute %s has %zu entries (max %d)",
+                   node->op_type, name, n, cap);
+  for (size_t i = 0; i < n; i++)
+    dst[i] = vals[i];
+  *count = (int)n;
+  return WQ_OK;
+}
+
+static wq_status check_min(const wq_node *node, const char *name, const int64_t *v, int n,
+                           int64_t min, wq_error *err) {
+  for (int i = 0; i < n; i++)
+    if (v[i] < min)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: %s[%d] is %lld (must be >= %lld)",
+                     node->op_type, name, i, (long long)v[i], (long long)min);
+  return WQ_OK;
+}
+
+wq_status wq_window_attrs_parse(const wq_node *node, wq_window_attrs *a, wq_error *err) {
+  const char *auto_pad;
+  WQ_TRY(wq_attr_string(node, "auto_pad", "NOTSET", &auto_pad, err));
+  if (!wq_auto_pad_parse(auto_pad, &a->auto_pad))
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "%s: auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
+                   node->op_type, auto_pad);
+  WQ_TRY(wq_window_read_ints(node, "kernel_shape", a->kernel_shape, WQ_CONV_MAX_SPATIAL,
+                             &a->n_kernel_shape, err));
+  WQ_TRY(wq_window_read_ints(node, "strides", a->strides, WQ_CONV_MAX_SPATIAL, &a->n_strides, err));
+  WQ_TRY(wq_window_read_ints(node, "dilations", a->dilations, WQ_CONV_MAX_SPATIAL, &a->n_dilations,
+                             err));
+  WQ_TRY(wq_window_read_ints(node, "pads", a->pads, 2 * WQ_CONV_MAX_SPATIAL, &a->n_pads, err));
+  WQ_TRY(check_min(node, "kernel_shape", a->kernel_shape, a->n_kernel_shape, 1, err));
+  WQ_TRY(check_min(node, "strides", a->strides, a->n_strides, 1, err));
+  WQ_TRY(check_min(node, "dilations", a->dilations, a->n_dilations, 1, err));
+  WQ_TRY(check_min(node, "pads", a->pads, a->n_pads, 0, err));
+  return WQ_OK;
+}
+
+static wq_status check_len(const wq_node *node, const char *name, int have, int want, int n_spatial,
+                           wq_error *err) {
+  if (have != 0 && have != want)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "%s: %s has %d entries but the input has %d spatial dims (needs %d)",
+                   node->op_type, name, have, n_spatial, want);
+  return WQ_OK;
+}
+
+wq_status wq_window_geometry(const wq_node *node, const wq_window_attrs *a, int n_spatial,
+                             const int64_t *in_spatial, const int64_t *weight_kernel,
+                             bool ceil_mode, bool forward, wq_conv_geometry *g, wq_error *err) {
+  if (n_spatial < 1 || n_spatial > WQ_CONV_MAX_SPATIAL)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "%s: input needs 1..%d spatial dims after N and C, has %d", node->op_type,
+                   WQ_CONV_MAX_SPATIAL, n_spatial);
+  WQ_TRY(check_len(node, "kernel_shape", a->n_kernel_shape, n_spatial, n_spatial, err));
+  WQ_TRY(check_len(node, "strides", a->n_strides, n_spatial, n_spatial, err));
+  WQ_TRY(check_len(node, "dilations", a->n_dilations, n_spatial, n_spatial, err));
+  WQ_TRY(check_len(node, "pads", a->n_pads, 2 * n_spatial, n_spatial, err));
+  if (a->n_kernel_shape == 0 && !weight_kernel)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: kernel_shape attribute is required",
+                   node->op_type);
+  g->n_spatial = n_spatial;
+  bool unknown[WQ_CONV_MAX_SPATIAL];
+  for (int i = 0; i < n_spatial; i++) {
+    g->kernel[i] = a->n_kernel_shape ? a->kernel_shape[i] : weight_kernel[i];
+    if (a->n_kernel_shape && weight_kernel && weight_kernel[i] >= 0 &&
+        weight_kernel[i] != a->kernel_shape[i])
+      return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                     "%s: kernel_shape[%d] = %lld but the weight's spatial dim is %lld",
+                     node->op_type, i, (long long)a->kernel_shape[i], (long long)weight_kernel[i]);
+    g->stride[i] = a->n_strides ? a->strides[i] : 1;
+    g->dilation[i] = a->n_dilations ? a->dilations[i] : 1;
+    g->pad_begin[i] = a->n_pads ? a->pads[i] : 0;
+    g->pad_end[i] = a->n_pads ? a->pads[n_spatial + i] : 0;
+    unknown[i] = in_spatial[i] < 0 || g->kernel[i] < 0;
+    g->in[i] = unknown[i] ? 0 : in_spatial[i];
+    g->out[i] = -1;
+  }
+  if (!forward)
+    return WQ_OK;
+  /* Resolve axis by axis so an unknown axis does not hide a bad known one. */
+  for (int i = 0; i < n_spatial; i++) {
+    if (unknown[i])
+      continue;
+    wq_conv_geometry one = {.n_spatial = 1,
+                            .in = {g->in[i]},
+                            .kernel = {g->kernel[i]},
+                            .stride = {g->stride[i]},
+                            .dilation = {g->dilation[i]},
+                            .pad_begin = {g->pad_begin[i]},
+                            .pad_end = {g->pad_end[i]}};
+    if (wq_conv_geometry_resolve(&one, a->auto_pad, ceil_mode) >= 0)
+      return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                     "%s: spatial axis %d: input %lld with pads %lld+%lld is smaller than the "
+                     "dilated kernel %lld",
+                     node->op_type, i, (long long)g->in[i], (long long)g->pad_begin[i],
+                     (long long)g->pad_end[i],
+                     (long long)wq_conv_effective_kernel(g->kernel[i], g->dilation[i]));
+    g->pad_begin[i] = one.pad_begin[0];
+    g->pad_end[i] = one.pad_end[0];
+    g->out[i] = one.out[0];
+  }
+  for (int i = 0; i < n_spatial; i++)
+    if (unknown[i])
+      g->out[i] = -1;
+  return WQ_OK;
+}
