@@ -1,0 +1,48 @@
+/* Helpers shared by the quantized ops' glue (quant_linear.c, quant_matmul.c,
+ * quant_conv.c): dtype checks with the uniform "dtype <name> is not
+ * supported" message, and the operand qparams of the matmul/conv families. */
+#ifndef WQ_OPS_QUANT_COMMON_H
+#define WQ_OPS_QUANT_COMMON_H
+
+#include "../quant/qparams.h"
+#include "op.h"
+
+#define WQ_QDT_BIT(dt) (1u << (unsigned)(dt))
+#define WQ_QDT_8BIT (WQ_QDT_BIT(WQ_DT_INT8) | WQ_QDT_BIT(WQ_DT_UINT8))
+#define WQ_QDT_16BIT (WQ_QDT_BIT(WQ_DT_INT16) | WQ_QDT_BIT(WQ_DT_UINT16))
+
+/* OK when `allowed` (a WQ_QDT_BIT mask) has the dtype. Otherwise
+ * WQ_ERR_UNSUPPORTED "<Op>: <what> dtype <name> is not supported" when the
+ * runtime cannot hold the dtype at all (float16, float8, int4 ...), else
+ * WQ_ERR_INVALID_MODEL naming the dtype the input may not have. */
+wq_status wq_quant_expect_dtype(const wq_node *node, const char *what, wq_dtype dtype,
+                                unsigned allowed, wq_error *err);
+
+/* Where a matmul operand's 1-D (or full-rank) parameters vary: per row of a
+ * (and of the output), per column of b (ONNX QLinearMatMul/MatMulInteger). */
+typedef enum { WQ_QMATMUL_PER_ROW, WQ_QMATMUL_PER_COLUMN } wq_qmatmul_role;
+
+/* qparams of a matmul operand `data` (shape known) from its scale (NULL for
+ * zero-point-only MatMulInteger) and zero point (may be NULL/omitted): a
+ * scalar or 1-element tensor is per-tensor; a 1-D tensor has one entry per
+ * row (M) or column (N); a tensor of the data's rank has size 1 along K (the
+ * dim the product sums over) and 1 or the data's size along every other dim.
+ * Shape-only when values are unknown. */
+wq_status wq_qmatmul_operand_qparams(wq_qparams *qp, const wq_node *node, const char *what,
+                                     wq_qmatmul_role role, const wq_value *data,
+                                     const wq_value *scale, const wq_value *zero_point,
+                                     wq_error *err);
+
+/* qparams of a conv operand [N or M, C, spatial...] varying at most along
+ * `axis` (0 for weights' output channels, 1 for activations' channels):
+ * scale and zero point are each a scalar/1-element tensor or a 1-D tensor of
+ * data_dims[axis] entries; a scalar one is expanded explicitly to match the
+ * other. scale NULL: unit scales (ConvInteger). */
+wq_status wq_qconv_operand_qparams(wq_qparams *qp, const wq_node *node, const char *what, int axis,
+                                   const wq_value *data, const wq_value *scale,
+                                   const wq_value *zero_point, wq_error *err);
+
+/* True when every listed present input has data. */
+bool wq_quant_values_known(const wq_value *in, int n_inputs);
+
+#endif
