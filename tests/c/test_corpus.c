@@ -1,0 +1,108 @@
+/* Loads every model of the malformed-model corpus (tests/corpus, written by
+ * make_corpus.py) and checks the status and message that expected.txt lists
+ * for it: bad files fail cleanly with a message naming the defect, valid
+ * ones load. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx_import.h"
+#include "ops/op.h"
+#include "wq_test.h"
+
+static unsigned char *read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  unsigned char *buf = NULL;
+  size_t cap = 0;
+  *n = 0;
+  for (;;) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 4096;
+      unsigned char *b = realloc(buf, cap);
+      if (!b) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = b;
+    }
+    size_t got = fread(buf + *n, 1, cap - *n, f);
+    *n += got;
+    if (got == 0)
+      break;
+  }
+  fclose(f);
+  return buf;
+}
+
+/* Import then resolve every op: the same checks the full load makes before
+ * shape inference. */
+static wq_status load(const unsigned char *bytes, size_t n, wq_error *err) {
+  wq_model_ir *m = NULL;
+  wq_status st = wq_onnx_import(bytes, n, &m, err);
+  if (st == WQ_OK) {
+    st = wq_graph_resolve_ops(m->graph, err);
+    wq_model_ir_free(m);
+  } else {
+    CHECK_MSG(m == NULL, "failed import left a model behind");
+  }
+  return st;
+}
+
+int main(void) {
+  const char *src = getenv("WQ_SOURCE_DIR");
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/tests/corpus", src ? src : ".");
+  char path[1400];
+  snprintf(path, sizeof path, "%s/expected.txt", dir);
+  FILE *list = fopen(path, "r");
+  CHECK_MSG(list != NULL, "cannot open %s", path);
+  if (!list)
+    WQ_TEST_END();
+
+  char line[1024];
+  int files = 0;
+  while (fgets(line, sizeof line, list)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '#' || line[0] == '\0')
+      continue;
+    char file[256], status_name[64];
+    int used = 0;
+    if (sscanf(line, "%255s %63s %n", file, status_name, &used) < 2) {
+      CHECK_MSG(0, "bad line in expected.txt: %s", line);
+      continue;
+    }
+    const char *substring = line + used;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    size_t n = 0;
+    unsigned char *bytes = read_file(path, &n);
+    CHECK_MSG(bytes != NULL || n == 0, "cannot read %s", path);
+    wq_error err;
+    wq_error_clear(&err);
+    wq_status st = load(bytes, n, &err);
+    files++;
+    CHECK_MSG(strcmp(wq_status_name(st), status_name) == 0, "%s: expected %s, got %s (%s)", file,
+              status_name, wq_status_name(st), err.message);
+    if (st != WQ_OK) {
+      CHECK_MSG(err.code == st, "%s: err.code %d vs status %d", file, err.code, st);
+      CHECK_MSG(err.message[0] != '\0', "%s: empty error message", file);
+    }
+    CHECK_MSG(strstr(err.message, substring) != NULL, "%s: message '%s' lacks '%s'", file,
+              err.message, substring);
+    /* An unknown op names the op in the message and the node in err.node. */
+    if (strcmp(file, "unknown_op.onnx") == 0)
+      CHECK_MSG(strcmp(err.node, "fancy_node") == 0, "unknown op: err.node is '%s'", err.node);
+    if (strcmp(file, "cycle.onnx") == 0)
+      CHECK_MSG(strcmp(err.node, "first") == 0 || strcmp(err.node, "second") == 0,
+                "cycle: err.node '%s' is not on the cycle", err.node);
+    if (strcmp(file, "dangling_tensor.onnx") == 0)
+      CHECK_MSG(strcmp(err.node, "add") == 0, "dangling: err.node is '%s'", err.node);
+    printf("%-28s %-22s %s\n", file, wq_status_name(st), err.message);
+    free(bytes);
+  }
+  fclose(list);
+  CHECK_MSG(files >= 16, "only %d corpus files listed", files);
+  WQ_TEST_END();
+}

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Writes the malformed-model corpus (tests/corpus/*.onnx) and expected.txt.
+
+Each file is a small, hand-encoded ONNX ModelProto with exactly one defect
+(or none, for the files that must load). expected.txt lists, one per line,
+`<file> <status name> [<message substring>]`; tests/c/test_corpus.c loads
+every file and checks both. Deterministic: rerunning rewrites identical bytes.
+
+Python 3 standard library only (the protobuf wire format is encoded by hand).
+"""
+
+import os
+import random
+import struct
+import sys
+
+# ---- protobuf wire format --------------------------------------------------
+
+
+def varint(v):
+    if v < 0:
+        v += 1 << 64  # int64 fields encode negatives as 10-byte two's complement
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def tag(field, wire):
+    return varint(field << 3 | wire)
+
+
+def f_int(field, v):
+    return tag(field, 0) + varint(v)
+
+
+def f_bytes(field, b):
+    return tag(field, 2) + varint(len(b)) + b
+
+
+def f_str(field, s):
+    return f_bytes(field, s.encode())
+
+
+def f_float(field, x):
+    return tag(field, 5) + struct.pack("<f", x)
+
+
+def f_packed_int(field, values):
+    return f_bytes(field, b"".join(varint(v) for v in values))
+
+
+def f_packed_float(field, values):
+    return f_bytes(field, b"".join(struct.pack("<f", v) for v in values))
+
+
+# ---- ONNX messages (field numbers from onnx.proto) -------------------------
+
+FLOAT, INT64, STRING = 1, 7, 8
+ATTR_INT, ATTR_GRAPH = 2, 5
+
+
+def tensor(name, dtype, dims, raw=None, floats=None, extra=b""):
+    out = f_packed_int(1, dims) if dims else b""
+    out += f_int(2, dtype)
+    if floats is not None:
+        out += f_packed_float(4, floats)
+    out += f_str(8, name)
+    if raw is not None:
+        out += f_bytes(9, raw)
+    return out + extra
+
+
+def float_tensor(name, dims, value=0.5):
+    n = 1
+    for d in dims:
+        n *= d
+    return tensor(name, FLOAT, dims, raw=struct.pack("<%df" % n, *([value] * n)))
+
+
+def value_info(name, elem_type=FLOAT, dims=None):
+    shape = b""
+    for d in dims or []:
+        shape += f_bytes(1, f_str(2, d) if isinstance(d, str) else f_int(1, d))
+    ttype = f_int(1, elem_type) + (f_bytes(2, shape) if dims is not None else b"")
+    return f_str(1, name) + f_bytes(2, f_bytes(1, ttype))
+
+
+def attr_int(name, v):
+    return f_str(1, name) + f_int(3, v) + f_int(20, ATTR_INT)
+
+
+def attr_graph(name, g):
+    return f_str(1, name) + f_bytes(6, g) + f_int(20, ATTR_GRAPH)
+
+
+def node(op, inputs, outputs, name=None, domain=None, attrs=()):
+    out = b"".join(f_str(1, i) for i in inputs)
+    out += b"".join(f_str(2, o) for o in outputs)
+    if name is not None:
+        out += f_str(3, name)
+    out += f_str(4, op)
+    out += b"".join(f_bytes(5, a) for a in attrs)
+    if domain is not None:
+        out += f_str(7, domain)
+    return out
+
+
+def graph(nodes, inputs, outputs, initializers=(), name="g", value_infos=(), extra=b""):
+    out = b"".join(f_bytes(1, n) for n in nodes)
+    out += f_str(2, name)
+    out += b"".join(f_bytes(5, t) for t in initializers)
+    out += b"".join(f_bytes(11, v) for v in inputs)
+    out += b"".join(f_bytes(12, v) for v in outputs)
+    out += b"".join(f_bytes(13, v) for v in value_infos)
+    return out + extra
+
+
+def model(g, opsets=(("", 13),), ir_version=8):
+    out = f_int(1, ir_version) + f_str(2, "wasmq-corpus") + f_str(3, "1")
+    if g is not None:
+        out += f_bytes(7, g)
+    out += b"".join(f_bytes(8, f_str(1, d) + f_int(2, v)) for d, v in opsets)
+    return out
+
+
+def relu_model(extra_nodes=(), x="X", y="Y"):
+    """X float[2,3] -> Relu -> Y, the valid base most cases perturb."""
+    nodes = [node("Relu", [x], [y], name="relu")] + list(extra_nodes)
+    return graph(nodes, [value_info("X", FLOAT, [2, 3])], [value_info(y, FLOAT, [2, 3])])
+
+
+# ---- the corpus ---------------------------------------------------------------
+
+
+def build():
+    cases = []  # (file, bytes, status, substring)
+
+    def add(name, data, status, substring=""):
+        cases.append((name, data, status, substring))
+
+    good = model(
+        graph(
+            [node("Add", ["X", "W"], ["S"], name="add"), node("Relu", ["S"], ["Y"], name="relu")],
+            [value_info("X", FLOAT, [2, 3])],
+            [value_info("Y", FLOAT, [2, 3])],
+            initializers=[float_tensor("W", [2, 3])],
+        )
+    )
+    # Cut inside the graph: its length prefix promises more than is left.
+    add("truncated.onnx", good[: len(good) * 2 // 3], "WQ_ERR_PARSE", "runs past the end")
+    add("empty.onnx", b"", "WQ_ERR_INVALID_MODEL", "no graph")
+
+    rng = random.Random(20261122)
+    # Starts with tag 0x07 (field 0), so the very first read fails.
+    add("random_bytes.onnx", b"\x07" + bytes(rng.randrange(256) for _ in range(511)),
+        "WQ_ERR_PARSE", "invalid field number")
+
+    add("unknown_op.onnx",
+        model(graph([node("FancyOp", ["X"], ["Y"], name="fancy_node")],
+                    [value_info("X", FLOAT, [2])], [value_info("Y", FLOAT, [2])])),
+        "WQ_ERR_UNSUPPORTED", "FancyOp")
+
+    add("cycle.onnx",
+        model(graph([node("Relu", ["B"], ["A"], name="first"),
+                     node("Relu", ["A"], ["B"], name="second"),
+                     node("Add", ["X", "B"], ["Y"], name="sum")],
+                    [value_info("X", FLOAT, [2])], [value_info("Y", FLOAT, [2])])),
+        "WQ_ERR_INVALID_MODEL", "cycle")
+
+    add("dangling_tensor.onnx",
+        model(graph([node("Add", ["X", "nowhere"], ["Y"], name="add")],
+                    [value_info("X", FLOAT, [2])], [value_info("Y", FLOAT, [2])])),
+        "WQ_ERR_INVALID_MODEL", "'nowhere'")
+
+    # 2^32 * 2^32 * 2^32 elements overflow int64; no data needed to notice.
+    add("overflow_dims.onnx",
+        model(relu_model() + f_bytes(5, tensor("huge", FLOAT, [1 << 32, 1 << 32, 1 << 32]))),
+        "WQ_ERR_SHAPE", "element count overflows")
+
+    add("negative_dim.onnx",
+        model(relu_model() + f_bytes(5, tensor("neg", FLOAT, [-3, 2], raw=b""))),
+        "WQ_ERR_SHAPE", "negative")
+
+    # Valid: an empty [0,3] initializer added to an empty [0,3] input.
+    add("zero_size_dim.onnx",
+        model(graph([node("Add", ["X", "W"], ["Y"], name="add")],
+                    [value_info("X", FLOAT, [0, 3])], [value_info("Y", FLOAT, [0, 3])],
+                    initializers=[tensor("W", FLOAT, [0, 3], raw=b"")])),
+        "WQ_OK")
+
+    add("data_length_mismatch.onnx",
+        model(graph([node("Add", ["X", "W"], ["Y"], name="add")],
+                    [value_info("X", FLOAT, [2, 3])], [value_info("Y", FLOAT, [2, 3])],
+                    initializers=[tensor("W", FLOAT, [2, 3], raw=bytes(20))])),
+        "WQ_ERR_INVALID_MODEL", "raw_data has 20 bytes but shape [2,3] of float needs 24 bytes")
+
+    add("typed_count_mismatch.onnx",
+        model(graph([node("Add", ["X", "W"], ["Y"], name="add")],
+                    [value_info("X", FLOAT, [2, 3])], [value_info("Y", FLOAT, [2, 3])],
+                    initializers=[tensor("W", FLOAT, [2, 3], floats=[1, 2, 3, 4, 5])])),
+        "WQ_ERR_INVALID_MODEL", "float_data has 5 values but shape [2,3] of float needs 6")
+
+    external = f_bytes(13, f_str(1, "location") + f_str(2, "weights.bin")) + f_int(14, 1)
+    add("external_data.onnx",
+        model(graph([node("Add", ["X", "W"], ["Y"], name="add")],
+                    [value_info("X", FLOAT, [2, 3])], [value_info("Y", FLOAT, [2, 3])],
+                    initializers=[tensor("W", FLOAT, [2, 3], extra=external)])),
+        "WQ_ERR_UNSUPPORTED", "tensor 'W' uses external data, which is not supported")
+
+    add("produced_twice.onnx",
+        model(graph([node("Relu", ["X"], ["Y"], name="one"), node("Relu", ["X"], ["Y"], name="two")],
+                    [value_info("X", FLOAT, [2])], [value_info("Y", FLOAT, [2])])),
+        "WQ_ERR_INVALID_MODEL", "produced twice")
+
+    add("writes_initializer.onnx",
+        model(graph([node("Relu", ["X"], ["W"], name="clobber")],
+                    [value_info("X", FLOAT, [2])], [value_info("W", FLOAT, [2])],
+                    initializers=[float_tensor("W", [2])])),
+        "WQ_ERR_INVALID_MODEL", "is an initializer")
+
+    add("no_graph.onnx", model(None), "WQ_ERR_INVALID_MODEL", "no graph")
+
+    add("opset_too_old.onnx", model(relu_model(), opsets=(("", 6),)),
+        "WQ_ERR_UNSUPPORTED", "opset version 6 is not supported")
+    add("opset_too_new.onnx", model(relu_model(), opsets=(("", 26),)),
+        "WQ_ERR_UNSUPPORTED", "opset version 26 is not supported")
+
+    add("missing_domain_opset.onnx",
+        model(graph([node("Relu", ["X"], ["Y"], name="custom", domain="com.example")],
+                    [value_info("X", FLOAT, [2])], [value_info("Y", FLOAT, [2])])),
+        "WQ_ERR_INVALID_MODEL", "imports no opset")
+
+    # ir_version given as an 11-byte varint, then one whose 10th byte
+    # carries bits beyond 64.
+    add("varint_too_long.onnx", f_int(1, 0)[:1] + b"\xff" * 9 + b"\x81\x00",
+        "WQ_ERR_PARSE", "varint is longer than 10 bytes")
+    add("varint_overflow.onnx", f_int(1, 0)[:1] + b"\xff" * 9 + b"\x7f",
+        "WQ_ERR_PARSE", "varint overflows 64 bits")
+
+    # 200 If nodes, each nesting the next graph in its then_branch.
+    inner = relu_model()
+    for level in range(200):
+        inner = graph([node("If", ["cond"], ["Y"], name="if%d" % level,
+                            attrs=[attr_graph("then_branch", inner),
+                                   attr_graph("else_branch", relu_model())])],
+                      [value_info("cond", 9, [])], [value_info("Y", FLOAT, [2, 3])])
+    add("depth_bomb.onnx", model(inner), "WQ_ERR_PARSE", "nested deeper than")
+
+    # GraphProto.node (field 1) encoded as a varint instead of a message.
+    add("wrong_wire_type.onnx",
+        model(f_int(1, 5) + relu_model()), "WQ_ERR_PARSE", "GraphProto.node")
+
+    add("sparse_initializer.onnx",
+        model(relu_model() + f_bytes(15, f_bytes(1, float_tensor("sv", [1])))),
+        "WQ_ERR_UNSUPPORTED", "sparse_initializer")
+
+    add("string_tensor.onnx",
+        model(relu_model() + f_bytes(5, f_packed_int(1, [1]) + f_int(2, STRING) + f_str(6, "hi")
+                                     + f_str(8, "words"))),
+        "WQ_ERR_UNSUPPORTED", "dtype string is not supported")
+
+    add("rank_too_big.onnx",
+        model(relu_model() + f_bytes(5, tensor("deep", FLOAT, [1] * 9, raw=bytes(4)))),
+        "WQ_ERR_UNSUPPORTED", "rank 9")
+
+    add("bad_data_type.onnx",
+        model(relu_model() + f_bytes(5, tensor("odd", 99, [1], raw=bytes(1)))),
+        "WQ_ERR_INVALID_MODEL", "invalid data_type 99")
+
+    add("output_not_produced.onnx",
+        model(graph([node("Relu", ["X"], ["Y"], name="relu")],
+                    [value_info("X", FLOAT, [2])], [value_info("Z", FLOAT, [2])])),
+        "WQ_ERR_INVALID_MODEL", "graph output 'Z'")
+
+    # Valid: nodes listed consumer-first; the importer must sort them.
+    add("unsorted_nodes.onnx",
+        model(graph([node("Relu", ["S"], ["Y"], name="second"),
+                     node("Add", ["X", "X"], ["S"], name="first")],
+                    [value_info("X", FLOAT, [2, 3])], [value_info("Y", FLOAT, [2, 3])])),
+        "WQ_OK")
+
+    return cases
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    cases = build()
+    lines = []
+    for name, data, status, substring in cases:
+        with open(os.path.join(here, name), "wb") as f:
+            f.write(data)
+        lines.append(("%s %s %s" % (name, status, substring)).rstrip())
+    with open(os.path.join(here, "expected.txt"), "w") as f:
+        f.write("# file status [message substring] -- written by make_corpus.py\n")
+        f.write("\n".join(lines) + "\n")
+    print("wrote %d files to %s" % (len(cases), here), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
