@@ -1,7 +1,6 @@
 /* Shape plumbing ops whose output is the input's bytes under a new shape
  * (Reshape, Flatten, Squeeze, Unsqueeze) plus Shape, which reads only the
  * input's shape. */
-#include <limits.h>
 #include <string.h>
 
 #include "tensor_util.h"
@@ -218,6 +217,8 @@ static wq_status flatten_infer(const wq_node *node, const wq_value *in, wq_value
   int a = (int)(axis < 0 ? axis + rank : axis);
   out[0].dims[0] = wq_tu_prod(in[0].dims, 0, a);
   out[0].dims[1] = wq_tu_prod(in[0].dims, a, rank);
+  if (wq_tu_shape_known(&out[0]))
+    WQ_TRY(wq_shape_check(out[0].dims, 2, node->name, "Flatten output", err));
   return WQ_OK;
 }
 

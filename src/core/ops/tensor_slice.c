@@ -63,7 +63,10 @@ static wq_status concat_infer(const wq_node *node, const wq_value *in, wq_value 
     for (int d = 0; d < rank; d++) {
       int64_t v = in[i].dims[d];
       if (d == axis) {
-        total = (total < 0 || v < 0) ? -1 : total + v;
+        /* Saturate so absurd declared dims cannot overflow the sum;
+         * wq_shape_check below rejects the result. */
+        int64_t cap = WQ_MAX_ELEMENTS + 1;
+        total = (total < 0 || v < 0) ? -1 : (v > cap - total ? cap : total + v);
         continue;
       }
       if (v < 0)
@@ -77,8 +80,6 @@ static wq_status concat_infer(const wq_node *node, const wq_value *in, wq_value 
       }
       out[0].dims[d] = v;
     }
-    if (total > WQ_MAX_ELEMENTS)
-      total = WQ_MAX_ELEMENTS + 1; /* caught by wq_shape_check below */
   }
   out[0].dims[axis] = total;
   if (wq_tu_shape_known(&out[0]))

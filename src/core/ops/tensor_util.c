@@ -35,13 +35,20 @@ bool wq_tu_shape_known(const wq_value *v) {
 }
 
 int64_t wq_tu_prod(const int64_t *dims, int from, int to) {
+  const int64_t cap = WQ_MAX_ELEMENTS + 1;
   int64_t p = 1;
+  bool saturated = false;
   for (int i = from; i < to; i++) {
     if (dims[i] < 0)
       return -1;
-    p *= dims[i];
+    if (dims[i] == 0)
+      return 0;
+    if (saturated || p > cap / dims[i])
+      saturated = true;
+    else
+      p *= dims[i];
   }
-  return p;
+  return saturated ? cap : p;
 }
 
 void wq_tu_set_unknown(wq_value *out, wq_dtype dtype, int rank) {

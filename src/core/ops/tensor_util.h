@@ -25,7 +25,9 @@ wq_status wq_tu_axis(const wq_node *node, int64_t axis, int rank, const char *wh
 /* True when the rank is known and every dim is >= 0. */
 bool wq_tu_shape_known(const wq_value *v);
 
-/* Product of dims[from..to); -1 if any is unknown (negative). */
+/* Product of dims[from..to); -1 if any is unknown (negative). Saturates at
+ * WQ_MAX_ELEMENTS + 1 so absurd dims cannot overflow (wq_shape_check then
+ * rejects the shape). */
 int64_t wq_tu_prod(const int64_t *dims, int from, int to);
 
 /* Sets dtype and rank and marks every dim unknown (-1). rank may be -1. */
