@@ -229,8 +229,8 @@ export function encodeNpy({ dtype, dims, data }) {
   return out;
 }
 
+// Always a plain Uint8Array view: Node's Buffer.slice() would not copy.
 function toBytes(input) {
-  if (input instanceof Uint8Array) return input;
   if (input instanceof ArrayBuffer) return new Uint8Array(input);
   if (ArrayBuffer.isView(input)) return new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
   throw new NpyError(`npy: expected bytes (Uint8Array or ArrayBuffer), got ${arrayKind(input)}`);

@@ -84,6 +84,10 @@ test('reader accepts v1, v2 and v3 headers, 16-byte alignment and loose spacing'
   const back = parseNpy(big.subarray(3));
   assert.deepEqual(Array.from(back.data), [7]);
   assert.notEqual(back.data.buffer, big.buffer);
+  // A Node Buffer from the shared pool (Buffer.slice does not copy).
+  const pooled = Buffer.from(encodeNpy({ dtype: 'int16', dims: [3], data: new Int16Array([-5, 0, 9]) }));
+  const fromPool = Buffer.concat([Buffer.from('xyz'), pooled]).subarray(3);
+  assert.deepEqual(Array.from(parseNpy(fromPool).data), [-5, 0, 9]);
 });
 
 test('reader rejects what it cannot represent, naming the problem', () => {
