@@ -197,6 +197,68 @@ static void test_add_float_broadcast(void) {
   }
 }
 
+/* Random shapes with random broadcast dims (and rank padding) against direct
+ * multi-index evaluation; exercises every collapse pattern of the iterator. */
+static void test_broadcast_random(void) {
+  wq_error err;
+  uint32_t seed = 12345;
+  int bad_cases = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    seed = seed * 1664525u + 1013904223u;
+    int rank = (int)(seed >> 28) % 5;
+    int64_t out_dims[4], da[4], db[4];
+    int ra = rank, rb = rank;
+    for (int i = 0; i < rank; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      out_dims[i] = 1 + (int64_t)((seed >> 20) % 4);
+      int mode = (int)((seed >> 10) % 4); /* 0: both full, 1: a is 1, 2: b is 1, 3: both */
+      da[i] = (mode == 1 || mode == 3) ? 1 : out_dims[i];
+      db[i] = (mode == 2 || mode == 3) ? 1 : out_dims[i];
+      if (mode == 3)
+        out_dims[i] = 1;
+    }
+    seed = seed * 1664525u + 1013904223u;
+    int drop = rank > 0 ? (int)((seed >> 16) % (unsigned)(rank + 1)) : 0;
+    /* b loses `drop` leading dims (numpy pads them back), when they are 1. */
+    int can_drop = 0;
+    while (can_drop < drop && db[can_drop] == 1)
+      can_drop++;
+    rb = rank - can_drop;
+    int32_t a[256], b[256];
+    for (int i = 0; i < 256; i++) {
+      a[i] = i * 7 + 1;
+      b[i] = i * 1000;
+    }
+    wq_value in[2] = {val(WQ_DT_INT32, ra, da, a), val(WQ_DT_INT32, rb, db + can_drop, b)};
+    wq_value out[1];
+    if (run_op("Add", 14, NULL, 0, in, 2, out, 1, &err) != WQ_OK) {
+      bad_cases++;
+      continue;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+      n *= out_dims[i];
+    const int32_t *y = out[0].data;
+    for (int64_t k = 0; k < n; k++) {
+      int64_t rem = k, ia = 0, ib = 0, sa = 1, sb = 1;
+      for (int d = rank - 1; d >= 0; d--) {
+        int64_t idx = rem % out_dims[d];
+        rem /= out_dims[d];
+        ia += (da[d] == 1 ? 0 : idx) * sa;
+        ib += (db[d] == 1 ? 0 : idx) * sb;
+        sa *= da[d];
+        sb *= db[d];
+      }
+      if (y[k] != a[ia] + b[ib]) {
+        bad_cases++;
+        break;
+      }
+    }
+    free(out[0].data);
+  }
+  CHECK(bad_cases == 0);
+}
+
 static void test_binary_validation(void) {
   wq_error err;
   const int64_t da[] = {2, 3}, db[] = {4};
@@ -715,6 +777,7 @@ static void test_reduce_mean(void) {
 
 int main(void) {
   test_add_float_broadcast();
+  test_broadcast_random();
   test_binary_validation();
   test_integer_arithmetic();
   test_equal_pow();
