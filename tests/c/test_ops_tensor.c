@@ -709,6 +709,226 @@ static void test_misc(void) {
   free_outputs(out, 1);
 }
 
+/* ------------------------------------------- robustness and properties */
+
+/* Every op's infer copes with unknown ranks, unknown dims and missing data
+ * (the load-time situation) without crashing. */
+static void test_unknown_inputs(void) {
+  static const char *const ops[] = {
+      "Concat",    "Split",     "Slice", "Gather", "Reshape",      "Flatten",         "Squeeze",
+      "Unsqueeze", "Transpose", "Shape", "Pad",    "DepthToSpace", "ConstantOfShape", NULL};
+  for (int i = 0; ops[i]; i++) {
+    const wq_op *op = wq_op_find("", ops[i]);
+    CHECK_MSG(op != NULL, "%s registered", ops[i]);
+    if (!op)
+      continue;
+    for (int variant = 0; variant < 3; variant++) {
+      test_node t;
+      wq_error err;
+      node_init(&t, ops[i], 13, op->max_inputs > 5 ? 2 : op->max_inputs, 2);
+      t.node.n_outputs = op->max_outputs > 2 ? 2 : op->max_outputs;
+      attr_int(&t, "axis", 0);
+      attr_int(&t, "blocksize", 2);
+      attr_ints(&t, "axes", I64(0), 1);
+      wq_value in[5], out[2];
+      for (int k = 0; k < 5; k++) {
+        /* variant 0: unknown rank; 1: rank 4 with unknown dims; 2: known
+         * dims, no data. Shape-like inputs are int64 in all variants. */
+        wq_dtype dt =
+            (k == 0 && strcmp(ops[i], "ConstantOfShape") != 0) ? WQ_DT_FLOAT : WQ_DT_INT64;
+        in[k] = variant == 0   ? val(dt, -1, NULL, NULL)
+                : variant == 1 ? val(dt, k == 0 ? 4 : 1, DIMS(-1, -1, -1, -1), NULL)
+                               : val(dt, k == 0 ? 4 : 1, k == 0 ? DIMS(2, 8, 3, 4) : DIMS(1), NULL);
+      }
+      wq_status st = infer_node(&t, in, out, &err);
+      CHECK_MSG(st == WQ_OK || st == WQ_ERR_SHAPE || st == WQ_ERR_INVALID_MODEL,
+                "%s variant %d: %s", ops[i], variant, err.message);
+    }
+  }
+}
+
+static void test_errors(void) {
+  test_node t;
+  wq_error err;
+  wq_value out[2];
+  wq_value x = val(WQ_DT_FLOAT, 2, DIMS(3, 4), iota12);
+
+  node_init(&t, "Reshape", 13, 2, 1); /* shape input must be 1-D */
+  wq_value r2[2] = {x, val(WQ_DT_INT64, 2, DIMS(1, 2), I64(4, 3))};
+  CHECK(infer_node(&t, r2, out, &err) == WQ_ERR_SHAPE);
+  wq_value rneg[2] = {x, val(WQ_DT_INT64, 1, DIMS(2), I64(-2, 6))};
+  CHECK(infer_node(&t, rneg, out, &err) == WQ_ERR_SHAPE);
+  wq_value rhuge[2] = {x, val(WQ_DT_INT64, 1, DIMS(3), I64(INT64_MAX, INT64_MAX, 0))};
+  CHECK(infer_node(&t, rhuge, out, &err) == WQ_ERR_SHAPE);
+  wq_value rcopy[2] = {x, val(WQ_DT_INT64, 1, DIMS(3), I64(3, 4, 0))}; /* no dim 2 to copy */
+  CHECK(infer_node(&t, rcopy, out, &err) == WQ_ERR_SHAPE);
+
+  node_init(&t, "Slice", 13, 3, 1); /* more starts than dims */
+  wq_value s3[3] = {x, val(WQ_DT_INT64, 1, DIMS(3), I64(0, 0, 0)),
+                    val(WQ_DT_INT64, 1, DIMS(3), I64(1, 1, 1))};
+  CHECK(infer_node(&t, s3, out, &err) == WQ_ERR_SHAPE);
+  wq_value slen[3] = {x, val(WQ_DT_INT64, 1, DIMS(2), I64(0, 0)),
+                      val(WQ_DT_INT64, 1, DIMS(1), I64(1))};
+  CHECK(infer_node(&t, slen, out, &err) == WQ_ERR_SHAPE);
+  wq_value sfloat[3] = {x, val(WQ_DT_FLOAT, 1, DIMS(1), F32(0)),
+                        val(WQ_DT_FLOAT, 1, DIMS(1), F32(1))};
+  CHECK(infer_node(&t, sfloat, out, &err) == WQ_ERR_SHAPE);
+
+  node_init(&t, "Gather", 13, 2, 1);
+  wq_value gf[2] = {x, val(WQ_DT_FLOAT, 1, DIMS(1), F32(0))};
+  CHECK(infer_node(&t, gf, out, &err) == WQ_ERR_SHAPE);
+  attr_int(&t, "axis", 2);
+  wq_value gi[2] = {x, val(WQ_DT_INT64, 1, DIMS(1), I64(0))};
+  CHECK(infer_node(&t, gi, out, &err) == WQ_ERR_SHAPE);
+
+  node_init(&t, "Concat", 13, 2, 1);
+  attr_int(&t, "axis", 0);
+  wq_value cdt[2] = {x, val(WQ_DT_INT64, 2, DIMS(3, 4), NULL)};
+  CHECK(infer_node(&t, cdt, out, &err) == WQ_ERR_SHAPE);
+  wq_value crk[2] = {x, val(WQ_DT_FLOAT, 1, DIMS(4), NULL)};
+  CHECK(infer_node(&t, crk, out, &err) == WQ_ERR_SHAPE);
+  node_init(&t, "Concat", 13, 2, 1); /* axis is required */
+  CHECK(infer_node(&t, crk, out, &err) == WQ_ERR_INVALID_MODEL);
+
+  node_init(&t, "Transpose", 13, 1, 1);
+  attr_ints(&t, "perm", I64(1, 0, 2), 3);
+  CHECK(infer_node(&t, &x, out, &err) == WQ_ERR_SHAPE);
+  node_init(&t, "Transpose", 13, 1, 1);
+  attr_ints(&t, "perm", I64(1, 2), 2);
+  CHECK(infer_node(&t, &x, out, &err) == WQ_ERR_SHAPE);
+
+  node_init(&t, "DepthToSpace", 13, 1, 1);
+  attr_int(&t, "blocksize", 2);
+  wq_value d6 = val(WQ_DT_FLOAT, 4, DIMS(1, 6, 2, 2), NULL);
+  CHECK(infer_node(&t, &d6, out, &err) == WQ_ERR_SHAPE);
+  CHECK(infer_node(&t, &x, out, &err) == WQ_ERR_SHAPE);
+
+  node_init(&t, "Constant", 13, 0, 1);
+  CHECK(infer_node(&t, NULL, out, &err) == WQ_ERR_INVALID_MODEL);
+  attr_int(&t, "value_int", 1);
+  attr_float(&t, "value_float", 1);
+  CHECK(infer_node(&t, NULL, out, &err) == WQ_ERR_INVALID_MODEL);
+  node_init(&t, "Constant", 13, 0, 1);
+  add_attr(&t, "sparse_value", WQ_ATTR_TENSOR);
+  CHECK(infer_node(&t, NULL, out, &err) == WQ_ERR_UNSUPPORTED);
+
+  node_init(&t, "ConstantOfShape", 9, 1, 1);
+  float two[2] = {1, 2};
+  wq_tensor v2;
+  memset(&v2, 0, sizeof v2);
+  v2.dtype = WQ_DT_FLOAT;
+  v2.rank = 1;
+  v2.dims[0] = 2;
+  v2.data = two;
+  v2.nbytes = sizeof two;
+  attr_tensor(&t, "value", &v2);
+  wq_value sh = val(WQ_DT_INT64, 1, DIMS(1), I64(3));
+  CHECK(infer_node(&t, &sh, out, &err) == WQ_ERR_INVALID_MODEL);
+
+  node_init(&t, "Pad", 13, 2, 1); /* reflect cannot extend an empty axis */
+  attr_string(&t, "mode", "reflect");
+  wq_value e0 = val(WQ_DT_FLOAT, 1, DIMS(0), NULL);
+  wq_value pe[2] = {e0, val(WQ_DT_INT64, 1, DIMS(2), I64(1, 1))};
+  CHECK(infer_node(&t, pe, out, &err) == WQ_ERR_SHAPE);
+  node_init(&t, "Pad", 13, 2, 1);
+  attr_string(&t, "mode", "mirror");
+  CHECK(infer_node(&t, pe, out, &err) == WQ_ERR_UNSUPPORTED);
+
+  node_init(&t, "Split", 13, 2, 2); /* negative split size */
+  wq_value sp[2] = {val(WQ_DT_FLOAT, 1, DIMS(4), NULL), val(WQ_DT_INT64, 1, DIMS(2), I64(5, -1))};
+  CHECK(infer_node(&t, sp, out, &err) == WQ_ERR_SHAPE);
+}
+
+/* Tiny deterministic generator for the property tests. */
+static uint32_t rng_next(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return *s >> 8;
+}
+
+static const wq_dtype move_types[4] = {WQ_DT_UINT8, WQ_DT_INT16, WQ_DT_FLOAT, WQ_DT_INT64};
+
+/* transpose(transpose(x, p), inverse(p)) == x and pad-then-slice == x and
+ * split-then-concat == x, byte for byte, for every element size. */
+static void test_round_trips(void) {
+  uint32_t seed = 12345;
+  for (int iter = 0; iter < 60; iter++) {
+    wq_dtype dt = move_types[iter % 4];
+    size_t elem = wq_dtype_size(dt);
+    int rank = 1 + (int)(rng_next(&seed) % 5);
+    int64_t dims[WQ_MAX_RANK], n = 1;
+    for (int d = 0; d < rank; d++) {
+      dims[d] = 1 + rng_next(&seed) % 4;
+      n *= dims[d];
+    }
+    unsigned char *data = malloc((size_t)n * elem);
+    for (size_t b = 0; b < (size_t)n * elem; b++)
+      data[b] = (unsigned char)rng_next(&seed);
+    wq_value x = val(dt, rank, dims, data);
+    wq_error err;
+    test_node t;
+
+    /* Transpose round trip with a random permutation. */
+    int64_t perm[WQ_MAX_RANK], inv[WQ_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+      perm[d] = d;
+    for (int d = rank - 1; d > 0; d--) {
+      int j = (int)(rng_next(&seed) % (uint32_t)(d + 1));
+      int64_t tmp = perm[d];
+      perm[d] = perm[j];
+      perm[j] = tmp;
+    }
+    for (int d = 0; d < rank; d++)
+      inv[perm[d]] = d;
+    wq_value a[1], b[1];
+    node_init(&t, "Transpose", 13, 1, 1);
+    attr_ints(&t, "perm", perm, (size_t)rank);
+    CHECK(run_node(&t, &x, a, &err) == WQ_OK);
+    node_init(&t, "Transpose", 13, 1, 1);
+    attr_ints(&t, "perm", inv, (size_t)rank);
+    CHECK(run_node(&t, a, b, &err) == WQ_OK);
+    CHECK(shape_is(&b[0], rank, dims) && memcmp(b[0].data, data, (size_t)n * elem) == 0);
+    free_outputs(a, 1);
+    free_outputs(b, 1);
+
+    /* Pad (constant, edge, reflect or wrap) then slice the original back. */
+    static const char *const modes[4] = {"constant", "edge", "reflect", "wrap"};
+    int64_t pads[2 * WQ_MAX_RANK], starts[WQ_MAX_RANK], ends[WQ_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+      pads[d] = rng_next(&seed) % 4;
+      pads[d + rank] = rng_next(&seed) % 4;
+      starts[d] = pads[d];
+      ends[d] = pads[d] + dims[d];
+    }
+    node_init(&t, "Pad", 19, 2, 1);
+    attr_string(&t, "mode", modes[iter % 4]);
+    wq_value pin[2] = {x, val(WQ_DT_INT64, 1, DIMS(2 * rank), pads)};
+    CHECK(run_node(&t, pin, a, &err) == WQ_OK);
+    node_init(&t, "Slice", 13, 3, 1);
+    wq_value sin[3] = {a[0], val(WQ_DT_INT64, 1, DIMS(rank), starts),
+                       val(WQ_DT_INT64, 1, DIMS(rank), ends)};
+    CHECK(run_node(&t, sin, b, &err) == WQ_OK);
+    CHECK(shape_is(&b[0], rank, dims) && memcmp(b[0].data, data, (size_t)n * elem) == 0);
+    free_outputs(a, 1);
+    free_outputs(b, 1);
+
+    /* Split along a random axis into two, then Concat. */
+    int axis = (int)(rng_next(&seed) % (uint32_t)rank);
+    int64_t first = rng_next(&seed) % (uint32_t)(dims[axis] + 1);
+    wq_value parts[2], joined[1];
+    node_init(&t, "Split", 13, 2, 2);
+    attr_int(&t, "axis", axis);
+    wq_value spin[2] = {x, val(WQ_DT_INT64, 1, DIMS(2), I64(first, dims[axis] - first))};
+    CHECK(run_node(&t, spin, parts, &err) == WQ_OK);
+    node_init(&t, "Concat", 13, 2, 1);
+    attr_int(&t, "axis", axis - rank);
+    CHECK(run_node(&t, parts, joined, &err) == WQ_OK);
+    CHECK(shape_is(&joined[0], rank, dims) && memcmp(joined[0].data, data, (size_t)n * elem) == 0);
+    free_outputs(parts, 2);
+    free_outputs(joined, 1);
+    free(data);
+  }
+}
+
 int main(void) {
   test_split();
   test_slice();
@@ -719,5 +939,8 @@ int main(void) {
   test_pad();
   test_reshape();
   test_misc();
+  test_unknown_inputs();
+  test_errors();
+  test_round_trips();
   WQ_TEST_END();
 }
