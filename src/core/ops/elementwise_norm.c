@@ -19,6 +19,7 @@ typedef struct {
 static wq_status softmax_view_of(const wq_node *node, const wq_value *x, softmax_view *v,
                                  wq_error *err) {
   bool legacy = node->opset < 13;
+  v->outer = v->n = v->inner = 1;
   int64_t axis_attr;
   WQ_TRY(wq_attr_int(node, "axis", legacy ? 1 : -1, &axis_attr, err));
   if (x->rank < 0)
@@ -28,9 +29,6 @@ static wq_status softmax_view_of(const wq_node *node, const wq_value *x, softmax
     axis = 0; /* a scalar coerces to [1, 1] */
   else
     WQ_TRY(ew_normalize_axis(node, axis_attr, x->rank, &axis, err));
-  v->outer = 1;
-  v->n = 1;
-  v->inner = 1;
   for (int i = 0; i < x->rank; i++) {
     if (i < axis)
       v->outer *= x->dims[i];

@@ -27,6 +27,7 @@ static wq_status unary_params_of(const wq_node *node, unary_params *p, wq_error 
                {"Tanh", EW_UNARY_TANH},
                {"HardSigmoid", EW_UNARY_HARD_SIGMOID},
                {"HardSwish", EW_UNARY_HARD_SWISH}};
+  p->kind = EW_UNARY_RELU;
   p->alpha = p->beta = 0.0f;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     if (strcmp(kinds[i].op_type, node->op_type) != 0)
@@ -235,12 +236,12 @@ static wq_status cast_target(const wq_node *node, wq_dtype *to, wq_error *err) {
 }
 
 static wq_status cast_prepare(wq_node *node, wq_error *err) {
-  wq_dtype to;
+  wq_dtype to = WQ_DT_UNDEFINED;
   return cast_target(node, &to, err);
 }
 
 static wq_status cast_infer(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  wq_dtype to;
+  wq_dtype to = WQ_DT_UNDEFINED;
   WQ_TRY(cast_target(node, &to, err));
   if (!ew_cast_supported(in[0].dtype, to))
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "Cast: %s -> %s is not supported",
