@@ -137,6 +137,11 @@ static wq_status split_sizes(const wq_node *node, const wq_value *in, int64_t di
   if (node->opset >= 18)
     WQ_TRY(wq_attr_int(node, "num_outputs", 0, &num_outputs, err));
 
+  if (split_input && split_input->rank == 1 && split_input->dims[0] == 0)
+    split_input = NULL; /* an empty 'split' tensor means "not given" */
+  if ((split_input || split_attr_n > 0) && num_outputs != 0)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "Split: 'split' and num_outputs are both given, only one is allowed");
   if (split_input || split_attr_n > 0) {
     int64_t len = (int64_t)split_attr_n;
     if (split_input) {
