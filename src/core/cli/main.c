@@ -1,1 +1,404 @@
-int main(void){return 0;}
+/* The native `wasmq` command: info, run and check (one conformance case). */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../api/wasmq.h"
+#include "npy.h"
+
+#define MAX_CLI_INPUTS 64
+
+static int usage(void) {
+  fprintf(stderr, "usage:\n"
+                  "  wasmq info MODEL\n"
+                  "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
+                  "                  [--shape NAME=1x3x224x224]... [--out DIR]\n"
+                  "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n");
+  return 2;
+}
+
+static int read_file(const char *path, uint8_t **bytes, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return -1;
+  size_t cap = 1 << 16, len = 0;
+  uint8_t *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - len, f);
+    if (len < cap)
+      break;
+    uint8_t *grown = realloc(buf, cap * 2);
+    if (!grown) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = grown;
+    cap *= 2;
+  }
+  int failed = ferror(f) || !buf;
+  fclose(f);
+  if (failed) {
+    free(buf);
+    return -1;
+  }
+  *bytes = buf;
+  *n = len;
+  return 0;
+}
+
+static void print_error(const char *what, const wq_error *err) {
+  fprintf(stderr, "wasmq: %s: %s", what, err->message);
+  if (err->node[0])
+    fprintf(stderr, " (node '%s')", err->node);
+  fprintf(stderr, " [%s]\n", wq_status_name(err->code));
+}
+
+static wq_model *load_model(const char *path, const wq_load_options *opts) {
+  uint8_t *bytes;
+  size_t n;
+  if (read_file(path, &bytes, &n) != 0) {
+    fprintf(stderr, "wasmq: cannot read %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  wq_model *m = NULL;
+  wq_error err;
+  if (wq_model_load(bytes, n, opts, &m, &err) != WQ_OK)
+    print_error(path, &err);
+  free(bytes);
+  return m;
+}
+
+static int cmd_info(int argc, char **argv) {
+  if (argc != 1)
+    return usage();
+  wq_model *m = load_model(argv[0], NULL);
+  if (!m)
+    return 1;
+  char *text = wq_model_describe(m);
+  if (text)
+    fputs(text, stdout);
+  free(text);
+  wq_model_free(m);
+  return text ? 0 : 1;
+}
+
+/* mulberry32: the same seeded generator as the JS CLI, so `random:SEED`
+ * gives identical inputs natively and in wasm. */
+static uint32_t mulberry32_next(uint32_t *state) {
+  uint32_t z = (*state += 0x6D2B79F5u);
+  z = (z ^ (z >> 15)) * (z | 1u);
+  z ^= z + (z ^ (z >> 7)) * (z | 61u);
+  return z ^ (z >> 14);
+}
+
+static void fill_random(wq_value *v, uint32_t seed) {
+  uint32_t state = seed;
+  int64_t n = wq_value_numel(v);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t r = mulberry32_next(&state);
+    switch (v->dtype) {
+    case WQ_DT_FLOAT: ((float *)v->data)[i] = (float)(r >> 8) / 16777216.0f; break;
+    case WQ_DT_INT8: ((int8_t *)v->data)[i] = (int8_t)(r & 0xff); break;
+    case WQ_DT_UINT8: ((uint8_t *)v->data)[i] = (uint8_t)(r & 0xff); break;
+    case WQ_DT_BOOL: ((uint8_t *)v->data)[i] = (uint8_t)(r & 1); break;
+    case WQ_DT_INT16: ((int16_t *)v->data)[i] = (int16_t)(r & 0xffff); break;
+    case WQ_DT_UINT16: ((uint16_t *)v->data)[i] = (uint16_t)(r & 0xffff); break;
+    /* Wider integer inputs are usually indices or sizes: keep them small. */
+    case WQ_DT_INT32: ((int32_t *)v->data)[i] = (int32_t)(r % 10); break;
+    case WQ_DT_UINT32: ((uint32_t *)v->data)[i] = r % 10; break;
+    case WQ_DT_INT64: ((int64_t *)v->data)[i] = (int64_t)(r % 10); break;
+    case WQ_DT_UINT64: ((uint64_t *)v->data)[i] = r % 10; break;
+    default: break;
+    }
+  }
+}
+
+typedef struct {
+  const char *name;
+  int rank;
+  int64_t dims[WQ_MAX_RANK];
+} cli_shape;
+
+static int parse_shape(const char *arg, cli_shape *s) {
+  const char *eq = strchr(arg, '=');
+  if (!eq)
+    return -1;
+  s->name = arg;
+  s->rank = 0;
+  const char *p = eq + 1;
+  while (*p) {
+    char *end;
+    long long d = strtoll(p, &end, 10);
+    if (end == p || d < 0 || s->rank >= WQ_MAX_RANK)
+      return -1;
+    s->dims[s->rank++] = d;
+    p = end;
+    if (*p == 'x' || *p == ',')
+      p++;
+    else if (*p)
+      return -1;
+  }
+  return 0;
+}
+
+static int name_matches(const char *arg, const char *name) {
+  size_t len = strcspn(arg, "=");
+  return strlen(name) == len && strncmp(arg, name, len) == 0;
+}
+
+static void print_result(const char *name, const wq_value *v) {
+  char dims[128];
+  wq_dims_format(v->dims, v->rank, dims, sizeof dims);
+  printf("%s %s %s", name, v->dtype == WQ_DT_FLOAT ? "float32" : wq_dtype_name(v->dtype), dims);
+  int64_t n = wq_value_numel(v), best = 0;
+  printf(" [");
+  for (int64_t i = 0; i < n && i < 6; i++)
+    printf(i ? " %.6g" : "%.6g", wq_value_get_double(v, i));
+  printf(n > 6 ? " ...]" : "]");
+  for (int64_t i = 1; i < n; i++)
+    if (wq_value_get_double(v, i) > wq_value_get_double(v, best))
+      best = i;
+  if (n > 0)
+    printf(" argmax=%lld", (long long)best);
+  printf("\n");
+}
+
+static int cmd_run(int argc, char **argv) {
+  if (argc < 1)
+    return usage();
+  const char *model_path = argv[0], *out_dir = NULL;
+  const char *input_args[MAX_CLI_INPUTS];
+  cli_shape shapes[MAX_CLI_INPUTS];
+  int n_input_args = 0, n_shapes = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && n_input_args < MAX_CLI_INPUTS) {
+      input_args[n_input_args++] = argv[++i];
+      if (!strchr(input_args[n_input_args - 1], '=')) {
+        fprintf(stderr, "wasmq: --input expects NAME=FILE.npy or NAME=random:SEED\n");
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && n_shapes < MAX_CLI_INPUTS) {
+      if (parse_shape(argv[++i], &shapes[n_shapes]) != 0) {
+        fprintf(stderr, "wasmq: --shape expects NAME=D0xD1x..., got %s\n", argv[i]);
+        return 2;
+      }
+      n_shapes++;
+    } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+      out_dir = argv[++i];
+    } else {
+      fprintf(stderr, "wasmq: unknown or incomplete option %s\n", argv[i]);
+      return usage();
+    }
+  }
+
+  /* Shapes come from --shape, else from .npy files, else the declaration. */
+  wq_value values[MAX_CLI_INPUTS];
+  memset(values, 0, sizeof values);
+  uint32_t seeds[MAX_CLI_INPUTS] = {0};
+  int is_random[MAX_CLI_INPUTS];
+  int rc = 1;
+  wq_model *m = NULL;
+  wq_input_shape load_shapes[MAX_CLI_INPUTS];
+  int n_load_shapes = 0;
+  char names[MAX_CLI_INPUTS][128];
+  for (int s = 0; s < n_shapes; s++) {
+    size_t len = strcspn(shapes[s].name, "=");
+    snprintf(names[s], sizeof names[s], "%.*s", (int)len, shapes[s].name);
+    load_shapes[n_load_shapes++] = (wq_input_shape){names[s], shapes[s].rank, shapes[s].dims};
+  }
+  wq_load_options opts = {load_shapes, n_load_shapes, 0};
+  m = load_model(model_path, &opts);
+  if (!m)
+    return 1;
+  int n_inputs = wq_model_input_count(m);
+  if (n_inputs > MAX_CLI_INPUTS) {
+    fprintf(stderr, "wasmq: models with more than %d inputs are not supported by the CLI\n",
+            MAX_CLI_INPUTS);
+    goto done;
+  }
+  for (int a = 0; a < n_input_args; a++) {
+    int found = 0;
+    for (int i = 0; i < n_inputs; i++)
+      found |= name_matches(input_args[a], wq_model_input(m, i)->name);
+    if (!found) {
+      fprintf(stderr, "wasmq: the model has no input named %.*s\n",
+              (int)strcspn(input_args[a], "="), input_args[a]);
+      rc = 2;
+      goto done;
+    }
+  }
+  for (int i = 0; i < n_inputs; i++) {
+    const wq_tensor *decl = wq_model_input(m, i);
+    const char *spec = "random:0";
+    for (int a = 0; a < n_input_args; a++)
+      if (name_matches(input_args[a], decl->name))
+        spec = strchr(input_args[a], '=') + 1;
+    is_random[i] = strncmp(spec, "random:", 7) == 0;
+    if (is_random[i]) {
+      seeds[i] = (uint32_t)strtoul(spec + 7, NULL, 10);
+      values[i].dtype = decl->dtype;
+      values[i].rank = decl->rank;
+      for (int d = 0; d < decl->rank; d++) {
+        values[i].dims[d] = decl->dims[d];
+        if (decl->dims[d] < 0) {
+          fprintf(stderr, "wasmq: input %s has a symbolic dim (%s): give --shape %s=...\n",
+                  decl->name, decl->dim_params[d] ? decl->dim_params[d] : "?", decl->name);
+          rc = 2;
+          goto done;
+        }
+      }
+      wq_error err;
+      if (decl->rank < 0 ||
+          wq_shape_check(values[i].dims, values[i].rank, NULL, decl->name, &err) != WQ_OK) {
+        fprintf(stderr, "wasmq: input %s has no usable declared shape: give --shape\n", decl->name);
+        rc = 2;
+        goto done;
+      }
+      size_t nbytes = wq_value_nbytes(&values[i]);
+      values[i].data = calloc(nbytes ? nbytes : 1, 1);
+      if (!values[i].data)
+        goto done;
+      fill_random(&values[i], seeds[i]);
+    } else {
+      uint8_t *bytes;
+      size_t n;
+      wq_error err;
+      if (read_file(spec, &bytes, &n) != 0) {
+        fprintf(stderr, "wasmq: cannot read %s: %s\n", spec, strerror(errno));
+        rc = 2;
+        goto done;
+      }
+      wq_status st = wq_npy_parse(bytes, n, &values[i], &err);
+      free(bytes);
+      if (st != WQ_OK) {
+        print_error(spec, &err);
+        rc = 2;
+        goto done;
+      }
+    }
+  }
+  wq_error err;
+  if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
+    print_error("run failed", &err);
+    goto done;
+  }
+  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "wasmq: cannot create %s: %s\n", out_dir, strerror(errno));
+    goto done;
+  }
+  rc = 0;
+  for (int i = 0; i < wq_model_output_count(m); i++) {
+    const char *name = wq_model_output(m, i)->name;
+    const wq_value *v = wq_model_result(m, i);
+    print_result(name, v);
+    if (out_dir) {
+      char path[4096];
+      /* Output names can hold '/' or ':'; keep the file name flat. */
+      char safe[256];
+      snprintf(safe, sizeof safe, "%s", name);
+      for (char *c = safe; *c; c++)
+        if (*c == '/' || *c == '\\' || *c == ':')
+          *c = '_';
+      snprintf(path, sizeof path, "%s/%s.npy", out_dir, safe);
+      if (wq_npy_write(path, v, &err) != WQ_OK) {
+        print_error("writing output", &err);
+        rc = 1;
+      }
+    }
+  }
+done:
+  for (int i = 0; i < MAX_CLI_INPUTS; i++)
+    free(values[i].data);
+  wq_model_free(m);
+  return rc;
+}
+
+/* Collects `prefix_N.pb` files of a data set folder in N order. */
+static int collect_pb(const char *dir, const char *prefix, uint8_t **bytes, size_t *lens, int cap) {
+  int n = 0;
+  for (; n < cap; n++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
+    if (read_file(path, &bytes[n], &lens[n]) != 0)
+      break;
+  }
+  return n;
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmd_check(int argc, char **argv) {
+  if (argc != 1)
+    return usage();
+  const char *case_dir = argv[0];
+  char path[4096];
+  snprintf(path, sizeof path, "%s/model.onnx", case_dir);
+  uint8_t *model;
+  size_t model_n;
+  if (read_file(path, &model, &model_n) != 0) {
+    printf("FAIL cannot read %s\n", path);
+    return 1;
+  }
+  DIR *d = opendir(case_dir);
+  char *sets[64];
+  int n_sets = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) && n_sets < 64)
+    if (strncmp(e->d_name, "test_data_set_", 14) == 0)
+      sets[n_sets++] = strdup(e->d_name);
+  if (d)
+    closedir(d);
+  qsort(sets, (size_t)n_sets, sizeof sets[0], compare_names);
+  int failed = 0;
+  if (n_sets == 0) {
+    printf("FAIL no test_data_set_* folder in %s\n", case_dir);
+    failed = 1;
+  }
+  for (int s = 0; s < n_sets; s++) {
+    uint8_t *in[64], *out[64];
+    size_t in_n[64], out_n[64];
+    snprintf(path, sizeof path, "%s/%s", case_dir, sets[s]);
+    int ni = collect_pb(path, "input", in, in_n, 64);
+    int no = collect_pb(path, "output", out, out_n, 64);
+    char report[1024];
+    wq_case_result r = wq_case_check(model, model_n, (const uint8_t *const *)in, in_n, ni,
+                                     (const uint8_t *const *)out, out_n, no, report, sizeof report);
+    printf("%s %s%s%s\n",
+           r == WQ_CASE_PASS   ? "PASS"
+           : r == WQ_CASE_SKIP ? "SKIP"
+                               : "FAIL",
+           n_sets > 1 ? sets[s] : "", n_sets > 1 ? ": " : "", report);
+    failed |= r == WQ_CASE_FAIL;
+    for (int i = 0; i < ni; i++)
+      free(in[i]);
+    for (int i = 0; i < no; i++)
+      free(out[i]);
+    free(sets[s]);
+  }
+  free(model);
+  return failed;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage();
+  if (strcmp(argv[1], "info") == 0)
+    return cmd_info(argc - 2, argv + 2);
+  if (strcmp(argv[1], "run") == 0)
+    return cmd_run(argc - 2, argv + 2);
+  if (strcmp(argv[1], "check") == 0)
+    return cmd_check(argc - 2, argv + 2);
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+    usage();
+    return 0;
+  }
+  fprintf(stderr, "wasmq: unknown command %s\n", argv[1]);
+  return usage();
+}

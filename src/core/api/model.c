@@ -1,0 +1,291 @@
+/* wq_model: import → resolve ops → bind input shapes → fold constants, then
+ * run through the executor. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../onnx/onnx_import.h"
+#include "../ops/op.h"
+#include "../passes/fold_constants.h"
+#include "../runtime/executor.h"
+#include "model_internal.h"
+
+static void free_results(wq_model *m) {
+  if (!m->results)
+    return;
+  for (int i = 0; i < m->ir->graph->n_outputs; i++) {
+    free(m->results[i].data);
+    m->results[i].data = NULL;
+  }
+}
+
+void wq_model_free(wq_model *m) {
+  if (!m)
+    return;
+  if (m->ir) {
+    free_results(m);
+    if (m->values && m->owned)
+      wq_exec_values_release(m->ir->graph->n_tensors, m->values, m->owned);
+  }
+  free(m->results);
+  free(m->values);
+  free(m->owned);
+  wq_exec_plan_free(&m->plan);
+  for (int i = 0; i < m->n_histogram; i++)
+    free(m->histogram[i].op_type);
+  free(m->histogram);
+  wq_model_ir_free(m->ir);
+  free(m);
+}
+
+static wq_status record_file_stats(wq_model *m, wq_error *err) {
+  const wq_graph *g = m->ir->graph;
+  m->nodes_in_file = g->n_nodes;
+  for (int t = 0; t < g->n_tensors; t++) {
+    const wq_tensor *tensor = &g->tensors[t];
+    if (!tensor->is_constant)
+      continue;
+    wq_value v = wq_tensor_value(tensor);
+    int64_t n = wq_value_numel(&v);
+    if (n > 0)
+      m->param_count += n;
+    m->param_bytes += tensor->nbytes;
+    m->n_param_tensors++;
+  }
+  m->histogram = calloc((size_t)g->n_nodes + 1, sizeof *m->histogram);
+  if (!m->histogram)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0; i < g->n_nodes; i++) {
+    int j = 0;
+    while (j < m->n_histogram && strcmp(m->histogram[j].op_type, g->nodes[i].op_type) != 0)
+      j++;
+    if (j == m->n_histogram) {
+      m->histogram[j].op_type = wq_strdup(g->nodes[i].op_type);
+      if (!m->histogram[j].op_type)
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+      m->n_histogram++;
+    }
+    m->histogram[j].count++;
+  }
+  return WQ_OK;
+}
+
+/* Every tensor a node touches must have a dtype the runtime executes. */
+static wq_status check_dtypes(const wq_graph *g, wq_error *err) {
+  for (int i = 0; i < g->n_inputs; i++) {
+    const wq_tensor *t = &g->tensors[g->inputs[i]];
+    if (t->dtype != WQ_DT_UNDEFINED && !wq_dtype_supported(t->dtype))
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "graph input '%s': dtype %s is not supported",
+                     t->name, wq_dtype_name(t->dtype));
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_inputs; k++) {
+      if (n->inputs[k] < 0)
+        continue;
+      const wq_tensor *t = &g->tensors[n->inputs[k]];
+      if (t->dtype != WQ_DT_UNDEFINED && !wq_dtype_supported(t->dtype))
+        return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
+                       "%s: input '%s' has dtype %s, which is not supported", n->op_type, t->name,
+                       wq_dtype_name(t->dtype));
+    }
+  }
+  return WQ_OK;
+}
+
+static wq_status bind_input_shapes(wq_graph *g, const wq_load_options *opts, wq_error *err) {
+  if (!opts)
+    return WQ_OK;
+  for (int s = 0; s < opts->n_input_shapes; s++) {
+    const wq_input_shape *shape = &opts->input_shapes[s];
+    int t = -1;
+    for (int i = 0; i < g->n_inputs; i++)
+      if (shape->name && strcmp(g->tensors[g->inputs[i]].name, shape->name) == 0)
+        t = g->inputs[i];
+    if (t < 0)
+      return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
+                     "input shape given for '%s', which is not a graph input",
+                     shape->name ? shape->name : "(null)");
+    WQ_TRY(wq_shape_check(shape->dims, shape->rank, NULL, shape->name, err));
+    wq_tensor *tensor = &g->tensors[t];
+    if (tensor->rank >= 0 && tensor->rank != shape->rank)
+      return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' has rank %d, the given shape has rank %d",
+                     tensor->name, tensor->rank, shape->rank);
+    for (int d = 0; d < shape->rank; d++)
+      if (tensor->rank >= 0 && tensor->dims[d] >= 0 && tensor->dims[d] != shape->dims[d])
+        return wq_fail(err, WQ_ERR_SHAPE, NULL,
+                       "input '%s' dim %d is %lld, the given shape says %lld", tensor->name, d,
+                       (long long)tensor->dims[d], (long long)shape->dims[d]);
+    tensor->rank = shape->rank;
+    for (int d = 0; d < shape->rank; d++) {
+      tensor->dims[d] = shape->dims[d];
+      free(tensor->dim_params[d]);
+      tensor->dim_params[d] = NULL;
+    }
+  }
+  return WQ_OK;
+}
+
+static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error *err) {
+  wq_graph *g = m->ir->graph;
+  WQ_TRY(record_file_stats(m, err));
+  WQ_TRY(wq_graph_resolve_ops(g, err));
+  WQ_TRY(check_dtypes(g, err));
+  WQ_TRY(bind_input_shapes(g, opts, err));
+  wq_fold_stats stats;
+  WQ_TRY(wq_pass_fold_constants(g, !(opts && opts->no_constant_folding), &stats, err));
+  m->nodes_folded = stats.nodes_folded;
+  WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
+  size_t nt = (size_t)g->n_tensors + 1;
+  m->values = calloc(nt, sizeof *m->values);
+  m->owned = calloc(nt, sizeof *m->owned);
+  m->results = calloc((size_t)g->n_outputs + 1, sizeof *m->results);
+  if (!m->values || !m->owned || !m->results)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  return WQ_OK;
+}
+
+wq_status wq_model_load(const uint8_t *bytes, size_t n, const wq_load_options *opts, wq_model **out,
+                        wq_error *err) {
+  wq_error_clear(err);
+  *out = NULL;
+  if (!bytes && n)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "model bytes are NULL");
+  wq_model *m = calloc(1, sizeof *m);
+  if (!m)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  wq_status st = wq_onnx_import(bytes, n, &m->ir, err);
+  if (st == WQ_OK)
+    st = finish_load(m, opts, err);
+  if (st != WQ_OK) {
+    wq_model_free(m);
+    return st;
+  }
+  *out = m;
+  return WQ_OK;
+}
+
+const wq_model_ir *wq_model_get_ir(const wq_model *m) { return m->ir; }
+int wq_model_input_count(const wq_model *m) { return m->ir->graph->n_inputs; }
+int wq_model_output_count(const wq_model *m) { return m->ir->graph->n_outputs; }
+
+const wq_tensor *wq_model_input(const wq_model *m, int i) {
+  const wq_graph *g = m->ir->graph;
+  return (i >= 0 && i < g->n_inputs) ? &g->tensors[g->inputs[i]] : NULL;
+}
+
+const wq_tensor *wq_model_output(const wq_model *m, int i) {
+  const wq_graph *g = m->ir->graph;
+  return (i >= 0 && i < g->n_outputs) ? &g->tensors[g->outputs[i]] : NULL;
+}
+
+int wq_model_input_index(const wq_model *m, const char *name) {
+  const wq_graph *g = m->ir->graph;
+  for (int i = 0; i < g->n_inputs; i++)
+    if (strcmp(g->tensors[g->inputs[i]].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/* Symbolic dims must bind to one value per run across all inputs. */
+typedef struct {
+  const char *name;
+  int64_t value;
+} dim_binding;
+
+static wq_status check_run_input(const wq_tensor *decl, const wq_value *v, dim_binding *bindings,
+                                 int *n_bindings, int max_bindings, wq_error *err) {
+  char got[128], want[128];
+  if (decl->dtype != WQ_DT_UNDEFINED && v->dtype != decl->dtype)
+    return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must be %s, got %s", decl->name,
+                   wq_dtype_name(decl->dtype), wq_dtype_name(v->dtype));
+  if (!wq_dtype_supported(v->dtype))
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "input '%s': dtype %s is not supported",
+                   decl->name, wq_dtype_name(v->dtype));
+  WQ_TRY(wq_shape_check(v->dims, v->rank, NULL, decl->name, err));
+  wq_dims_format(v->dims, v->rank, got, sizeof got);
+  wq_dims_format(decl->dims, decl->rank, want, sizeof want);
+  if (decl->rank >= 0 && decl->rank != v->rank)
+    return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must have shape %s, got %s", decl->name,
+                   want, got);
+  for (int d = 0; decl->rank >= 0 && d < v->rank; d++) {
+    if (decl->dims[d] >= 0 && decl->dims[d] != v->dims[d])
+      return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must have shape %s, got %s (dim %d)",
+                     decl->name, want, got, d);
+    const char *param = decl->dim_params[d];
+    if (decl->dims[d] >= 0 || !param)
+      continue;
+    int b = 0;
+    while (b < *n_bindings && strcmp(bindings[b].name, param) != 0)
+      b++;
+    if (b < *n_bindings && bindings[b].value != v->dims[d])
+      return wq_fail(err, WQ_ERR_SHAPE, NULL,
+                     "input '%s' dim %d ('%s') is %lld but another input bound it to %lld",
+                     decl->name, d, param, (long long)v->dims[d], (long long)bindings[b].value);
+    if (b == *n_bindings && b < max_bindings) {
+      bindings[b].name = param;
+      bindings[b].value = v->dims[d];
+      (*n_bindings)++;
+    }
+  }
+  if (!v->data && wq_value_nbytes(v) > 0)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "input '%s' has no data", decl->name);
+  return WQ_OK;
+}
+
+static wq_status collect_results(wq_model *m, wq_error *err) {
+  const wq_graph *g = m->ir->graph;
+  for (int i = 0; i < g->n_outputs; i++) {
+    int t = g->outputs[i];
+    wq_value v = m->values[t];
+    if (m->owned[t]) {
+      m->owned[t] = false; /* ownership moves to the result */
+      m->values[t].data = NULL;
+    } else {
+      /* A constant or an input passed straight through: copy it. */
+      size_t nbytes = wq_value_nbytes(&v);
+      void *copy = malloc(nbytes ? nbytes : 1);
+      if (!copy)
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+      if (nbytes)
+        memcpy(copy, v.data, nbytes);
+      v.data = copy;
+    }
+    m->results[i] = v;
+  }
+  return WQ_OK;
+}
+
+wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err) {
+  wq_error_clear(err);
+  wq_graph *g = m->ir->graph;
+  free_results(m);
+  if (n != g->n_inputs)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "model takes %d inputs, got %d", g->n_inputs, n);
+  dim_binding bindings[32];
+  int n_bindings = 0;
+  for (int i = 0; i < n; i++)
+    WQ_TRY(check_run_input(&g->tensors[g->inputs[i]], &inputs[i], bindings, &n_bindings, 32, err));
+  wq_exec_values_release(g->n_tensors, m->values, m->owned);
+  for (int t = 0; t < g->n_tensors; t++) {
+    const wq_tensor *tensor = &g->tensors[t];
+    m->values[t] = wq_tensor_value(tensor);
+    if (!tensor->is_constant)
+      m->values[t].data = NULL;
+  }
+  for (int i = 0; i < n; i++)
+    m->values[g->inputs[i]] = inputs[i];
+  wq_status st = wq_execute(&m->plan, m->values, m->owned, err);
+  if (st == WQ_OK)
+    st = collect_results(m, err);
+  if (st != WQ_OK)
+    free_results(m);
+  wq_exec_values_release(g->n_tensors, m->values, m->owned);
+  return st;
+}
+
+const wq_value *wq_model_result(const wq_model *m, int i) {
+  if (i < 0 || i >= m->ir->graph->n_outputs || !m->results[i].data)
+    return NULL;
+  return &m->results[i];
+}

@@ -1,0 +1,33 @@
+/* The model record shared by the API's translation units (not public). */
+#ifndef WQ_API_MODEL_INTERNAL_H
+#define WQ_API_MODEL_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "../runtime/executor.h"
+#include "wasmq.h"
+
+typedef struct {
+  char *op_type;
+  int count;
+} op_count;
+
+struct wq_model {
+  wq_model_ir *ir;
+  wq_exec_plan plan;
+  wq_value *values; /* one per tensor, reused by every run */
+  bool *owned;
+  wq_value *results; /* one per graph output, data owned */
+  int nodes_in_file;
+  int nodes_folded;
+  op_count *histogram; /* ops as written in the file */
+  int n_histogram;
+  int64_t param_count; /* elements of the file's initializers */
+  size_t param_bytes;
+  int n_param_tensors;
+};
+
+/* The dtype names the JS API uses (float32 rather than ONNX's "float"). */
+const char *wq_dtype_api_name(int dtype);
+
+#endif
