@@ -23,10 +23,10 @@ static wq_status d2s_params(const wq_node *node, int64_t *block, bool *crd, wq_e
 }
 
 static wq_status d2s_infer(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
-  int64_t b;
-  bool crd;
+  int64_t b = 0;
+  bool crd = false;
   WQ_TRY(d2s_params(node, &b, &crd, err));
   wq_tu_set_unknown(&out[0], in[0].dtype, 4);
   if (in[0].rank < 0)
@@ -49,10 +49,10 @@ static wq_status d2s_infer(const wq_node *node, const wq_value *in, wq_value *ou
 }
 
 static wq_status d2s_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
-  int64_t b;
-  bool crd;
+  int64_t b = 0;
+  bool crd = false;
   WQ_TRY(d2s_params(node, &b, &crd, err));
   if (wq_value_numel(&out[0]) > 0)
     wq_ref_depth_to_space(in[0].data, out[0].data, elem, in[0].dims, b, crd);

@@ -12,7 +12,7 @@ typedef struct {
 } pad_plan;
 
 static wq_status pad_mode(const wq_node *node, wq_pad_mode *mode, wq_error *err) {
-  const char *m;
+  const char *m = NULL;
   WQ_TRY(wq_attr_string(node, "mode", "constant", &m, err));
   if (strcmp(m, "constant") == 0)
     *mode = WQ_PAD_CONSTANT;
@@ -36,14 +36,14 @@ static wq_status pad_read(const wq_node *node, const wq_value *in, int rank, pad
   plan->known = true;
   if (node->opset < 11) {
     const char *name = node->opset < 2 ? "paddings" : "pads";
-    bool present;
+    bool present = false;
     WQ_TRY(wq_tu_attr_ints(node, name, pads, 2 * WQ_MAX_RANK, &n_pads, &present, err));
     if (!present)
       return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Pad: attribute '%s' missing", name);
   } else {
     if (!wq_tu_has_input(node, in, 1))
       return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Pad: input 'pads' is missing");
-    int64_t len;
+    int64_t len = 0;
     WQ_TRY(wq_tu_int_list_len(node, &in[1], "pads", &len, err));
     bool has_axes = node->opset >= 18 && wq_tu_has_input(node, in, 3);
     if (has_axes)
@@ -86,7 +86,7 @@ static wq_status pad_read(const wq_node *node, const wq_value *in, int rank, pad
 
 static wq_status pad_prepare_shape(const wq_node *node, const wq_value *in, wq_value *out,
                                    pad_plan *plan, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   WQ_TRY(pad_mode(node, &plan->mode, err));
   if (node->opset >= 11 && wq_tu_has_input(node, in, 2)) {
@@ -174,7 +174,7 @@ static wq_status pad_run(const wq_node *node, const wq_value *in, wq_value *out,
     if (wq_tu_has_input(node, in, 2))
       memcpy(fill, in[2].data, elem);
   } else {
-    float v;
+    float v = 0.0f;
     WQ_TRY(wq_attr_float(node, "value", 0.0f, &v, err));
     WQ_TRY(store_scalar(node, in[0].dtype, v, fill, err));
   }

@@ -7,7 +7,7 @@
  * matches its shape. */
 static wq_status check_attr_tensor(const wq_node *node, const char *name, const wq_tensor *t,
                                    wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, t->dtype, name, &elem, err));
   WQ_TRY(wq_shape_check(t->dims, t->rank, node->name, name, err));
   int64_t n = wq_tu_prod(t->dims, 0, t->rank);
@@ -60,14 +60,14 @@ static wq_status constant_attr(const wq_node *node, const wq_attr **out, wq_erro
 }
 
 static wq_status constant_prepare(wq_node *node, wq_error *err) {
-  const wq_attr *a;
+  const wq_attr *a = NULL;
   return constant_attr(node, &a, err);
 }
 
 static wq_status constant_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                 wq_error *err) {
   (void)in;
-  const wq_attr *a;
+  const wq_attr *a = NULL;
   WQ_TRY(constant_attr(node, &a, err));
   memset(out[0].dims, 0, sizeof out[0].dims);
   switch (a->type) {
@@ -93,11 +93,11 @@ static wq_status constant_infer(const wq_node *node, const wq_value *in, wq_valu
 static wq_status constant_run(const wq_node *node, const wq_value *in, wq_value *out,
                               wq_error *err) {
   (void)in;
-  const wq_attr *a;
+  const wq_attr *a = NULL;
   WQ_TRY(constant_attr(node, &a, err));
   size_t want = wq_value_nbytes(&out[0]);
-  const void *src;
-  size_t n;
+  const void *src = NULL;
+  size_t n = 0;
   switch (a->type) {
   case WQ_ATTR_TENSOR: src = a->t->data, n = a->t->nbytes; break;
   case WQ_ATTR_FLOAT: src = &a->f, n = sizeof a->f; break;
@@ -148,10 +148,10 @@ static wq_status fill_value(const wq_node *node, wq_dtype *dtype, const void **b
 }
 
 static wq_status cos_infer(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  wq_dtype dtype;
-  const void *bytes;
+  wq_dtype dtype = WQ_DT_UNDEFINED;
+  const void *bytes = NULL;
   WQ_TRY(fill_value(node, &dtype, &bytes, err));
-  int64_t len;
+  int64_t len = 0;
   WQ_TRY(wq_tu_int_list_len(node, &in[0], "shape", &len, err));
   if (len > WQ_MAX_RANK)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
@@ -160,15 +160,15 @@ static wq_status cos_infer(const wq_node *node, const wq_value *in, wq_value *ou
   wq_tu_set_unknown(&out[0], dtype, (int)len);
   if (in[0].data == NULL)
     return WQ_OK;
-  int count;
+  int count = 0;
   WQ_TRY(wq_tu_read_ints(node, &in[0], "shape", out[0].dims, WQ_MAX_RANK, &count, err));
   return wq_shape_check(out[0].dims, count, node->name, "ConstantOfShape output", err);
 }
 
 static wq_status cos_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   (void)in;
-  wq_dtype dtype;
-  const void *bytes;
+  wq_dtype dtype = WQ_DT_UNDEFINED;
+  const void *bytes = NULL;
   WQ_TRY(fill_value(node, &dtype, &bytes, err));
   size_t elem = wq_dtype_size(dtype);
   int64_t n = wq_value_numel(&out[0]);

@@ -37,14 +37,14 @@ static wq_status shape_infer(const wq_node *node, const wq_value *in, wq_value *
   wq_tu_set_unknown(&out[0], WQ_DT_INT64, 1);
   if (in[0].rank < 0)
     return WQ_OK;
-  int64_t start, end;
+  int64_t start = 0, end = 0;
   WQ_TRY(shape_bounds(node, in[0].rank, &start, &end, err));
   out[0].dims[0] = end - start;
   return WQ_OK;
 }
 
 static wq_status shape_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  int64_t start, end;
+  int64_t start = 0, end = 0;
   WQ_TRY(shape_bounds(node, in[0].rank, &start, &end, err));
   int64_t *dst = out[0].data;
   for (int64_t i = start; i < end; i++) {
@@ -87,7 +87,7 @@ static wq_status reshape_request(const wq_node *node, const wq_value *in, int64_
                                  int *count, bool *known, wq_error *err) {
   *known = true;
   if (node->opset < 5) {
-    bool present;
+    bool present = false;
     WQ_TRY(wq_tu_attr_ints(node, "shape", shape, WQ_MAX_RANK, count, &present, err));
     if (!present)
       return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Reshape: attribute 'shape' missing");
@@ -95,7 +95,7 @@ static wq_status reshape_request(const wq_node *node, const wq_value *in, int64_
   }
   if (!wq_tu_has_input(node, in, 1))
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Reshape: input 'shape' is missing");
-  int64_t len;
+  int64_t len = 0;
   WQ_TRY(wq_tu_int_list_len(node, &in[1], "shape", &len, err));
   if (len > WQ_MAX_RANK)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
@@ -111,11 +111,11 @@ static wq_status reshape_request(const wq_node *node, const wq_value *in, int64_
 
 static wq_status reshape_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   int64_t shape[WQ_MAX_RANK];
-  int count;
-  bool known;
+  int count = 0;
+  bool known = false;
   WQ_TRY(reshape_request(node, in, shape, &count, &known, err));
   wq_tu_set_unknown(&out[0], in[0].dtype, count);
   if (!known)
@@ -200,10 +200,10 @@ const wq_op wq_op_reshape = {.op_type = "Reshape",
 
 static wq_status flatten_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
   wq_tu_set_unknown(&out[0], in[0].dtype, 2);
-  int64_t axis;
+  int64_t axis = 0;
   WQ_TRY(wq_attr_int(node, "axis", 1, &axis, err));
   if (in[0].rank < 0)
     return WQ_OK;
@@ -246,7 +246,7 @@ static wq_status squeeze_axes(const wq_node *node, const wq_value *in, int64_t *
   *count = 0;
   if (!*present)
     return WQ_OK;
-  int64_t len;
+  int64_t len = 0;
   WQ_TRY(wq_tu_int_list_len(node, &in[1], "axes", &len, err));
   if (len > WQ_MAX_RANK)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: %lld axes exceed the maximum %d",
@@ -261,11 +261,11 @@ static wq_status squeeze_axes(const wq_node *node, const wq_value *in, int64_t *
 
 static wq_status squeeze_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   int64_t axes[WQ_MAX_RANK];
-  int count;
-  bool present, known;
+  int count = 0;
+  bool present = false, known = false;
   WQ_TRY(squeeze_axes(node, in, axes, &count, &present, &known, err));
   int rank = in[0].rank;
   wq_tu_set_unknown(&out[0], in[0].dtype, -1);
@@ -315,11 +315,11 @@ const wq_op wq_op_squeeze = {.op_type = "Squeeze",
 
 static wq_status unsqueeze_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                  wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   int64_t axes[WQ_MAX_RANK];
-  int count;
-  bool present, known;
+  int count = 0;
+  bool present = false, known = false;
   WQ_TRY(squeeze_axes(node, in, axes, &count, &present, &known, err));
   if (!present)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Unsqueeze: axes are required");

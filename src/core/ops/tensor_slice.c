@@ -21,7 +21,7 @@ static void copy_strided(unsigned char *dst, const unsigned char *src, int64_t n
 /* --------------------------------------------------------------- Concat */
 
 static wq_status concat_axis(const wq_node *node, int rank, int *axis, wq_error *err) {
-  int64_t a;
+  int64_t a = 0;
   const bool required = node->opset >= 4; /* opset 1 defaulted axis to 1 */
   if (required && !wq_node_attr(node, "axis"))
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Concat: attribute 'axis' missing");
@@ -41,7 +41,7 @@ static wq_status concat_infer(const wq_node *node, const wq_value *in, wq_value 
     if (ref < 0 && in[i].rank >= 0)
       ref = i;
   }
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
   wq_tu_set_unknown(&out[0], in[0].dtype, -1);
   if (ref < 0)
@@ -88,9 +88,9 @@ static wq_status concat_infer(const wq_node *node, const wq_value *in, wq_value 
 }
 
 static wq_status concat_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
-  int axis;
+  int axis = 0;
   WQ_TRY(concat_axis(node, out[0].rank, &axis, err));
   int64_t outer = wq_tu_prod(out[0].dims, 0, axis);
   int64_t inner = wq_tu_prod(out[0].dims, axis + 1, out[0].rank);
@@ -206,25 +206,25 @@ static wq_status split_sizes(const wq_node *node, const wq_value *in, int64_t di
 }
 
 static wq_status split_axis(const wq_node *node, int rank, int *axis, wq_error *err) {
-  int64_t a;
+  int64_t a = 0;
   WQ_TRY(wq_attr_int(node, "axis", 0, &a, err));
   return wq_tu_axis(node, a, rank, "axis", axis, err);
 }
 
 static wq_status split_infer(const wq_node *node, const wq_value *in, wq_value *out,
                              wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
   for (int i = 0; i < node->n_outputs; i++)
     wq_tu_set_unknown(&out[i], in[0].dtype, in[0].rank);
   if (in[0].rank < 0)
     return WQ_OK;
-  int axis;
+  int axis = 0;
   WQ_TRY(split_axis(node, in[0].rank, &axis, err));
   int64_t *sizes = malloc((size_t)node->n_outputs * sizeof *sizes);
   if (!sizes)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Split: out of memory");
-  bool known;
+  bool known = false;
   wq_status st = split_sizes(node, in, in[0].dims[axis], sizes, &known, err);
   if (st == WQ_OK)
     for (int i = 0; i < node->n_outputs; i++) {
@@ -236,7 +236,7 @@ static wq_status split_infer(const wq_node *node, const wq_value *in, wq_value *
 }
 
 static wq_status split_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
   int rank = in[0].rank, axis;
   WQ_TRY(split_axis(node, rank, &axis, err));
@@ -286,7 +286,7 @@ static wq_status slice_list(const wq_node *node, const wq_value *in, int k, cons
     return WQ_OK;
   }
   if (in[k].data == NULL) {
-    int64_t len;
+    int64_t len = 0;
     WQ_TRY(wq_tu_int_list_len(node, &in[k], what, &len, err));
     *known = false;
     *count = -1;
@@ -306,7 +306,7 @@ static int64_t slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step, 
     start += dim;
   if (end < 0)
     end += dim;
-  int64_t n;
+  int64_t n = 0;
   if (step > 0) {
     start = start < 0 ? 0 : (start > dim ? dim : start);
     end = end < 0 ? 0 : (end > dim ? dim : end);
@@ -330,7 +330,7 @@ static wq_status slice_prepare(const wq_node *node, const wq_value *in, wq_value
   int n_starts, n_ends, n_axes = -2, n_steps = -2;
   *known = true;
   if (node->opset < 10) {
-    bool present;
+    bool present = false;
     WQ_TRY(wq_tu_attr_ints(node, "starts", starts, WQ_MAX_RANK, &n_starts, &present, err));
     if (!present)
       return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Slice: attribute 'starts' missing");
@@ -393,18 +393,18 @@ static wq_status slice_prepare(const wq_node *node, const wq_value *in, wq_value
 
 static wq_status slice_infer(const wq_node *node, const wq_value *in, wq_value *out,
                              wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   slice_plan plan;
-  bool known;
+  bool known = false;
   return slice_prepare(node, in, &out[0], &plan, &known, err);
 }
 
 static wq_status slice_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   slice_plan plan;
-  bool known;
+  bool known = false;
   wq_value shape;
   WQ_TRY(slice_prepare(node, in, &shape, &plan, &known, err));
   int rank = in[0].rank;
@@ -454,7 +454,7 @@ const wq_op wq_op_slice = {.op_type = "Slice",
 /* --------------------------------------------------------------- Gather */
 
 static wq_status gather_axis(const wq_node *node, int rank, int *axis, wq_error *err) {
-  int64_t a;
+  int64_t a = 0;
   WQ_TRY(wq_attr_int(node, "axis", 0, &a, err));
   return wq_tu_axis(node, a, rank, "axis", axis, err);
 }
@@ -476,7 +476,7 @@ static wq_status gather_check_indices(const wq_node *node, const wq_value *indic
 
 static wq_status gather_infer(const wq_node *node, const wq_value *in, wq_value *out,
                               wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   if (in[1].dtype != WQ_DT_INT64 && in[1].dtype != WQ_DT_INT32)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "Gather: indices must be int32 or int64, got %s",
@@ -487,7 +487,7 @@ static wq_status gather_infer(const wq_node *node, const wq_value *in, wq_value 
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "Gather: data must have rank >= 1");
   if (r < 0 || q < 0)
     return WQ_OK;
-  int axis;
+  int axis = 0;
   WQ_TRY(gather_axis(node, r, &axis, err));
   if (r - 1 + q > WQ_MAX_RANK)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
@@ -508,7 +508,7 @@ static wq_status gather_infer(const wq_node *node, const wq_value *in, wq_value 
 }
 
 static wq_status gather_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   int r = in[0].rank, axis;
   WQ_TRY(gather_axis(node, r, &axis, err));

@@ -75,7 +75,7 @@ wq_status wq_tu_int_list_len(const wq_node *node, const wq_value *v, const char 
 
 wq_status wq_tu_read_ints(const wq_node *node, const wq_value *v, const char *what, int64_t *out,
                           int cap, int *count, wq_error *err) {
-  int64_t len;
+  int64_t len = 0;
   WQ_TRY(wq_tu_int_list_len(node, v, what, &len, err));
   if (len < 0)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: %s has an unknown length", node->op_type,
@@ -92,7 +92,7 @@ wq_status wq_tu_read_ints(const wq_node *node, const wq_value *v, const char *wh
 wq_status wq_tu_attr_ints(const wq_node *node, const char *name, int64_t *out, int cap, int *count,
                           bool *present, wq_error *err) {
   const int64_t *vals;
-  size_t n;
+  size_t n = 0;
   WQ_TRY(wq_attr_ints(node, name, &vals, &n, err));
   *present = wq_node_attr(node, name) != NULL;
   if (n > (size_t)cap)
@@ -108,7 +108,7 @@ wq_status wq_tu_attr_ints(const wq_node *node, const char *name, int64_t *out, i
 wq_status wq_tu_unique_axes(const wq_node *node, int64_t *axes, int n, int rank, const char *what,
                             wq_error *err) {
   for (int i = 0; i < n; i++) {
-    int a;
+    int a = 0;
     WQ_TRY(wq_tu_axis(node, axes[i], rank, what, &a, err));
     axes[i] = a;
     for (int j = 0; j < i; j++)
@@ -125,7 +125,7 @@ void wq_tu_copy(void *dst, const void *src, size_t n) {
 }
 
 wq_status wq_tu_run_copy(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
   int64_t n_in = wq_value_numel(&in[0]), n_out = wq_value_numel(&out[0]);
   if (n_in != n_out || n_in < 0)

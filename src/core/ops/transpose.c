@@ -5,8 +5,8 @@
 /* Reads and validates perm for an input of `rank`. */
 static wq_status transpose_perm(const wq_node *node, int rank, int *perm, wq_error *err) {
   int64_t vals[WQ_MAX_RANK];
-  int count;
-  bool present;
+  int count = 0;
+  bool present = false;
   WQ_TRY(wq_tu_attr_ints(node, "perm", vals, WQ_MAX_RANK, &count, &present, err));
   if (!present) {
     for (int j = 0; j < rank; j++)
@@ -31,14 +31,14 @@ static wq_status transpose_perm(const wq_node *node, int rank, int *perm, wq_err
 
 static wq_status transpose_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                  wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   int rank = in[0].rank;
   if (rank < 0) {
     /* The perm's length still fixes the rank. */
     int64_t vals[WQ_MAX_RANK];
-    int count;
-    bool present;
+    int count = 0;
+    bool present = false;
     WQ_TRY(wq_tu_attr_ints(node, "perm", vals, WQ_MAX_RANK, &count, &present, err));
     wq_tu_set_unknown(&out[0], in[0].dtype, present ? count : -1);
     return WQ_OK;
@@ -53,7 +53,7 @@ static wq_status transpose_infer(const wq_node *node, const wq_value *in, wq_val
 
 static wq_status transpose_run(const wq_node *node, const wq_value *in, wq_value *out,
                                wq_error *err) {
-  size_t elem;
+  size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
   int perm[WQ_MAX_RANK];
   WQ_TRY(transpose_perm(node, in[0].rank, perm, err));
