@@ -1,0 +1,448 @@
+/* Resize: opset 10 [X, scales]; opset 11+ [X, roi, scales, sizes]; opset 18
+ * axes, keep_aspect_ratio_policy, antialias; opset 19 half_pixel_symmetric.
+ * Modes nearest (any fixed-size dtype), linear and cubic (float, N-D,
+ * separable). Output sizes need the scales/sizes data: without it shape
+ * inference gives the rank with unknown (-1) resized dims. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/ref/ref_resize.h"
+#include "op.h"
+
+typedef struct {
+  wq_resize_mode mode;
+  wq_resize_coord_mode coord;
+  wq_resize_nearest_mode nearest;
+  float cubic_a, extrapolation;
+  bool exclude_outside, antialias;
+  int keep_aspect; /* 0 stretch, 1 not_larger, 2 not_smaller */
+  int n_axes;      /* 0: all axes */
+  int64_t axes[WQ_MAX_RANK];
+} resize_state;
+
+typedef struct {
+  const char *name;
+  int value;
+} name_value;
+
+static bool lookup(const name_value *table, const char *name, int *out) {
+  for (int i = 0; table[i].name; i++)
+    if (strcmp(table[i].name, name) == 0) {
+      *out = table[i].value;
+      return true;
+    }
+  return false;
+}
+
+static const name_value mode_names[] = {{"nearest", WQ_RESIZE_NEAREST},
+                                        {"linear", WQ_RESIZE_LINEAR},
+                                        {"bilinear", WQ_RESIZE_LINEAR}, /* Upsample-7 spelling */
+                                        {"cubic", WQ_RESIZE_CUBIC},
+                                        {NULL, 0}};
+static const name_value coord_names[] = {{"half_pixel", WQ_RESIZE_HALF_PIXEL},
+                                         {"half_pixel_symmetric", WQ_RESIZE_HALF_PIXEL_SYMMETRIC},
+                                         {"pytorch_half_pixel", WQ_RESIZE_PYTORCH_HALF_PIXEL},
+                                         {"align_corners", WQ_RESIZE_ALIGN_CORNERS},
+                                         {"asymmetric", WQ_RESIZE_ASYMMETRIC},
+                                         {"tf_half_pixel_for_nn", WQ_RESIZE_TF_HALF_PIXEL_FOR_NN},
+                                         {"tf_crop_and_resize", WQ_RESIZE_TF_CROP_AND_RESIZE},
+                                         {NULL, 0}};
+static const name_value nearest_names[] = {{"round_prefer_floor", WQ_RESIZE_ROUND_PREFER_FLOOR},
+                                           {"round_prefer_ceil", WQ_RESIZE_ROUND_PREFER_CEIL},
+                                           {"floor", WQ_RESIZE_FLOOR},
+                                           {"ceil", WQ_RESIZE_CEIL},
+                                           {NULL, 0}};
+static const name_value keep_aspect_names[] = {
+    {"stretch", 0}, {"not_larger", 1}, {"not_smaller", 2}, {NULL, 0}};
+
+static wq_status parse_enum(const wq_node *node, const char *attr, const char *dflt,
+                            const name_value *table, int *out, wq_error *err) {
+  const char *s;
+  WQ_TRY(wq_attr_string(node, attr, dflt, &s, err));
+  if (!lookup(table, s, out))
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "Resize: %s '%s' is not supported", attr,
+                   s);
+  return WQ_OK;
+}
+
+static wq_status resize_parse(const wq_node *node, resize_state *s, wq_error *err) {
+  int v;
+  WQ_TRY(parse_enum(node, "mode", "nearest", mode_names, &v, err));
+  s->mode = (wq_resize_mode)v;
+  if (node->opset < 11) {
+    /* Resize-10 has only `mode`: asymmetric coordinates, legacy rounding. */
+    s->coord = WQ_RESIZE_ASYMMETRIC;
+    s->nearest = WQ_RESIZE_NEAREST_LEGACY;
+    if (s->mode == WQ_RESIZE_CUBIC)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "Resize: mode cubic needs opset >= 11 (model imports %d)", node->opset);
+  } else {
+    WQ_TRY(parse_enum(node, "coordinate_transformation_mode", "half_pixel", coord_names, &v, err));
+    s->coord = (wq_resize_coord_mode)v;
+    WQ_TRY(parse_enum(node, "nearest_mode", "round_prefer_floor", nearest_names, &v, err));
+    s->nearest = (wq_resize_nearest_mode)v;
+  }
+  WQ_TRY(wq_attr_float(node, "cubic_coeff_a", -0.75f, &s->cubic_a, err));
+  WQ_TRY(wq_attr_float(node, "extrapolation_value", 0.0f, &s->extrapolation, err));
+  int64_t exclude_outside, antialias;
+  WQ_TRY(wq_attr_int(node, "exclude_outside", 0, &exclude_outside, err));
+  WQ_TRY(wq_attr_int(node, "antialias", 0, &antialias, err));
+  s->exclude_outside = exclude_outside != 0;
+  s->antialias = antialias != 0 && s->mode != WQ_RESIZE_NEAREST;
+  WQ_TRY(parse_enum(node, "keep_aspect_ratio_policy", "stretch", keep_aspect_names, &s->keep_aspect,
+                    err));
+  const int64_t *axes;
+  size_t n_axes;
+  WQ_TRY(wq_attr_ints(node, "axes", &axes, &n_axes, err));
+  if (n_axes > WQ_MAX_RANK)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Resize: %zu axes (max %d)", n_axes,
+                   WQ_MAX_RANK);
+  s->n_axes = (int)n_axes;
+  if (n_axes)
+    memcpy(s->axes, axes, sizeof(int64_t) * n_axes);
+  return WQ_OK;
+}
+
+static wq_status resize_prepare(wq_node *node, wq_error *err) {
+  resize_state *s = calloc(1, sizeof *s);
+  if (!s)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+  wq_status st = resize_parse(node, s, err);
+  if (st != WQ_OK) {
+    free(s);
+    return st;
+  }
+  node->op_state = s;
+  return WQ_OK;
+}
+
+/* Everything the kernels need, per axis of X. */
+typedef struct {
+  int rank;
+  bool known; /* false: scales/sizes data not available (shape inference) */
+  int64_t out[WQ_MAX_RANK];
+  double scale[WQ_MAX_RANK];
+  double roi_start[WQ_MAX_RANK], roi_end[WQ_MAX_RANK];
+  bool resized[WQ_MAX_RANK]; /* axis listed in `axes` (all when absent) */
+  bool roi_missing;          /* tf_crop_and_resize roi data not known (yet) */
+} resize_plan;
+
+/* An optional input counts as given when present with a non-empty shape. */
+static int input_given(const wq_node *node, const wq_value *in, int i) {
+  if (i >= node->n_inputs || !wq_value_present(&in[i]))
+    return 0;
+  int64_t n = wq_value_numel(&in[i]);
+  if (n < 0)
+    return -1; /* shape unknown */
+  return n > 0;
+}
+
+static wq_status resize_plan_build(const wq_node *node, const wq_value *in, resize_plan *p,
+                                   wq_error *err) {
+  const resize_state *s = node->op_state;
+  const wq_value *x = &in[0];
+  int rank = x->rank;
+  p->rank = rank;
+  p->known = false;
+  p->roi_missing = false;
+  if (node->opset < 11 && node->n_inputs != 2)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "Resize: opset %d takes exactly 2 inputs (X, scales), got %d", node->opset,
+                   node->n_inputs);
+  bool fixed_size = wq_dtype_size(x->dtype) > 0 && wq_dtype_supported(x->dtype);
+  if (!fixed_size || (s->mode != WQ_RESIZE_NEAREST && x->dtype != WQ_DT_FLOAT))
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "Resize: input type %s is not supported in mode %s", wq_dtype_name(x->dtype),
+                   s->mode == WQ_RESIZE_NEAREST ? "nearest" : "linear/cubic");
+  if (rank < 0)
+    return WQ_OK;
+  /* Which axes are resized. */
+  int n_axes = s->n_axes ? s->n_axes : rank;
+  int64_t axes[WQ_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    p->resized[i] = s->n_axes == 0;
+  for (int i = 0; i < s->n_axes; i++) {
+    int64_t a = s->axes[i] < 0 ? s->axes[i] + rank : s->axes[i];
+    if (a < 0 || a >= rank || p->resized[a])
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "Resize: axes[%d] = %lld is out of range or repeated for rank %d", i,
+                     (long long)s->axes[i], rank);
+    p->resized[a] = true;
+    axes[i] = a;
+  }
+  if (s->n_axes == 0)
+    for (int i = 0; i < rank; i++)
+      axes[i] = i;
+  for (int i = 0; i < rank; i++) {
+    p->out[i] = p->resized[i] ? -1 : x->dims[i];
+    p->scale[i] = 1.0;
+    p->roi_start[i] = 0.0;
+    p->roi_end[i] = 1.0;
+  }
+  int scales_at = node->opset < 11 ? 1 : 2, sizes_at = node->opset < 11 ? -1 : 3;
+  int have_scales = input_given(node, in, scales_at);
+  int have_sizes = sizes_at > 0 ? input_given(node, in, sizes_at) : 0;
+  if (have_scales < 0 || have_sizes < 0)
+    return WQ_OK;
+  if (have_scales == have_sizes)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "Resize: exactly one of scales and sizes must be given (%s)",
+                   have_scales ? "both are" : "neither is");
+  const wq_value *v = have_scales ? &in[scales_at] : &in[sizes_at];
+  if (v->rank != 1 || v->dims[0] != n_axes)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "Resize: %s must be 1-D with %d entries (one per resized axis), has rank %d "
+                   "and %lld entries",
+                   have_scales ? "scales" : "sizes", n_axes, v->rank, (long long)wq_value_numel(v));
+  if (have_scales && v->dtype != WQ_DT_FLOAT)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "Resize: scales must be float, is %s",
+                   wq_dtype_name(v->dtype));
+  if (have_sizes && v->dtype != WQ_DT_INT64)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Resize: sizes must be int64, is %s",
+                   wq_dtype_name(v->dtype));
+  /* roi: only tf_crop_and_resize reads it. */
+  if (s->coord == WQ_RESIZE_TF_CROP_AND_RESIZE) {
+    int have_roi = input_given(node, in, 1);
+    if (have_roi < 0 || (have_roi && !in[1].data))
+      p->roi_missing = true;
+    else if (!have_roi)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "Resize: tf_crop_and_resize needs the roi input");
+  }
+  if (s->coord == WQ_RESIZE_TF_CROP_AND_RESIZE && !p->roi_missing) {
+    const wq_value *roi = &in[1];
+    if (roi->rank != 1 || roi->dims[0] != 2 * n_axes ||
+        (roi->dtype != WQ_DT_FLOAT && roi->dtype != WQ_DT_DOUBLE))
+      return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                     "Resize: roi must be a float tensor of %d entries (start and end per axis)",
+                     2 * n_axes);
+    for (int i = 0; i < n_axes; i++) {
+      p->roi_start[axes[i]] = wq_value_get_double(roi, i);
+      p->roi_end[axes[i]] = wq_value_get_double(roi, n_axes + i);
+    }
+  }
+  if (!v->data)
+    return WQ_OK;
+  if (x->rank >= 0)
+    for (int i = 0; i < n_axes; i++)
+      if (x->dims[axes[i]] < 0)
+        return WQ_OK;
+  if (have_scales) {
+    for (int i = 0; i < n_axes; i++) {
+      double sc = ((const float *)v->data)[i];
+      if (!(sc > 0.0))
+        return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                       "Resize: scales[%d] is %g (must be > 0)", i, sc);
+      p->scale[axes[i]] = sc;
+      p->out[axes[i]] = (int64_t)(sc * (double)x->dims[axes[i]]);
+    }
+  } else {
+    const int64_t *sizes = v->data;
+    for (int i = 0; i < n_axes; i++) {
+      int64_t in_len = x->dims[axes[i]];
+      if (sizes[i] < 0 || (in_len == 0 && sizes[i] != 0))
+        return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                       "Resize: sizes[%d] = %lld is invalid for input dim %lld", i,
+                       (long long)sizes[i], (long long)in_len);
+      p->out[axes[i]] = sizes[i];
+      p->scale[axes[i]] = in_len > 0 ? (double)sizes[i] / (double)in_len : 1.0;
+    }
+    if (s->keep_aspect != 0) {
+      double sc = p->scale[axes[0]];
+      for (int i = 1; i < n_axes; i++) {
+        double c = p->scale[axes[i]];
+        sc = s->keep_aspect == 1 ? (c < sc ? c : sc) : (c > sc ? c : sc);
+      }
+      for (int i = 0; i < n_axes; i++) {
+        p->scale[axes[i]] = sc;
+        p->out[axes[i]] = (int64_t)(sc * (double)x->dims[axes[i]] + 0.5);
+      }
+    }
+  }
+  WQ_TRY(wq_shape_check(p->out, rank, node->name, "Resize output", err));
+  p->known = true;
+  return WQ_OK;
+}
+
+static wq_status resize_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                              wq_error *err) {
+  resize_plan p;
+  WQ_TRY(resize_plan_build(node, in, &p, err));
+  out[0].dtype = in[0].dtype;
+  out[0].rank = p.rank;
+  for (int i = 0; i < p.rank; i++)
+    out[0].dims[i] = p.known ? p.out[i] : (p.resized[i] ? -1 : in[0].dims[i]);
+  return WQ_OK;
+}
+
+static wq_resize_axis axis_of(const resize_state *s, const resize_plan *p, const wq_value *x,
+                              int d) {
+  return (wq_resize_axis){s->coord,  p->scale[d],     x->dims[d],
+                          p->out[d], p->roi_start[d], p->roi_end[d]};
+}
+
+static wq_status run_nearest(const wq_node *node, const resize_plan *p, const wq_value *x,
+                             wq_value *y, wq_error *err) {
+  const resize_state *s = node->op_state;
+  int64_t total = 0;
+  for (int d = 0; d < p->rank; d++)
+    total += p->out[d];
+  int64_t *tables = malloc(sizeof(int64_t) * (size_t)(total > 0 ? total : 1));
+  if (!tables)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+  const int64_t *table_of[WQ_MAX_RANK];
+  int64_t *t = tables;
+  for (int d = 0; d < p->rank; d++) {
+    wq_resize_axis ax = axis_of(s, p, x, d);
+    for (int64_t o = 0; o < p->out[d]; o++) {
+      double xo = wq_resize_source_coord(&ax, o);
+      t[o] = wq_resize_outside(&ax, xo) ? -1 : wq_resize_nearest_index(&ax, s->nearest, xo);
+    }
+    table_of[d] = t;
+    t += p->out[d];
+  }
+  /* Extrapolation value in X's element type. */
+  union {
+    float f;
+    int8_t i8;
+    uint8_t u8;
+    int16_t i16;
+    uint16_t u16;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+  } extra = {0};
+  switch (x->dtype) {
+  case WQ_DT_FLOAT: extra.f = s->extrapolation; break;
+  case WQ_DT_INT8: extra.i8 = (int8_t)s->extrapolation; break;
+  case WQ_DT_UINT8:
+  case WQ_DT_BOOL: extra.u8 = (uint8_t)s->extrapolation; break;
+  case WQ_DT_INT16: extra.i16 = (int16_t)s->extrapolation; break;
+  case WQ_DT_UINT16: extra.u16 = (uint16_t)s->extrapolation; break;
+  case WQ_DT_INT32: extra.i32 = (int32_t)s->extrapolation; break;
+  case WQ_DT_UINT32: extra.u32 = (uint32_t)s->extrapolation; break;
+  case WQ_DT_INT64: extra.i64 = (int64_t)s->extrapolation; break;
+  case WQ_DT_UINT64: extra.u64 = (uint64_t)s->extrapolation; break;
+  default: break;
+  }
+  wq_ref_resize_nearest(p->rank, x->dims, p->out, wq_dtype_size(x->dtype), x->data, y->data,
+                        table_of, &extra);
+  free(tables);
+  return WQ_OK;
+}
+
+/* An axis pass is skipped when it maps every output index to itself. */
+static bool is_identity(int64_t len, int n_taps, const int64_t *index, const float *weight,
+                        const uint8_t *outside) {
+  for (int64_t o = 0; o < len; o++) {
+    if (outside[o])
+      return false;
+    for (int t = 0; t < n_taps; t++) {
+      float w = weight[o * n_taps + t];
+      if (w != 0.0f && (index[o * n_taps + t] != o || w != 1.0f))
+        return false;
+    }
+  }
+  return true;
+}
+
+static wq_status run_interpolate(const wq_node *node, const resize_plan *p, const wq_value *x,
+                                 wq_value *y, wq_error *err) {
+  const resize_state *s = node->op_state;
+  int rank = p->rank;
+  int64_t out_numel = 1, scratch_numel = 1;
+  for (int d = 0; d < rank; d++) {
+    out_numel *= p->out[d];
+    scratch_numel *= p->out[d] > x->dims[d] ? p->out[d] : x->dims[d];
+  }
+  if (out_numel == 0)
+    return WQ_OK;
+  /* Per-axis tap tables. */
+  int n_taps[WQ_MAX_RANK];
+  int64_t tap_total = 0, out_total = 0;
+  for (int d = 0; d < rank; d++) {
+    n_taps[d] = wq_resize_tap_count(s->mode, s->antialias, p->scale[d]);
+    tap_total += p->out[d] * n_taps[d];
+    out_total += p->out[d];
+  }
+  int64_t *index = malloc(sizeof(int64_t) * (size_t)tap_total);
+  float *weight = malloc(sizeof(float) * (size_t)tap_total);
+  uint8_t *outside = malloc((size_t)out_total);
+  float *bufs[2] = {malloc(sizeof(float) * (size_t)scratch_numel),
+                    malloc(sizeof(float) * (size_t)scratch_numel)};
+  wq_status st = WQ_OK;
+  if (!index || !weight || !outside || !bufs[0] || !bufs[1]) {
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+    goto done;
+  }
+  int64_t tap_at[WQ_MAX_RANK], out_at[WQ_MAX_RANK];
+  bool needed[WQ_MAX_RANK];
+  int64_t ti = 0, oi = 0;
+  for (int d = 0; d < rank; d++) {
+    wq_resize_axis ax = axis_of(s, p, x, d);
+    tap_at[d] = ti;
+    out_at[d] = oi;
+    wq_resize_axis_taps(&ax, s->mode, s->antialias, s->cubic_a, s->exclude_outside, n_taps[d],
+                        index + ti, weight + ti, outside + oi);
+    needed[d] = p->out[d] != x->dims[d] ||
+                !is_identity(p->out[d], n_taps[d], index + ti, weight + ti, outside + oi);
+    ti += p->out[d] * n_taps[d];
+    oi += p->out[d];
+  }
+  int64_t dims[WQ_MAX_RANK];
+  memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
+  const float *src = x->data;
+  int which = 0, last = -1;
+  for (int d = 0; d < rank; d++)
+    if (needed[d])
+      last = d;
+  if (last < 0) {
+    memcpy(y->data, x->data, sizeof(float) * (size_t)out_numel);
+    goto done;
+  }
+  /* Last axis first, like ONNX's nested 1-D interpolation. */
+  for (int d = rank - 1; d >= 0; d--) {
+    if (!needed[d])
+      continue;
+    float *dst = d == last ? (float *)y->data : bufs[which];
+    wq_ref_resize_axis_f32(rank, dims, d, p->out[d], n_taps[d], index + tap_at[d],
+                           weight + tap_at[d], outside + out_at[d], s->extrapolation, src, dst);
+    dims[d] = p->out[d];
+    src = dst;
+    which ^= 1;
+  }
+done:
+  free(index);
+  free(weight);
+  free(outside);
+  free(bufs[0]);
+  free(bufs[1]);
+  return st;
+}
+
+static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  const resize_state *s = node->op_state;
+  resize_plan p;
+  WQ_TRY(resize_plan_build(node, in, &p, err));
+  if (!p.known || p.roi_missing)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "Resize: scales/sizes/roi data is missing at run time");
+  if (s->mode == WQ_RESIZE_NEAREST)
+    return run_nearest(node, &p, &in[0], &out[0], err);
+  return run_interpolate(node, &p, &in[0], &out[0], err);
+}
+
+const wq_op wq_op_resize = {
+    .op_type = "Resize",
+    .domain = "",
+    .min_opset = 10,
+    .min_inputs = 1,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .prepare = resize_prepare,
+    .free_state = free,
+    .infer = resize_infer,
+    .run = resize_run,
+};
