@@ -2,7 +2,9 @@
  * registry (import -> resolve -> infer -> run) and compared exactly with the
  * expected outputs. Cases whose dtypes the runtime does not hold (float16
  * scales, float8, int4, int2, float4) must fail cleanly with
- * WQ_ERR_UNSUPPORTED and a "dtype <name> is not supported" message. */
+ * WQ_ERR_UNSUPPORTED and a "dtype <name> is not supported" message.
+ * Also runs the operator-oriented mnist-8-dynamic-int8 model (ConvInteger,
+ * MatMulInteger, QuantizeLinear) through the public API. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +198,52 @@ static const char *const must_skip[] = {"test_dequantizelinear_e4m3fn",
                                         "test_qlinearmatmul_3D_uint8_float16",
                                         NULL};
 
+/* onnxruntime-node 1.30.0 logits on the model's shipped input (recorded in
+ * models/mnist-8-dynamic-int8/SOURCE.md to two decimals). */
+static void test_mnist_dynamic_int8(const char *shared) {
+  static const float ort_logits[10] = {-4.54f, -0.56f, 12.07f, -7.53f, 7.98f,
+                                       -6.29f, -1.06f, -3.78f, -7.73f, -6.64f};
+  char path[1024];
+  size_t n;
+  wq_error err;
+  snprintf(path, sizeof path, "%s/models/mnist-8-dynamic-int8/model.onnx", shared);
+  uint8_t *bytes = read_all(path, &n);
+  CHECK_MSG(bytes != NULL, "cannot read %s", path);
+  if (!bytes)
+    return;
+  wq_model *m = NULL;
+  wq_status st = wq_model_load(bytes, n, NULL, &m, &err);
+  free(bytes);
+  CHECK_MSG(st == WQ_OK, "mnist-8-dynamic-int8 load: %s", err.message);
+  if (st != WQ_OK)
+    return;
+  snprintf(path, sizeof path,
+           "%s/models/mnist-8-dynamic-int8/float_reference_data_set_0/input_0.pb", shared);
+  bytes = read_all(path, &n);
+  wq_value in;
+  st = bytes ? wq_tensor_decode(bytes, n, &in, NULL, 0, &err) : WQ_ERR_IO;
+  free(bytes);
+  CHECK(st == WQ_OK);
+  if (st == WQ_OK) {
+    st = wq_model_run(m, &in, 1, &err);
+    CHECK_MSG(st == WQ_OK, "mnist-8-dynamic-int8 run: %s", err.message);
+    const wq_value *got = st == WQ_OK ? wq_model_result(m, 0) : NULL;
+    CHECK(got && got->dtype == WQ_DT_FLOAT && wq_value_numel(got) == 10);
+    if (got && wq_value_numel(got) == 10) {
+      const float *y = got->data;
+      int argmax = 0;
+      for (int i = 0; i < 10; i++) {
+        CHECK_NEAR(y[i], ort_logits[i], 0.006);
+        if (y[i] > y[argmax])
+          argmax = i;
+      }
+      CHECK(argmax == 2);
+    }
+    free(in.data);
+  }
+  wq_model_free(m);
+}
+
 int main(void) {
   const char *shared = getenv("WQ_SHARED_DIR");
   if (!shared)
@@ -218,5 +266,6 @@ int main(void) {
     printf("skip %-40s %s\n", must_skip[i], why);
   }
   printf("int8 conformance: %d passed, %d skipped cleanly\n", passed, skipped);
+  test_mnist_dynamic_int8(shared);
   WQ_TEST_END();
 }
