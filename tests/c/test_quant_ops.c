@@ -364,6 +364,32 @@ static void test_qlinear_matmul(void) {
     check_ints(&out[0], want, 2, "int8 saturation");
     free_outputs(out, 1);
   }
+  /* u8 x s8 with no intermediate saturation: a = {255, 255}, b = {127, 127}
+   * -> acc 64770 exactly; y_scale 1000 -> 64.77 -> 65. (onnxruntime's
+   * AVX2 u8s8 kernel saturates the pair sum at 32767 and gives 33; the spec
+   * has no such step.) */
+  {
+    wq_node node = make_node("QLinearMatMul", 13, 8, 1, NULL, 0);
+    uint8_t a[2] = {255, 255}, az = 0;
+    int8_t b[2] = {127, 127}, bz = 0;
+    uint8_t yz = 0;
+    float one = 1.0f, ys = 1000.0f;
+    int64_t ad[2] = {1, 2}, bd[2] = {2, 1};
+    wq_value in[8] = {val(WQ_DT_UINT8, a, 2, ad),
+                      SCALAR_F(&one),
+                      val(WQ_DT_UINT8, &az, 0, D1),
+                      val(WQ_DT_INT8, b, 2, bd),
+                      SCALAR_F(&one),
+                      val(WQ_DT_INT8, &bz, 0, D1),
+                      SCALAR_F(&ys),
+                      val(WQ_DT_UINT8, &yz, 0, D1)};
+    wq_value out[1];
+    wq_error err;
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    int64_t want[1] = {65};
+    check_ints(&out[0], want, 1, "u8s8 exact accumulation");
+    free_outputs(out, 1);
+  }
   /* A float16 scale is unsupported, with the uniform message. */
   {
     wq_node node = make_node("QLinearMatMul", 21, 8, 1, NULL, 0);

@@ -341,6 +341,8 @@ int64_t wq_qparams_index_of(const wq_qparams *qp, int64_t elem) {
   int64_t p = 0;
   for (int i = qp->rank - 1; i >= 0 && elem > 0; i--) {
     int64_t d = qp->data_dims[i];
+    if (d <= 0) /* an empty or unknown dim has no elements to look up */
+      break;
     int64_t coord = elem % d;
     elem /= d;
     if (qp->scale_dims[i] > 1)
