@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx/onnx_import.h"
-#include "ops/op.h"
+#include "api/wasmq.h"
 #include "wq_test.h"
 
 static unsigned char *read_file(const char *path, size_t *n) {
@@ -37,16 +36,15 @@ static unsigned char *read_file(const char *path, size_t *n) {
   return buf;
 }
 
-/* Import then resolve every op: the same checks the full load makes before
- * shape inference. */
+/* The full public load: import, op resolution, dtype checks, folding. */
 static wq_status load(const unsigned char *bytes, size_t n, wq_error *err) {
-  wq_model_ir *m = NULL;
-  wq_status st = wq_onnx_import(bytes, n, &m, err);
+  wq_model *m = NULL;
+  wq_status st = wq_model_load(bytes, n, NULL, &m, err);
   if (st == WQ_OK) {
-    st = wq_graph_resolve_ops(m->graph, err);
-    wq_model_ir_free(m);
+    CHECK(m != NULL && wq_model_get_ir(m) != NULL);
+    wq_model_free(m);
   } else {
-    CHECK_MSG(m == NULL, "failed import left a model behind");
+    CHECK_MSG(m == NULL, "failed load left a model behind");
   }
   return st;
 }

@@ -278,6 +278,8 @@ static wq_status repeated_fixed(wq_pb_reader *r, const wq_pb_field *f, const cha
                    "%s.%s: packed length %zu is not a multiple of the %zu-byte element size",
                    r->message, field, n, width);
   size_t count = n / width;
+  if (count == 0)
+    return WQ_OK; /* an empty run: nothing to append (a->data may be NULL) */
   WQ_TRY(array_reserve(a, count, err));
   uint8_t *dst = (uint8_t *)a->data + a->count * a->elem_size;
   /* The wire format is little-endian; assemble values byte by byte so the
