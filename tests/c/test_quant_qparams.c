@@ -48,6 +48,12 @@ static void test_per_tensor(void) {
   CHECK(wq_qparams_from_onnx(&qp, WQ_DT_UINT8, 2, dims, &sv, &zv, 1, 0, "n", "t", &err) == WQ_OK);
   CHECK(qp.count == 1 && qp.scale[0] == 2.0f && qp.zero_point[0] == 7 && qp.qmax == 255);
   wq_qparams_free(&qp);
+  /* A scalar scale with a [1] zero point is still one per-tensor pair. */
+  wq_value scalar_sv = f32(one_scale, 0, d1);
+  CHECK(wq_qparams_from_onnx(&qp, WQ_DT_UINT8, 2, dims, &scalar_sv, &zv, 1, 0, "n", "t", &err) ==
+        WQ_OK);
+  CHECK(qp.count == 1 && qp.zero_point[0] == 7);
+  wq_qparams_free(&qp);
 }
 
 static void test_per_channel(void) {

@@ -36,6 +36,7 @@ wq_status wq_qmatmul_operand_qparams(wq_qparams *qp, const wq_node *node, const 
     sd[i] = 1;
   const wq_value *shape_src = present(scale) ? scale : present(zero_point) ? zero_point : NULL;
   if (present(scale) && present(zero_point) &&
+      !(wq_value_numel(scale) == 1 && wq_value_numel(zero_point) == 1) &&
       (scale->rank != zero_point->rank ||
        memcmp(scale->dims, zero_point->dims, (size_t)scale->rank * sizeof(int64_t)) != 0)) {
     char ss[96], zs[96];

@@ -241,7 +241,8 @@ wq_status wq_qparams_from_onnx(wq_qparams *qp, wq_dtype dtype, int rank, const i
   int64_t n = known_numel(scale);
   if (n < 0)
     return wq_fail(err, WQ_ERR_SHAPE, node, "%s: scale shape is unknown", what);
-  if (value_given(zero_point)) {
+  /* A scalar and a 1-element tensor are the same per-tensor parameter. */
+  if (value_given(zero_point) && !(n == 1 && known_numel(zero_point) == 1)) {
     if (zero_point->rank != scale->rank ||
         memcmp(zero_point->dims, scale->dims, (size_t)scale->rank * sizeof(int64_t)) != 0) {
       char zs[96], ss[96];
