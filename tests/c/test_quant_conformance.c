@@ -74,7 +74,7 @@ static case_result run_case(const char *dir, char *why, size_t cap) {
   snprintf(path, sizeof path, "%s/model.onnx", dir);
   uint8_t *bytes = read_all(path, &n);
   if (!bytes) {
-    snprintf(why, cap, "cannot read %s", path);
+    snprintf(why, cap, "cannot read %.400s", path);
     return CASE_FAIL;
   }
   wq_model_ir *ir = NULL;
@@ -97,7 +97,7 @@ static case_result run_case(const char *dir, char *why, size_t cap) {
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
     bytes = read_all(path, &n);
     if (!bytes) {
-      snprintf(why, cap, "cannot read %s", path);
+      snprintf(why, cap, "cannot read %.400s", path);
       result = CASE_FAIL;
       goto done;
     }
@@ -208,7 +208,7 @@ static void test_mnist_dynamic_int8(const char *shared) {
   wq_error err;
   snprintf(path, sizeof path, "%s/models/mnist-8-dynamic-int8/model.onnx", shared);
   uint8_t *bytes = read_all(path, &n);
-  CHECK_MSG(bytes != NULL, "cannot read %s", path);
+  CHECK_MSG(bytes != NULL, "cannot read %.400s", path);
   if (!bytes)
     return;
   wq_model *m = NULL;

@@ -76,7 +76,7 @@ static wq_status quantize_infer(const wq_node *node, const wq_value *in, wq_valu
   WQ_TRY(read_attrs(node, &a, err));
   WQ_TRY(wq_quant_expect_dtype(node, "x", in[0].dtype, WQ_QDT_BIT(WQ_DT_FLOAT), err));
   WQ_TRY(wq_quant_expect_dtype(node, "y_scale", in[1].dtype, WQ_QDT_BIT(WQ_DT_FLOAT), err));
-  wq_dtype qdt;
+  wq_dtype qdt = WQ_DT_UNDEFINED;
   WQ_TRY(quantize_out_dtype(node, &a, in, &qdt, err));
   out[0].dtype = qdt;
   out[0].rank = in[0].rank;

@@ -95,7 +95,7 @@ static wq_status set_layout(wq_qparams *qp, int rank, const int64_t *data_dims,
 
 wq_status wq_qparams_validate(const wq_qparams *qp, const char *node, const char *what,
                               wq_error *err) {
-  int32_t qmin, qmax;
+  int32_t qmin = 0, qmax = 0;
   WQ_TRY(wq_qdtype_range(qp->dtype, &qmin, &qmax, node, what, err));
   if (qp->qmin != qmin || qp->qmax != qmax || qp->qmin > qp->qmax)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node, "%s: range [%ld, %ld] does not match dtype %s",
