@@ -24,10 +24,12 @@ import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
 import { numel } from './dtypes.mjs';
 
+// Same text as the native CLI's usage().
 const USAGE = `usage:
   wasmq info MODEL
-  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]... [--shape NAME=D0xD1x...]... [--out DIR]
-  wasmq check CASE_DIR`;
+  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
+                  [--shape NAME=1x3x224x224]... [--out DIR]
+  wasmq check CASE_DIR      run one ONNX backend-test case folder`;
 
 /** A failure that ends the program with `exitCode` after one stderr line. */
 class CliError extends Error {
@@ -104,11 +106,11 @@ function splitAssignment(option, value, expected) {
   return [value.slice(0, eq), value.slice(eq + 1)];
 }
 
-function parseDimsSpec(text, option) {
+function parseDimsSpec(text, option, whole) {
   if (text === '') return [];
   const parts = text.split(/[x,]/);
   if (parts.length > 8 || !parts.every((p) => /^\d+$/.test(p))) {
-    throw usageError(`${option} expects NAME=D0xD1x..., got ${text}`);
+    throw usageError(`${option} expects NAME=D0xD1x..., got ${whole}`);
   }
   return parts.map(Number);
 }
@@ -135,7 +137,7 @@ function parseRunArgs(args) {
       i++;
     } else if (option === '--shape') {
       const [name, dims] = splitAssignment(option, value, 'NAME=D0xD1x...');
-      parsed.shapes.set(name, parseDimsSpec(dims, option));
+      parsed.shapes.set(name, parseDimsSpec(dims, option, value));
       i++;
     } else if (option === '--out') {
       if (value === undefined) throw usageError('--out expects a directory');
@@ -267,7 +269,10 @@ async function cmdCheck(args) {
 export async function main(argv) {
   const [command, ...args] = argv;
   try {
-    if (command === undefined) throw usageError('missing command');
+    if (command === undefined) {
+      console.error(USAGE);
+      return 2;
+    }
     if (command === '--help' || command === '-h' || command === 'help') {
       console.log(USAGE);
       return 0;
@@ -280,7 +285,7 @@ export async function main(argv) {
   } catch (e) {
     if (e instanceof CliError) {
       console.error(`wasmq: ${e.message}`);
-      if (e.exitCode === 2 && /^(missing command|unknown command|unknown or incomplete option)/.test(e.message)) {
+      if (e.exitCode === 2 && /^(unknown command|unknown or incomplete option)/.test(e.message)) {
         console.error(USAGE);
       }
       return e.exitCode;
