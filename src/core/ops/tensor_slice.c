@@ -4,19 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/ref/transpose_ref.h"
 #include "tensor_util.h"
-
-/* Copies n elements of `elem` bytes, reading src with a stride of
- * `src_step` elements and writing dst densely. */
-static void copy_strided(unsigned char *dst, const unsigned char *src, int64_t n, int64_t src_step,
-                         size_t elem) {
-  if (src_step == 1) {
-    wq_tu_copy(dst, src, (size_t)n * elem);
-    return;
-  }
-  for (int64_t i = 0; i < n; i++)
-    memcpy(dst + (size_t)i * elem, src + (ptrdiff_t)(i * src_step) * (ptrdiff_t)elem, elem);
-}
 
 /* --------------------------------------------------------------- Concat */
 
@@ -430,7 +419,10 @@ static wq_status slice_run(const wq_node *node, const wq_value *in, wq_value *ou
     int64_t off = plan.start[rank - 1];
     for (int d = 0; d < rank - 1; d++)
       off += (plan.start[d] + idx[d] * plan.step[d]) * stride[d];
-    copy_strided(dst, src + (size_t)off * elem, row_len, plan.step[rank - 1], elem);
+    if (plan.step[rank - 1] == 1)
+      memcpy(dst, src + (size_t)off * elem, (size_t)row_len * elem);
+    else
+      wq_ref_gather_strided(dst, src + (size_t)off * elem, row_len, plan.step[rank - 1], elem);
     dst += (size_t)row_len * elem;
     for (int d = rank - 2; d >= 0; d--) {
       if (++idx[d] < out[0].dims[d])

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Copies n elements from src (stride src_step elements) to dst (dense). */
+/* Copies n elements from src (stride src_step elements, may be negative)
+ * to dst (dense). */
 static inline void wq_ref_gather_strided(unsigned char *dst, const unsigned char *src, int64_t n,
                                          int64_t src_step, size_t elem) {
   switch (elem) {
@@ -31,7 +32,7 @@ static inline void wq_ref_gather_strided(unsigned char *dst, const unsigned char
     break;
   default:
     for (int64_t i = 0; i < n; i++)
-      memcpy(dst + (size_t)i * elem, src + (size_t)(i * src_step) * elem, elem);
+      memcpy(dst + (size_t)i * elem, src + (ptrdiff_t)(i * src_step) * (ptrdiff_t)elem, elem);
     break;
   }
 }
