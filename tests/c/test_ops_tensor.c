@@ -929,6 +929,31 @@ static void test_round_trips(void) {
   }
 }
 
+/* Negative-step Slice for every element size (1, 2, 4, 8 bytes): [0..4]
+ * with start -1, end INT64_MIN, step -2 gives 4, 2, 0. */
+static void test_slice_all_sizes(void) {
+  for (int k = 0; k < 4; k++) {
+    wq_dtype dt = move_types[k];
+    unsigned char buf[5 * 8];
+    for (int i = 0; i < 5; i++) {
+      switch (wq_dtype_size(dt)) {
+      case 1: ((uint8_t *)buf)[i] = (uint8_t)i; break;
+      case 2: ((int16_t *)buf)[i] = (int16_t)i; break;
+      case 4: ((float *)buf)[i] = (float)i; break;
+      default: ((int64_t *)buf)[i] = i; break;
+      }
+    }
+    wq_value out[1];
+    wq_status st;
+    slice_case(13, val(dt, 1, DIMS(5), buf), I64(-1), I64(INT64_MIN), NULL, I64(-2), 1, out, &st);
+    CHECK_MSG(st == WQ_OK && out[0].dtype == dt && shape_is(&out[0], 1, DIMS(3)) &&
+                  wq_value_get_double(&out[0], 0) == 4 && wq_value_get_double(&out[0], 1) == 2 &&
+                  wq_value_get_double(&out[0], 2) == 0,
+              "dtype %s", wq_dtype_name(dt));
+    free_outputs(out, 1);
+  }
+}
+
 int main(void) {
   test_split();
   test_slice();
@@ -942,5 +967,6 @@ int main(void) {
   test_unknown_inputs();
   test_errors();
   test_round_trips();
+  test_slice_all_sizes();
   WQ_TEST_END();
 }
