@@ -126,6 +126,23 @@ static wq_status bind_input_shapes(wq_graph *g, const wq_load_options *opts, wq_
   return WQ_OK;
 }
 
+/* Lets each op prepare for execution on the final graph (qparams, packed
+ * weights, lookup tables). */
+static wq_status plan_nodes(wq_graph *g, wq_error *err) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    wq_node *node = &g->nodes[i];
+    if (!node->op->plan)
+      continue;
+    wq_status st = node->op->plan(node, g, err);
+    if (st != WQ_OK) {
+      if (err && err->node[0] == '\0')
+        wq_fail(err, st, node->name, "%s", err->message);
+      return st;
+    }
+  }
+  return WQ_OK;
+}
+
 static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error *err) {
   wq_graph *g = m->ir->graph;
   WQ_TRY(record_file_stats(m, err));
@@ -135,6 +152,7 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   wq_fold_stats stats;
   WQ_TRY(wq_pass_fold_constants(g, !(opts && opts->no_constant_folding), &stats, err));
   m->nodes_folded = stats.nodes_folded;
+  WQ_TRY(plan_nodes(g, err));
   WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
   size_t nt = (size_t)g->n_tensors + 1;
   m->values = calloc(nt, sizeof *m->values);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../ops/op.h"
+#include "../quant/qparams.h"
 
 char *wq_strdup(const char *s) {
   if (!s)
@@ -22,6 +23,10 @@ void wq_tensor_clear(wq_tensor *t) {
   for (int i = 0; i < WQ_MAX_RANK; i++)
     free(t->dim_params[i]);
   free(t->data);
+  if (t->qparams) {
+    wq_qparams_free(t->qparams);
+    free(t->qparams);
+  }
   memset(t, 0, sizeof *t);
 }
 

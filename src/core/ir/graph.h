@@ -14,6 +14,7 @@
 
 struct wq_graph;
 struct wq_op;
+struct wq_qparams;
 
 typedef struct {
   char *name;
@@ -26,6 +27,7 @@ typedef struct {
   bool is_constant; /* initializer, Constant output or folded value */
   bool is_input;    /* graph input fed at run time */
   bool is_output;
+  struct wq_qparams *qparams; /* owned; NULL when the tensor is not quantized */
 } wq_tensor;
 
 typedef enum {

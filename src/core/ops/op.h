@@ -40,6 +40,13 @@ typedef struct wq_op {
    * the shape infer gave and an allocated, uninitialised buffer (an omitted
    * output has data == NULL and must be skipped). */
   wq_status (*run)(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err);
+
+  /* Optional. Called once the graph is final (after lowering and layout
+   * passes), before the first run, with the graph for context: an int8 op
+   * reads its tensors' qparams and constant weights here and keeps what it
+   * needs (requantization multipliers, prepacked weights, lookup tables) in
+   * node->op_state. */
+  wq_status (*plan)(wq_node *node, const wq_graph *g, wq_error *err);
 } wq_op;
 
 /* Registry entry for (domain, op_type), or NULL. "ai.onnx" and "" are the

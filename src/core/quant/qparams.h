@@ -20,7 +20,7 @@
 
 #include "../ir/value.h"
 
-typedef struct {
+typedef struct wq_qparams {
   wq_dtype dtype; /* int8, uint8, int16, uint16, or int32 (biases) */
   int32_t qmin, qmax;
   int rank;                        /* rank of the quantized data */
