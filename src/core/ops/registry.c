@@ -7,6 +7,7 @@
 #include "list_elementwise.inc"
 #include "list_nn.inc"
 #include "list_quant.inc"
+#include "list_int8.inc"
 #include "list_tensor.inc"
 #undef WQ_OP_ENTRY
 
@@ -15,6 +16,7 @@ static const wq_op *const registry[] = {
 #include "list_elementwise.inc"
 #include "list_nn.inc"
 #include "list_quant.inc"
+#include "list_int8.inc"
 #include "list_tensor.inc"
 #undef WQ_OP_ENTRY
     NULL};
