@@ -50,11 +50,25 @@ static void im2col_plane(const plane_geometry *p, const float *x, int64_t channe
           if (ih < 0 || ih >= p->in_h) {
             memset(dst + done, 0, sizeof(float) * (size_t)seg);
           } else {
+            /* Columns [ow, ow + seg) split into left padding, the run that
+             * reads the input row, and right padding. */
             const float *src = xc + ih * p->in_w;
-            for (int64_t t = 0; t < seg; t++) {
-              int64_t iw = (ow + t) * p->s_w + iw_off;
-              dst[done + t] = (iw >= 0 && iw < p->in_w) ? src[iw] : 0.0f;
+            int64_t lo = iw_off >= 0 ? 0 : (-iw_off + p->s_w - 1) / p->s_w;
+            int64_t hi = p->in_w - 1 - iw_off < 0 ? 0 : (p->in_w - 1 - iw_off) / p->s_w + 1;
+            lo = lo < ow ? ow : (lo > ow + seg ? ow + seg : lo);
+            hi = hi < lo ? lo : (hi > ow + seg ? ow + seg : hi);
+            int64_t at = done - ow; /* dst[at + c] holds output column c */
+            for (int64_t c = ow; c < lo; c++)
+              dst[at + c] = 0.0f;
+            if (p->s_w == 1) {
+              if (hi > lo)
+                memcpy(dst + at + lo, src + lo + iw_off, sizeof(float) * (size_t)(hi - lo));
+            } else {
+              for (int64_t c = lo; c < hi; c++)
+                dst[at + c] = src[c * p->s_w + iw_off];
             }
+            for (int64_t c = hi; c < ow + seg; c++)
+              dst[at + c] = 0.0f;
           }
           done += seg;
         }
@@ -190,6 +204,8 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
   if (batch == 0 || out_channels == 0 || out_size == 0)
     return WQ_OK;
   plane_geometry p;
+  /* A direct loop wins for true depthwise convs; with many outputs per input
+   * channel (e.g. a first layer on 1-channel images) the GEMM is faster. */
   if (cg == 1 && as_plane(g, &p)) {
     depthwise_plane(&p, batch, in_channels, mg, x, w, bias, y);
     return WQ_OK;

@@ -3,6 +3,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The test suite runs real models under ASan+UBSan at -O1, where the
+ * micro-kernel (the bulk of every Conv/Gemm/MatMul) is ~20x slower:
+ * per-element checks block vectorisation. It only reads the packed panels,
+ * whose sizes this file computes (the instrumented packing code writes every
+ * element it reads), so sanitizer builds compile it optimised and unchecked,
+ * and the packing/store loops optimised but checked. Other builds are
+ * unaffected. */
+#if defined(__SANITIZE_ADDRESS__) && defined(__GNUC__) && !defined(__clang__)
+#define WQ_HOT_LOOP __attribute__((optimize("O3"), no_sanitize("address", "undefined")))
+#define WQ_OPTIMIZED __attribute__((optimize("O3")))
+#else
+#define WQ_HOT_LOOP
+#define WQ_OPTIMIZED
+#endif
+
 /* Register tile (MR x NR accumulators) and cache blocks: a KC x NC panel of B
  * stays in L2 while MC x KC blocks of A stream through L1. */
 enum { MR = 4, NR = 8, KC = 256, MC = 128, NC = 512 };
@@ -10,8 +25,8 @@ enum { MR = 4, NR = 8, KC = 256, MC = 128, NC = 512 };
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of A into MR-row panels laid out
  * k-major (panel[p * MR + r]); rows past m are zero so edge tiles need no
  * special case in the micro-kernel. */
-static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
-                   int64_t kc, float *dst) {
+WQ_OPTIMIZED static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t i0, int64_t mc,
+                                int64_t p0, int64_t kc, float *dst) {
   for (int64_t ir = 0; ir < mc; ir += MR) {
     int64_t rows = mc - ir < MR ? mc - ir : MR;
     for (int64_t p = 0; p < kc; p++) {
@@ -27,8 +42,8 @@ static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t i0, int64_t m
 
 /* Packs rows [p0, p0+kc) x cols [j0, j0+nc) of B into NR-column panels
  * (panel[p * NR + c]), zero-filled past n. */
-static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0,
-                   int64_t nc, float *dst) {
+WQ_OPTIMIZED static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t p0, int64_t kc,
+                                int64_t j0, int64_t nc, float *dst) {
   for (int64_t jr = 0; jr < nc; jr += NR) {
     int64_t cols = nc - jr < NR ? nc - jr : NR;
     if (cs == 1 && cols == NR) {
@@ -50,8 +65,8 @@ static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t p0, int64_t k
 }
 
 /* acc = sum over p of A-panel column p times B-panel row p. */
-static void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                         float acc[MR][NR]) {
+WQ_HOT_LOOP static void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
+                                     float acc[MR][NR]) {
   float t[MR][NR];
   for (int r = 0; r < MR; r++)
     for (int c = 0; c < NR; c++)
@@ -71,8 +86,8 @@ static void micro_kernel(int64_t kc, const float *restrict ap, const float *rest
 /* Writes an MR x NR tile (clipped to rows x cols) into C. On the first K
  * block C gets alpha*acc + beta*C (C untouched by reads when beta == 0);
  * later blocks accumulate. */
-static void store_tile(float acc[MR][NR], int64_t rows, int64_t cols, float *c, int64_t ldc,
-                       float alpha, float beta, int first_block) {
+WQ_OPTIMIZED static void store_tile(float acc[MR][NR], int64_t rows, int64_t cols, float *c,
+                                    int64_t ldc, float alpha, float beta, int first_block) {
   for (int64_t r = 0; r < rows; r++) {
     float *crow = c + r * ldc;
     if (!first_block) {
