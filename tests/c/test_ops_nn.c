@@ -437,6 +437,27 @@ static void test_resize_op_infer(void) {
   in[2] = make_value(WQ_DT_FLOAT, 1, s3, scales);
   CHECK(node.op->infer(&node, in, out, &err) == WQ_ERR_SHAPE);
   node.op->free_state(node.op_state);
+  /* 2-D bilinear through the op (two separable passes), asymmetric, x2. */
+  wq_attr lin[2] = {{.name = (char *)"mode", .type = WQ_ATTR_STRING, .s = (char *)"linear"},
+                    {.name = (char *)"coordinate_transformation_mode",
+                     .type = WQ_ATTR_STRING,
+                     .s = (char *)"asymmetric"}};
+  wq_node n1 = make_node("Resize", 11, 3, 1, lin, 2);
+  CHECK(n1.op->prepare(&n1, &err) == WQ_OK);
+  float x4[4] = {1, 2, 3, 4}, sc2[4] = {1, 1, 2, 2}, y16[16];
+  int64_t x4d[4] = {1, 1, 2, 2};
+  wq_value rin[3] = {make_value(WQ_DT_FLOAT, 4, x4d, x4), make_value(WQ_DT_FLOAT, 1, zero, NULL),
+                     make_value(WQ_DT_FLOAT, 1, sd, sc2)};
+  CHECK(n1.op->infer(&n1, rin, out, &err) == WQ_OK);
+  CHECK(out[0].dims[2] == 4 && out[0].dims[3] == 4);
+  out[0].data = y16;
+  CHECK(n1.op->run(&n1, rin, out, &err) == WQ_OK);
+  const float want16[16] = {1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4, 3, 3.5f, 4, 4};
+  int mismatches = 0;
+  for (int i = 0; i < 16; i++)
+    mismatches += y16[i] != want16[i];
+  CHECK_MSG(mismatches == 0, "bilinear x2: %d of 16 values differ", mismatches);
+  n1.op->free_state(n1.op_state);
   wq_attr bad[1] = {{.name = (char *)"coordinate_transformation_mode",
                      .type = WQ_ATTR_STRING,
                      .s = (char *)"sideways"}};

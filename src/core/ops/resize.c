@@ -393,11 +393,13 @@ static wq_status run_interpolate(const wq_node *node, const resize_plan *p, cons
   int64_t dims[WQ_MAX_RANK];
   memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
   const float *src = x->data;
-  int which = 0, last = -1;
-  for (int d = 0; d < rank; d++)
+  /* Passes run from the last axis down, so the lowest needed axis is the
+   * final pass and writes Y. */
+  int which = 0, final_axis = -1;
+  for (int d = rank - 1; d >= 0; d--)
     if (needed[d])
-      last = d;
-  if (last < 0) {
+      final_axis = d;
+  if (final_axis < 0) {
     memcpy(y->data, x->data, sizeof(float) * (size_t)out_numel);
     goto done;
   }
@@ -405,7 +407,7 @@ static wq_status run_interpolate(const wq_node *node, const resize_plan *p, cons
   for (int d = rank - 1; d >= 0; d--) {
     if (!needed[d])
       continue;
-    float *dst = d == last ? (float *)y->data : bufs[which];
+    float *dst = d == final_axis ? (float *)y->data : bufs[which];
     wq_ref_resize_axis_f32(rank, dims, d, p->out[d], n_taps[d], index + tap_at[d],
                            weight + tap_at[d], outside + out_at[d], s->extrapolation, src, dst);
     dims[d] = p->out[d];
