@@ -34,8 +34,8 @@ function showModel(m) {
     const dims = document.createElement('input');
     dims.className = 'dims';
     dims.dataset.name = t.name;
-    // Symbolic dims default to 1; edit for e.g. image sizes.
-    dims.value = (t.shape ?? []).map((d) => (typeof d === 'number' ? d : 1)).join('x');
+    // Symbolic dims: batch (dim 0) defaults to 1, others to 64; editable.
+    dims.value = (t.shape ?? []).map((d, i) => (typeof d === 'number' ? d : i === 0 ? 1 : 64)).join('x');
     inputs.append(row([t.name, t.dtype, shapeText(t.shape), dims]));
   }
   for (const t of m.outputs) outputs.append(row([t.name, t.dtype, shapeText(t.shape), '']));
