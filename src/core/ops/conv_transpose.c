@@ -127,6 +127,14 @@ static wq_status conv_transpose_resolve(const wq_node *node, const wq_value *in,
 static wq_status conv_transpose_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                       wq_error *err) {
   const conv_transpose_state *s = node->op_state;
+  if (in[1].rank < 0) {
+    /* Weight shape unknown until run time (a graph-input weight). */
+    out[0].dtype = WQ_DT_FLOAT;
+    out[0].rank = in[0].rank;
+    for (int i = 0; i < in[0].rank; i++)
+      out[0].dims[i] = i == 0 ? in[0].dims[0] : -1;
+    return WQ_OK;
+  }
   wq_conv_geometry g;
   WQ_TRY(conv_transpose_resolve(node, in, &g, err));
   out[0].dtype = WQ_DT_FLOAT;
