@@ -323,8 +323,8 @@ static int collect_pb(const char *dir, const char *prefix, uint8_t **bytes, size
   int n = 0;
   for (; n < cap; n++) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
-    if (read_file(path, &bytes[n], &lens[n]) != 0)
+    if ((size_t)snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n) >= sizeof path ||
+        read_file(path, &bytes[n], &lens[n]) != 0)
       break;
   }
   return n;
