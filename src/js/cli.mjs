@@ -309,5 +309,10 @@ async function isEntryPoint() {
 }
 
 if (await isEntryPoint()) {
+  // `wasmq info M | head -1` closes the pipe early: not an error.
+  process.stdout.on('error', (e) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   process.exitCode = await main(process.argv.slice(2));
 }
