@@ -60,6 +60,19 @@ export interface LoadOptions {
   inputShapes?: Record<string, number[]>;
 }
 
+export interface ArenaMemory {
+  /** False before the first run of a model whose shapes are not all static. */
+  readonly planned: boolean;
+  /** Peak: bytes of the one buffer all intermediates are placed in. */
+  readonly arenaBytes: number;
+  /** Largest total of intermediates alive at one step (no plan can use less). */
+  readonly lowerBoundBytes: number;
+  /** What the intermediates would take without reusing memory. */
+  readonly unsharedBytes: number;
+  /** Intermediates placed in the arena. */
+  readonly tensors: number;
+}
+
 export interface Model {
   readonly inputs: ReadonlyArray<TensorInfo>;
   readonly outputs: ReadonlyArray<TensorInfo>;
@@ -72,6 +85,11 @@ export interface Model {
   run(feeds: Record<string, Feed | TensorData>): Promise<Record<string, Tensor>>;
   /** The core's text summary: inputs, outputs, opsets, op histogram, parameters. */
   describe(): string;
+  /**
+   * Arena memory for intermediates, as planned for the latest run (or at load
+   * when every shape is static). Throws 'WQ_ERR_DISPOSED' after dispose().
+   */
+  readonly memory: ArenaMemory;
   /** Frees the model's wasm memory. Later calls throw WasmqError 'WQ_ERR_DISPOSED'. Idempotent. */
   dispose(): void;
 }

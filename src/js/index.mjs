@@ -345,6 +345,25 @@ class Model {
     }
   }
 
+  /**
+   * Arena memory for intermediate tensors, as planned for the latest run (or
+   * at load when every shape is static): {planned, arenaBytes,
+   * lowerBoundBytes, unsharedBytes, tensors}. Before the first run of a model
+   * with symbolic shapes, planned is false and the byte counts are 0.
+   */
+  get memory() {
+    this.#live();
+    const core = this.#core;
+    const h = this.#handle;
+    return Object.freeze({
+      planned: core._wqx_arena_planned(h) !== 0,
+      arenaBytes: core._wqx_arena_bytes(h),
+      lowerBoundBytes: core._wqx_arena_lower_bound(h),
+      unsharedBytes: core._wqx_arena_unshared_bytes(h),
+      tensors: core._wqx_arena_tensor_count(h),
+    });
+  }
+
   /** Frees the model's wasm memory; any later use throws WQ_ERR_DISPOSED. Idempotent. */
   dispose() {
     if (!this.#handle) return;

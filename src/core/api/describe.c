@@ -87,6 +87,22 @@ static void append_bytes(text_buffer *tb, size_t bytes) {
     append(tb, "%zu B", bytes);
 }
 
+static void append_arena(text_buffer *tb, const wq_model *m) {
+  wq_memory_info mem;
+  wq_model_memory(m, &mem);
+  if (!mem.planned) {
+    append(tb, "arena: planned at the first run (shapes are not all static at load)\n");
+    return;
+  }
+  append(tb, "arena: ");
+  append_bytes(tb, mem.arena_bytes);
+  append(tb, " planned, lower bound ");
+  append_bytes(tb, mem.lower_bound_bytes);
+  append(tb, " (%d intermediates, ", mem.n_tensors);
+  append_bytes(tb, mem.unshared_bytes);
+  append(tb, " without reuse)\n");
+}
+
 char *wq_model_describe(const wq_model *m) {
   text_buffer tb = {malloc(256), 0, 256, 0};
   if (!tb.buf)
@@ -112,6 +128,7 @@ char *wq_model_describe(const wq_model *m) {
   append(&tb, "parameters: %lld in %d tensors (", (long long)m->param_count, m->n_param_tensors);
   append_bytes(&tb, m->param_bytes);
   append(&tb, ")\n");
+  append_arena(&tb, m);
   if (tb.failed) {
     free(tb.buf);
     return NULL;

@@ -302,6 +302,18 @@ wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err
   return st;
 }
 
+void wq_model_memory(const wq_model *m, wq_memory_info *out) {
+  wq_arena_stats s = wq_exec_arena_stats(&m->plan);
+  memset(out, 0, sizeof *out);
+  out->planned = s.planned;
+  out->planned_at_load = s.planned_at_load;
+  out->arena_bytes = s.arena_bytes;
+  out->lower_bound_bytes = s.lower_bound;
+  out->unshared_bytes = s.unshared_bytes;
+  out->n_tensors = s.n_tensors;
+  out->plans_built = s.plans_built;
+}
+
 const wq_value *wq_model_result(const wq_model *m, int i) {
   if (i < 0 || i >= m->ir->graph->n_outputs || !m->results[i].data)
     return NULL;

@@ -301,6 +301,32 @@ WQX_EXPORT int32_t wqx_result_nbytes(const wqx_model *model, int32_t i) {
   return (int32_t)wq_value_nbytes(v);
 }
 
+static wq_memory_info memory_of(const wqx_model *model) {
+  wq_memory_info mem;
+  memset(&mem, 0, sizeof mem);
+  if (model)
+    wq_model_memory(model->model, &mem);
+  return mem;
+}
+
+WQX_EXPORT int32_t wqx_arena_planned(const wqx_model *model) { return memory_of(model).planned; }
+
+WQX_EXPORT double wqx_arena_bytes(const wqx_model *model) {
+  return (double)memory_of(model).arena_bytes;
+}
+
+WQX_EXPORT double wqx_arena_lower_bound(const wqx_model *model) {
+  return (double)memory_of(model).lower_bound_bytes;
+}
+
+WQX_EXPORT double wqx_arena_unshared_bytes(const wqx_model *model) {
+  return (double)memory_of(model).unshared_bytes;
+}
+
+WQX_EXPORT int32_t wqx_arena_tensor_count(const wqx_model *model) {
+  return memory_of(model).n_tensors;
+}
+
 WQX_EXPORT char *wqx_describe(const wqx_model *model) {
   return model ? wq_model_describe(model->model) : NULL;
 }

@@ -68,6 +68,13 @@ int32_t wqx_result_dim(const wqx_model *model, int32_t i, int32_t d);
 void *wqx_result_data(const wqx_model *model, int32_t i);
 int32_t wqx_result_nbytes(const wqx_model *model, int32_t i);
 
+/* Arena figures of wq_model_memory (bytes as doubles: exact below 2^53). */
+int32_t wqx_arena_planned(const wqx_model *model);
+double wqx_arena_bytes(const wqx_model *model);
+double wqx_arena_lower_bound(const wqx_model *model);
+double wqx_arena_unshared_bytes(const wqx_model *model);
+int32_t wqx_arena_tensor_count(const wqx_model *model);
+
 /* wq_model_describe; free with wqx_free. */
 char *wqx_describe(const wqx_model *model);
 

@@ -47,6 +47,22 @@ int wq_model_input_index(const wq_model *m, const char *name);
 wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err);
 const wq_value *wq_model_result(const wq_model *m, int i);
 
+/* Memory for intermediate tensors: one arena planned from their lifetimes
+ * (at load when every shape is static, else after the first run with new
+ * input shapes; plans are cached by input shapes). Figures are those of the
+ * plan for the latest run (or the load-time plan). Graph outputs, inputs and
+ * weights are not in the arena. */
+typedef struct {
+  int planned;              /* 0 until a plan exists (symbolic shapes, no run yet) */
+  int planned_at_load;      /* the plan came from static shapes at load */
+  size_t arena_bytes;       /* peak: the arena buffer the plan needs */
+  size_t lower_bound_bytes; /* largest total of intermediates alive at one step */
+  size_t unshared_bytes;    /* what the intermediates take without reuse */
+  int n_tensors;            /* intermediates placed in the arena */
+  int plans_built;          /* plans computed so far (load + re-plans) */
+} wq_memory_info;
+void wq_model_memory(const wq_model *m, wq_memory_info *out);
+
 /* Human-readable summary (inputs, outputs, opsets, op histogram, parameter
  * count and bytes) as a malloc'ed string the caller frees. */
 char *wq_model_describe(const wq_model *m);

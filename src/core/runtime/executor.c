@@ -1,10 +1,35 @@
 #include "executor.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ops/op.h"
+#include "arena.h"
+
+/* Input-shape sets whose arena plans are kept at once. */
+#define WQ_ARENA_CACHE 4
+/* Offset of a tensor that is not in the arena (inputs, constants, outputs). */
+#define WQ_NOT_IN_ARENA SIZE_MAX
+/* Sizes recorded for tensors the current run has not produced. */
+#define WQ_NOT_PRODUCED SIZE_MAX
+/* Key words per graph input: dtype, rank, dims. */
+#define WQ_KEY_STRIDE (2 + WQ_MAX_RANK)
+#define WQ_POISON_BYTE 0xA5
+
+/* One arena plan, valid for one set of input dtypes and shapes. */
+struct wq_arena_entry {
+  bool used;
+  bool stale;      /* a tensor outgrew its slot: re-plan after this run */
+  bool at_load;    /* planned from static shapes */
+  int64_t *key;    /* n_inputs * WQ_KEY_STRIDE */
+  size_t *offsets; /* per tensor, WQ_NOT_IN_ARENA if not placed */
+  size_t *sizes;   /* per tensor: bytes its slot holds */
+  int n_tensors;   /* tensors placed */
+  wq_arena_summary summary;
+  unsigned long last_used;
+};
 
 /* Makes sure an error raised inside an op names the node it came from. */
 static wq_status attribute_error(const wq_node *node, wq_status st, wq_error *err) {
@@ -18,24 +43,181 @@ static wq_status attribute_error(const wq_node *node, wq_status st, wq_error *er
   return st;
 }
 
+static void entry_clear(struct wq_arena_entry *e) {
+  free(e->key);
+  free(e->offsets);
+  free(e->sizes);
+  memset(e, 0, sizeof *e);
+}
+
+/* Writes the dtype and shape of every graph input into key. */
+static void input_key(const wq_graph *g, const wq_value *inputs_by_tensor, int64_t *key) {
+  for (int i = 0; i < g->n_inputs; i++) {
+    const wq_value *v = &inputs_by_tensor[g->inputs[i]];
+    int64_t *k = key + (size_t)i * WQ_KEY_STRIDE;
+    memset(k, 0, sizeof(int64_t) * WQ_KEY_STRIDE);
+    k[0] = v->dtype;
+    k[1] = v->rank;
+    for (int d = 0; d < v->rank && d < WQ_MAX_RANK; d++)
+      k[2 + d] = v->dims[d];
+  }
+}
+
+static bool in_arena_candidate(const wq_exec_plan *plan, int t) {
+  return plan->producer[t] >= 0 && !plan->graph->tensors[t].is_output;
+}
+
+/* Plans the arena for the intermediates whose sizes are in `sizes`
+ * (WQ_NOT_PRODUCED ones stay out) into entry `e`, keyed by `key`. */
+static wq_status build_entry(wq_exec_plan *plan, struct wq_arena_entry *e, const int64_t *key,
+                             const size_t *sizes, bool at_load, wq_error *err) {
+  const wq_graph *g = plan->graph;
+  size_t nt = (size_t)g->n_tensors + 1;
+  size_t key_words = (size_t)g->n_inputs * WQ_KEY_STRIDE + 1;
+  entry_clear(e);
+  e->key = malloc(key_words * sizeof *e->key);
+  e->offsets = malloc(nt * sizeof *e->offsets);
+  e->sizes = malloc(nt * sizeof *e->sizes);
+  wq_lifetime *lifetimes = malloc(nt * sizeof *lifetimes);
+  size_t *offsets = malloc(nt * sizeof *offsets);
+  int *tensor_of = malloc(nt * sizeof *tensor_of);
+  wq_status st = WQ_OK;
+  if (!e->key || !e->offsets || !e->sizes || !lifetimes || !offsets || !tensor_of) {
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory planning the arena");
+    goto done;
+  }
+  memcpy(e->key, key, (size_t)g->n_inputs * WQ_KEY_STRIDE * sizeof *e->key);
+  int n = 0;
+  for (int t = 0; t < g->n_tensors; t++) {
+    e->offsets[t] = WQ_NOT_IN_ARENA;
+    e->sizes[t] = 0;
+    if (!in_arena_candidate(plan, t) || sizes[t] == WQ_NOT_PRODUCED)
+      continue;
+    int first = plan->producer[t];
+    /* A tensor nobody reads still lives through the step that writes it. */
+    int last = plan->last_use[t] > first ? plan->last_use[t] : first;
+    lifetimes[n] = (wq_lifetime){sizes[t], first, last};
+    tensor_of[n] = t;
+    n++;
+  }
+  st = wq_arena_plan(lifetimes, n, WQ_ARENA_ALIGN, offsets, &e->summary, err);
+  if (st != WQ_OK)
+    goto done;
+  for (int k = 0; k < n; k++) {
+    e->offsets[tensor_of[k]] = offsets[k];
+    e->sizes[tensor_of[k]] = lifetimes[k].size;
+  }
+  e->n_tensors = n;
+  e->used = true;
+  e->at_load = at_load;
+  e->last_used = plan->clock;
+  plan->stats.plans_built++;
+done:
+  free(lifetimes);
+  free(offsets);
+  free(tensor_of);
+  if (st != WQ_OK)
+    entry_clear(e);
+  return st;
+}
+
+static void note_entry(wq_exec_plan *plan, const struct wq_arena_entry *e) {
+  plan->stats.planned = true;
+  plan->stats.planned_at_load = e->at_load;
+  plan->stats.arena_bytes = e->summary.arena_bytes;
+  plan->stats.lower_bound = e->summary.lower_bound;
+  plan->stats.unshared_bytes = e->summary.unshared_bytes;
+  plan->stats.n_tensors = e->n_tensors;
+}
+
+/* Static sizes of every intermediate, or false when one is not known until
+ * run time (symbolic dims, data-dependent shapes). */
+static bool static_sizes(const wq_exec_plan *plan, size_t *sizes) {
+  const wq_graph *g = plan->graph;
+  for (int i = 0; i < g->n_inputs; i++) {
+    wq_value v = wq_tensor_value(&g->tensors[g->inputs[i]]);
+    if (v.rank < 0 || !wq_value_shape_known(&v) || !wq_dtype_supported(v.dtype))
+      return false;
+  }
+  for (int t = 0; t < g->n_tensors; t++) {
+    sizes[t] = WQ_NOT_PRODUCED;
+    if (!in_arena_candidate(plan, t))
+      continue;
+    wq_value v = wq_tensor_value(&g->tensors[t]);
+    if (v.rank < 0 || !wq_value_shape_known(&v) || !wq_dtype_supported(v.dtype) ||
+        wq_shape_check(v.dims, v.rank, NULL, "", NULL) != WQ_OK)
+      return false;
+    sizes[t] = wq_value_nbytes(&v);
+  }
+  return true;
+}
+
+static wq_status plan_at_load(wq_exec_plan *plan, wq_error *err) {
+  const wq_graph *g = plan->graph;
+  if (!static_sizes(plan, plan->run_sizes))
+    return WQ_OK;
+  int64_t *key = malloc(((size_t)g->n_inputs * WQ_KEY_STRIDE + 1) * sizeof *key);
+  wq_value *views = calloc((size_t)g->n_tensors + 1, sizeof *views);
+  wq_status st = WQ_OK;
+  if (!key || !views) {
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory planning the arena");
+  } else {
+    for (int i = 0; i < g->n_inputs; i++)
+      views[g->inputs[i]] = wq_tensor_value(&g->tensors[g->inputs[i]]);
+    input_key(g, views, key);
+    st = build_entry(plan, &plan->plans[0], key, plan->run_sizes, true, err);
+    if (st == WQ_OK)
+      note_entry(plan, &plan->plans[0]);
+  }
+  free(key);
+  free(views);
+  return st;
+}
+
 wq_status wq_exec_plan_init(wq_exec_plan *plan, const wq_graph *g, wq_error *err) {
+  memset(plan, 0, sizeof *plan);
   plan->graph = g;
-  plan->last_use = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  if (!plan->last_use)
+  plan->use_arena = true;
+  size_t nt = (size_t)(g->n_tensors ? g->n_tensors : 1);
+  plan->last_use = malloc(sizeof(int) * nt);
+  plan->producer = malloc(sizeof(int) * nt);
+  plan->run_sizes = malloc(sizeof(size_t) * nt);
+  plan->plans = calloc(WQ_ARENA_CACHE, sizeof *plan->plans);
+  if (!plan->last_use || !plan->producer || !plan->run_sizes || !plan->plans) {
+    wq_exec_plan_free(plan);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory planning execution");
-  for (int t = 0; t < g->n_tensors; t++)
+  }
+  for (int t = 0; t < g->n_tensors; t++) {
     plan->last_use[t] = -1;
-  for (int i = 0; i < g->n_nodes; i++)
+    plan->producer[t] = -1;
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
     for (int k = 0; k < g->nodes[i].n_inputs; k++)
       if (g->nodes[i].inputs[k] >= 0)
         plan->last_use[g->nodes[i].inputs[k]] = i;
-  return WQ_OK;
+    for (int k = 0; k < g->nodes[i].n_outputs; k++)
+      if (g->nodes[i].outputs[k] >= 0)
+        plan->producer[g->nodes[i].outputs[k]] = i;
+  }
+  wq_status st = plan_at_load(plan, err);
+  if (st != WQ_OK)
+    wq_exec_plan_free(plan);
+  return st;
 }
 
 void wq_exec_plan_free(wq_exec_plan *plan) {
+  if (plan->plans)
+    for (int e = 0; e < WQ_ARENA_CACHE; e++)
+      entry_clear(&plan->plans[e]);
+  free(plan->plans);
   free(plan->last_use);
-  plan->last_use = NULL;
+  free(plan->producer);
+  free(plan->run_sizes);
+  free(plan->arena_block);
+  memset(plan, 0, sizeof *plan);
 }
+
+wq_arena_stats wq_exec_arena_stats(const wq_exec_plan *plan) { return plan->stats; }
 
 void wq_exec_values_release(int n, wq_value *values, bool *owned) {
   for (int i = 0; i < n; i++) {
@@ -53,9 +235,23 @@ static void reset_value(wq_value *v) {
   v->rank = -1;
 }
 
-wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  for (int k = 0; k < node->n_outputs; k++)
+/* Where one output of a node goes: `data` holds `capacity` bytes, or data
+ * NULL for a fresh allocation. */
+typedef struct {
+  void *data;
+  size_t capacity;
+} output_slot;
+
+/* wq_run_node with optional slots (NULL: every output allocated). Sets
+ * allocated[k] when out[k].data was malloc'ed here, and *outgrown when an
+ * output did not fit its slot and was allocated instead. */
+static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_value *out,
+                                 const output_slot *slots, bool poison, bool *allocated,
+                                 bool *outgrown, wq_error *err) {
+  for (int k = 0; k < node->n_outputs; k++) {
     reset_value(&out[k]);
+    allocated[k] = false;
+  }
   wq_status st = node->op->infer(node, in, out, err);
   if (st != WQ_OK)
     return attribute_error(node, st, err);
@@ -78,13 +274,22 @@ wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq
       goto fail;
     }
     size_t nbytes = wq_value_nbytes(&out[k]);
-    /* Zero-sized tensors still get a valid pointer so kernels need no NULL checks. */
-    out[k].data = calloc(nbytes ? nbytes : 1, 1);
-    if (!out[k].data) {
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory for %zu bytes",
-                   node->op_type, nbytes);
-      goto fail;
+    if (slots && slots[k].data && nbytes <= slots[k].capacity) {
+      out[k].data = slots[k].data;
+    } else {
+      if (slots && slots[k].data && outgrown)
+        *outgrown = true;
+      /* Zero-sized tensors still get a valid pointer so kernels need no NULL checks. */
+      out[k].data = calloc(nbytes ? nbytes : 1, 1);
+      if (!out[k].data) {
+        st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory for %zu bytes",
+                     node->op_type, nbytes);
+        goto fail;
+      }
+      allocated[k] = true;
     }
+    if (poison)
+      memset(out[k].data, WQ_POISON_BYTE, nbytes);
   }
   st = node->op->run(node, in, out, err);
   if (st != WQ_OK)
@@ -92,27 +297,118 @@ wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq
   return WQ_OK;
 fail:
   for (int k = 0; k < node->n_outputs; k++) {
-    free(out[k].data);
+    if (allocated[k])
+      free(out[k].data);
     out[k].data = NULL;
+    allocated[k] = false;
   }
   return attribute_error(node, st, err);
 }
 
+wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  bool stack_flags[16];
+  bool *allocated = stack_flags;
+  if (node->n_outputs > 16) {
+    allocated = calloc((size_t)node->n_outputs, sizeof *allocated);
+    if (!allocated)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
+  }
+  wq_status st = run_node_placed(node, in, out, NULL, false, allocated, NULL, err);
+  if (allocated != stack_flags)
+    free(allocated);
+  return st;
+}
+
+/* The cached plan for the current input shapes, or NULL. */
+static struct wq_arena_entry *find_entry(wq_exec_plan *plan, const int64_t *key) {
+  size_t words = (size_t)plan->graph->n_inputs * WQ_KEY_STRIDE;
+  for (int e = 0; e < WQ_ARENA_CACHE; e++)
+    if (plan->plans[e].used && memcmp(plan->plans[e].key, key, words * sizeof *key) == 0)
+      return &plan->plans[e];
+  return NULL;
+}
+
+/* The slot a new plan for `key` goes into: the one it replaces, a free one,
+ * or the least recently used. */
+static struct wq_arena_entry *slot_for(wq_exec_plan *plan, const int64_t *key) {
+  struct wq_arena_entry *same = find_entry(plan, key);
+  if (same)
+    return same;
+  struct wq_arena_entry *oldest = &plan->plans[0];
+  for (int e = 0; e < WQ_ARENA_CACHE; e++) {
+    if (!plan->plans[e].used)
+      return &plan->plans[e];
+    if (plan->plans[e].last_used < oldest->last_used)
+      oldest = &plan->plans[e];
+  }
+  return oldest;
+}
+
+static wq_status reserve_arena(wq_exec_plan *plan, size_t bytes, wq_error *err) {
+  if (plan->arena && plan->arena_capacity >= bytes)
+    return WQ_OK;
+  free(plan->arena_block);
+  plan->arena = NULL;
+  plan->arena_capacity = 0;
+  if (bytes > SIZE_MAX - WQ_ARENA_ALIGN)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "arena of %zu bytes is too large", bytes);
+  plan->arena_block = malloc(bytes + WQ_ARENA_ALIGN);
+  if (!plan->arena_block)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory for an arena of %zu bytes",
+                   bytes);
+  uintptr_t at = (uintptr_t)plan->arena_block;
+  plan->arena = plan->arena_block + ((WQ_ARENA_ALIGN - at % WQ_ARENA_ALIGN) % WQ_ARENA_ALIGN);
+  plan->arena_capacity = bytes;
+  return WQ_OK;
+}
+
 #define WQ_STACK_ARGS 16
 
-wq_status wq_execute(const wq_exec_plan *plan, wq_value *values, bool *owned, wq_error *err) {
+wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error *err) {
   const wq_graph *g = plan->graph;
   wq_status st = WQ_OK;
+  plan->clock++;
+  int64_t key_stack[4 * WQ_KEY_STRIDE];
+  size_t key_words = (size_t)g->n_inputs * WQ_KEY_STRIDE;
+  int64_t *key = key_words <= 4 * WQ_KEY_STRIDE ? key_stack : malloc(key_words * sizeof *key);
+  if (!key)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  input_key(g, values, key);
+  struct wq_arena_entry *entry = NULL;
+  if (plan->use_arena) {
+    entry = find_entry(plan, key);
+    if (entry && entry->stale)
+      entry = NULL;
+    if (entry) {
+      st = reserve_arena(plan, entry->summary.arena_bytes, err);
+      if (st != WQ_OK)
+        goto finish;
+      entry->last_used = plan->clock;
+      note_entry(plan, entry);
+    }
+  }
+  bool outgrown = false;
+  for (int t = 0; t < g->n_tensors; t++)
+    plan->run_sizes[t] = WQ_NOT_PRODUCED;
+
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     const wq_node *node = &g->nodes[i];
     wq_value in_stack[WQ_STACK_ARGS], out_stack[WQ_STACK_ARGS];
+    output_slot slot_stack[WQ_STACK_ARGS];
+    bool allocated_stack[WQ_STACK_ARGS];
     wq_value *in = in_stack, *out = out_stack;
+    output_slot *slots = slot_stack;
+    bool *allocated = allocated_stack;
     if (node->n_inputs > WQ_STACK_ARGS || node->n_outputs > WQ_STACK_ARGS) {
       in = calloc((size_t)node->n_inputs + 1, sizeof *in);
       out = calloc((size_t)node->n_outputs + 1, sizeof *out);
-      if (!in || !out) {
-        free(in == in_stack ? NULL : in);
-        free(out == out_stack ? NULL : out);
+      slots = calloc((size_t)node->n_outputs + 1, sizeof *slots);
+      allocated = calloc((size_t)node->n_outputs + 1, sizeof *allocated);
+      if (!in || !out || !slots || !allocated) {
+        free(in);
+        free(out);
+        free(slots);
+        free(allocated);
         st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
         break;
       }
@@ -130,21 +426,32 @@ wq_status wq_execute(const wq_exec_plan *plan, wq_value *values, bool *owned, wq
         break;
       }
     }
+    for (int k = 0; k < node->n_outputs; k++) {
+      int t = node->outputs[k];
+      slots[k].data = NULL;
+      slots[k].capacity = 0;
+      if (entry && t >= 0 && entry->offsets[t] != WQ_NOT_IN_ARENA) {
+        slots[k].data = plan->arena + entry->offsets[t];
+        slots[k].capacity = entry->sizes[t];
+      }
+    }
     if (st == WQ_OK)
-      st = wq_run_node(node, in, out, err);
+      st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, err);
     if (st == WQ_OK) {
       for (int k = 0; k < node->n_outputs; k++) {
         int t = node->outputs[k];
         if (t < 0) {
-          free(out[k].data); /* an omitted optional output the kernel still produced */
+          if (allocated[k])
+            free(out[k].data); /* an omitted optional output the kernel still produced */
           continue;
         }
         if (owned[t])
           free(values[t].data);
         values[t] = out[k];
-        owned[t] = true;
+        owned[t] = allocated[k];
+        plan->run_sizes[t] = wq_value_nbytes(&out[k]);
       }
-      /* Release intermediates whose last consumer was this node. */
+      /* Release malloc'ed intermediates whose last consumer was this node. */
       for (int k = 0; k < node->n_inputs; k++) {
         int t = node->inputs[k];
         if (t >= 0 && plan->last_use[t] == i && owned[t] && !g->tensors[t].is_output) {
@@ -154,11 +461,33 @@ wq_status wq_execute(const wq_exec_plan *plan, wq_value *values, bool *owned, wq
         }
       }
     }
-    if (in != in_stack)
+    if (in != in_stack) {
       free(in);
-    if (out != out_stack)
       free(out);
+      free(slots);
+      free(allocated);
+    }
   }
+  if (entry && outgrown)
+    entry->stale = true;
+  /* First run with these input shapes (or a slot was outgrown): plan from
+   * the sizes this run recorded, for the next run. */
+  if (st == WQ_OK && plan->use_arena) {
+    if (entry && !outgrown) {
+      plan->stats.arena_runs++;
+    } else {
+      plan->stats.recording_runs++;
+      /* The run itself succeeded: a plan that cannot be built (out of
+       * memory) only means the next run records again. */
+      struct wq_arena_entry *slot = slot_for(plan, key);
+      wq_error plan_err;
+      if (build_entry(plan, slot, key, plan->run_sizes, false, &plan_err) == WQ_OK)
+        note_entry(plan, slot);
+    }
+  }
+finish:
+  if (key != key_stack)
+    free(key);
   if (st != WQ_OK) {
     for (int t = 0; t < g->n_tensors; t++)
       if (owned[t] && !g->tensors[t].is_output) {

@@ -1,6 +1,13 @@
 /* Executes a graph node by node: infer each node's output shapes from the
- * actual inputs, allocate the outputs, run the reference kernel, and free each
- * intermediate after its last consumer. */
+ * actual inputs, place the outputs, run the kernel.
+ *
+ * Intermediates live in one arena planned from their lifetimes (see arena.h):
+ * at load when every shape is static, otherwise after the first run with a
+ * given set of input shapes, which runs on malloc'ed buffers (freed after
+ * their last consumer) and records each tensor's size. Plans are cached by
+ * input shapes. Graph outputs always get their own buffers so they survive
+ * the run. A tensor whose run-time size exceeds its planned slot (a
+ * data-dependent shape) falls back to malloc, and the plan is rebuilt. */
 #ifndef WQ_RUNTIME_EXECUTOR_H
 #define WQ_RUNTIME_EXECUTOR_H
 
@@ -8,11 +15,43 @@
 
 #include "../ir/graph.h"
 
+/* Memory figures of the arena plan used by the latest run (or planned at
+ * load). */
+typedef struct {
+  bool planned;          /* false until a plan exists (symbolic shapes, no run yet) */
+  bool planned_at_load;  /* the plan came from static shapes at load */
+  size_t arena_bytes;    /* peak: size of the arena buffer the plan needs */
+  size_t lower_bound;    /* largest total of intermediates alive at one step */
+  size_t unshared_bytes; /* what the intermediates would take without reuse */
+  int n_tensors;         /* intermediates placed in the arena */
+  int plans_built;       /* plans computed so far (load + re-plans) */
+  int arena_runs;        /* runs that executed in a planned arena */
+  int recording_runs;    /* runs on malloc'ed buffers that recorded sizes */
+} wq_arena_stats;
+
+struct wq_arena_entry;
+
 typedef struct {
   const wq_graph *graph;
   int *last_use; /* per tensor: index of its last consuming node, or -1 */
+  int *producer; /* per tensor: index of the node writing it, or -1 */
+  /* false: every intermediate is malloc'ed and freed after its last use (the
+   * reference path tests compare the arena against). */
+  bool use_arena;
+  /* Tests: fill every output buffer with a 0xA5 pattern before its kernel
+   * runs, so a kernel that relies on zeroed memory shows up. */
+  bool poison;
+  struct wq_arena_entry *plans; /* cache by input shapes, WQ_ARENA_CACHE slots */
+  unsigned long clock;          /* run counter, for least-recently-used eviction */
+  size_t *run_sizes;            /* bytes each tensor took in the current run */
+  unsigned char *arena_block;   /* malloc'ed; arena is its first aligned byte */
+  unsigned char *arena;
+  size_t arena_capacity;
+  wq_arena_stats stats;
 } wq_exec_plan;
 
+/* Computes lifetimes and, when every intermediate's shape is static, the
+ * arena plan for the declared input shapes. */
 wq_status wq_exec_plan_init(wq_exec_plan *plan, const wq_graph *g, wq_error *err);
 void wq_exec_plan_free(wq_exec_plan *plan);
 
@@ -22,10 +61,13 @@ void wq_exec_plan_free(wq_exec_plan *plan);
  * intermediates are freed after their last use, graph outputs are kept.
  * On failure every owned buffer except graph outputs is freed and err names
  * the node; the caller frees what is left with wq_exec_values_release. */
-wq_status wq_execute(const wq_exec_plan *plan, wq_value *values, bool *owned, wq_error *err);
+wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error *err);
 
 /* Frees every owned buffer and clears the flags. */
 void wq_exec_values_release(int n, wq_value *values, bool *owned);
+
+/* Memory figures of the current plan (see wq_arena_stats). */
+wq_arena_stats wq_exec_arena_stats(const wq_exec_plan *plan);
 
 /* Runs one node on `in` (all data present) into `out`: infers output shapes,
  * allocates each output (owned by the caller afterwards; free(out[k].data))
