@@ -34,7 +34,9 @@ if [[ ${#sources[@]} -eq 0 ]]; then
   exit 1
 fi
 
-# The C entry points JS calls (see src/core/api/wasm_exports.h).
+# The C entry points JS calls (see src/core/api/wasm_exports.h). The wrappers
+# are also EMSCRIPTEN_KEEPALIVE, so one missing here still links and exports;
+# keep the list complete anyway as the documented surface.
 exported_functions=(
   _malloc _free
   _wqx_malloc _wqx_free
@@ -48,6 +50,8 @@ exported_functions=(
   _wqx_result_dtype _wqx_result_rank _wqx_result_dim _wqx_result_data _wqx_result_nbytes
   _wqx_describe _wqx_dtype_size _wqx_dtype_name
   _wqx_case_check _wqx_case_report
+  _wqx_arena_planned _wqx_arena_bytes _wqx_arena_lower_bound _wqx_arena_unshared_bytes
+  _wqx_arena_tensor_count
 )
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
 
