@@ -135,8 +135,7 @@ static wq_status plan_nodes(wq_graph *g, wq_error *err) {
       continue;
     wq_status st = node->op->plan(node, g, err);
     if (st != WQ_OK) {
-      if (err && err->node[0] == '\0')
-        wq_fail(err, st, node->name, "%s", err->message);
+      wq_error_set_node(err, node->name);
       return st;
     }
   }

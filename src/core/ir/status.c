@@ -26,14 +26,19 @@ void wq_error_clear(wq_error *err) {
   err->message[0] = '\0';
 }
 
-wq_status wq_fail(wq_error *err, wq_status code, const char *node, const char *fmt, ...) {
+int wq_fail_record(wq_error *err, wq_status code, const char *node, const char *fmt, ...) {
   if (!err)
-    return code;
+    return 0;
   err->code = code;
   snprintf(err->node, sizeof err->node, "%s", node ? node : "");
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
-  return code;
+  return 0;
+}
+
+void wq_error_set_node(wq_error *err, const char *node) {
+  if (err && err->node[0] == '\0' && node)
+    snprintf(err->node, sizeof err->node, "%s", node);
 }

@@ -30,13 +30,28 @@ const char *wq_status_name(wq_status code);
 
 void wq_error_clear(wq_error *err);
 
-/* Records an error and returns `code` so callers can `return wq_fail(...)`.
- * `err` may be NULL (the error is then only returned). `node` may be NULL. */
-wq_status wq_fail(wq_error *err, wq_status code, const char *node, const char *fmt, ...)
+/* Records an error; `err` may be NULL, `node` may be NULL. Returns 0. */
+int wq_fail_record(wq_error *err, wq_status code, const char *node, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+
+/* Records an error and evaluates to `code`, so callers can
+ * `return wq_fail(...)`. The status passes through an inline function so the
+ * optimiser sees that failure paths return non-WQ_OK (otherwise gcc -O3 warns
+ * about outputs a failed call leaves unset). `code` is evaluated twice: pass
+ * a constant or a plain variable. */
+#define wq_fail(err, code, node, ...)                                                              \
+  wq_status_after_record(wq_fail_record((err), (code), (node), __VA_ARGS__), (code))
+
+static inline wq_status wq_status_after_record(int recorded, wq_status code) {
+  (void)recorded;
+  return code;
+}
+
+/* Names `node` as the culprit of an error recorded without one. */
+void wq_error_set_node(wq_error *err, const char *node);
 
 #define WQ_TRY(expr)                                                                               \
   do {                                                                                             \

@@ -92,8 +92,7 @@ wq_status wq_graph_resolve_ops(wq_graph *g, wq_error *err) {
     if (op->prepare) {
       wq_status st = op->prepare(n, err);
       if (st != WQ_OK) {
-        if (err && err->node[0] == '\0')
-          wq_fail(err, st, n->name, "%s", err->message);
+        wq_error_set_node(err, n->name);
         return st;
       }
     }

@@ -89,8 +89,7 @@ wq_status wq_pass_fold_constants(wq_graph *g, int fold, wq_fold_stats *stats, wq
       }
       st = node->op->infer(node, in, out, err);
       if (st != WQ_OK) {
-        if (err && err->node[0] == '\0')
-          wq_fail(err, st, node->name, "%s", err->message);
+        wq_error_set_node(err, node->name);
       } else {
         local.shapes_inferred++;
         bool outputs_known = true;
