@@ -58,11 +58,15 @@ static void print_error(const char *what, const wq_error *err) {
   fprintf(stderr, " [%s]\n", wq_status_name(err->code));
 }
 
-static wq_model *load_model(const char *path, const wq_load_options *opts) {
+/* Exit codes: 0 ok, 1 the model failed to load or run, 2 usage error
+ * (bad option, unreadable file). */
+static wq_model *load_model(const char *path, const wq_load_options *opts, int *rc) {
   uint8_t *bytes;
   size_t n;
+  *rc = 1;
   if (read_file(path, &bytes, &n) != 0) {
     fprintf(stderr, "wasmq: cannot read %s: %s\n", path, strerror(errno));
+    *rc = 2;
     return NULL;
   }
   wq_model *m = NULL;
@@ -76,9 +80,10 @@ static wq_model *load_model(const char *path, const wq_load_options *opts) {
 static int cmd_info(int argc, char **argv) {
   if (argc != 1)
     return usage();
-  wq_model *m = load_model(argv[0], NULL);
+  int rc;
+  wq_model *m = load_model(argv[0], NULL, &rc);
   if (!m)
-    return 1;
+    return rc;
   char *text = wq_model_describe(m);
   if (text)
     fputs(text, stdout);
@@ -212,9 +217,10 @@ static int cmd_run(int argc, char **argv) {
     load_shapes[n_load_shapes++] = (wq_input_shape){names[s], shapes[s].rank, shapes[s].dims};
   }
   wq_load_options opts = {load_shapes, n_load_shapes, 0};
-  m = load_model(model_path, &opts);
+  m = load_model(model_path, &opts, &rc);
   if (!m)
-    return 1;
+    return rc;
+  rc = 1;
   int n_inputs = wq_model_input_count(m);
   if (n_inputs > MAX_CLI_INPUTS) {
     fprintf(stderr, "wasmq: models with more than %d inputs are not supported by the CLI\n",
@@ -240,7 +246,15 @@ static int cmd_run(int argc, char **argv) {
         spec = strchr(input_args[a], '=') + 1;
     is_random[i] = strncmp(spec, "random:", 7) == 0;
     if (is_random[i]) {
-      seeds[i] = (uint32_t)strtoul(spec + 7, NULL, 10);
+      char *end;
+      unsigned long seed = strtoul(spec + 7, &end, 10);
+      if (end == spec + 7 || *end != '\0' || seed > 0xffffffffUL) {
+        fprintf(stderr, "wasmq: bad seed in --input %s=%s (want random:N, N in 0..4294967295)\n",
+                decl->name, spec);
+        rc = 2;
+        goto done;
+      }
+      seeds[i] = (uint32_t)seed;
       values[i].dtype = decl->dtype;
       values[i].rank = decl->rank;
       for (int d = 0; d < decl->rank; d++) {
@@ -343,8 +357,8 @@ static int cmd_check(int argc, char **argv) {
   uint8_t *model;
   size_t model_n;
   if (read_file(path, &model, &model_n) != 0) {
-    printf("FAIL cannot read %s\n", path);
-    return 1;
+    fprintf(stderr, "wasmq: cannot read %s\n", path);
+    return 2;
   }
   DIR *d = opendir(case_dir);
   char *sets[64];
