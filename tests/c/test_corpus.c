@@ -9,33 +9,6 @@
 #include "api/wasmq.h"
 #include "wq_test.h"
 
-static unsigned char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  unsigned char *buf = NULL;
-  size_t cap = 0;
-  *n = 0;
-  for (;;) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 4096;
-      unsigned char *b = realloc(buf, cap);
-      if (!b) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = b;
-    }
-    size_t got = fread(buf + *n, 1, cap - *n, f);
-    *n += got;
-    if (got == 0)
-      break;
-  }
-  fclose(f);
-  return buf;
-}
-
 /* The full public load: import, op resolution, dtype checks, folding. */
 static wq_status load(const unsigned char *bytes, size_t n, wq_error *err) {
   wq_model *m = NULL;
@@ -75,7 +48,7 @@ int main(void) {
     const char *substring = line + used;
     snprintf(path, sizeof path, "%s/%s", dir, file);
     size_t n = 0;
-    unsigned char *bytes = read_file(path, &n);
+    unsigned char *bytes = wq_test_read_file(path, &n);
     CHECK_MSG(bytes != NULL || n == 0, "cannot read %s", path);
     wq_error err;
     wq_error_clear(&err);

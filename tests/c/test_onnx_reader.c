@@ -20,33 +20,6 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static unsigned char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  *n = 0;
-  if (!f)
-    return NULL;
-  unsigned char *buf = NULL;
-  size_t cap = 0;
-  for (;;) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 65536;
-      unsigned char *b = realloc(buf, cap);
-      if (!b) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = b;
-    }
-    size_t got = fread(buf + *n, 1, cap - *n, f);
-    *n += got;
-    if (got == 0)
-      break;
-  }
-  fclose(f);
-  return buf;
-}
-
 static bool is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -937,7 +910,7 @@ static void check_data_sets(const char *dir, const char *set_prefix, const wq_gr
       char path[1800];
       snprintf(path, sizeof path, "%s/%s", set_dir, files[f]);
       size_t n;
-      unsigned char *bytes = read_file(path, &n);
+      unsigned char *bytes = wq_test_read_file(path, &n);
       bool is_input = strncmp(files[f], "input_", 6) == 0;
       int k = atoi(files[f] + (is_input ? 6 : 7));
       const wq_tensor *decl = NULL;
@@ -1013,7 +986,7 @@ static void test_conformance_cases(const char *shared, shared_stats *stats) {
     snprintf(dir, sizeof dir, "%s/%s", root, cases[c]);
     snprintf(path, sizeof path, "%s/model.onnx", dir);
     size_t n;
-    unsigned char *bytes = read_file(path, &n);
+    unsigned char *bytes = wq_test_read_file(path, &n);
     CHECK_MSG(bytes != NULL, "cannot read %s", path);
     wq_model_ir *m = bytes ? import_ok(bytes, n, path) : NULL;
     if (m) {
@@ -1073,7 +1046,7 @@ static wq_model_ir *import_shared(const char *shared, const char *rel) {
   char path[1400];
   snprintf(path, sizeof path, "%s/models/%s", shared, rel);
   size_t n;
-  unsigned char *bytes = read_file(path, &n);
+  unsigned char *bytes = wq_test_read_file(path, &n);
   CHECK_MSG(bytes != NULL, "cannot read %s", path);
   wq_model_ir *m = bytes ? import_ok(bytes, n, path) : NULL;
   free(bytes);
@@ -1232,7 +1205,7 @@ static void import_tree(const char *dir, shared_stats *stats) {
       import_tree(path, stats);
     } else if (ends_with(names[i], ".onnx")) {
       size_t len;
-      unsigned char *bytes = read_file(path, &len);
+      unsigned char *bytes = wq_test_read_file(path, &len);
       wq_model_ir *m = import_ok(bytes, len, path);
       if (m) {
         stats->models++;
@@ -1270,7 +1243,7 @@ static void test_prefixes(const char *shared) {
   char path[1400];
   snprintf(path, sizeof path, "%s/models/mnist-8/model.onnx", shared);
   size_t n;
-  unsigned char *bytes = read_file(path, &n);
+  unsigned char *bytes = wq_test_read_file(path, &n);
   if (!bytes)
     return;
   int ok = 0;
@@ -1321,7 +1294,7 @@ static void test_prefixes(const char *shared) {
   free(bytes);
 
   snprintf(path, sizeof path, "%s/models/teams-segmentation-msra190729/model.onnx", shared);
-  bytes = read_file(path, &n);
+  bytes = wq_test_read_file(path, &n);
   if (!bytes)
     return;
   rng r = {12345};
@@ -1367,7 +1340,7 @@ static void test_byte_flips(const char *shared) {
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", shared, rels[f]);
     size_t n;
-    unsigned char *orig = read_file(path, &n);
+    unsigned char *orig = wq_test_read_file(path, &n);
     CHECK_MSG(orig != NULL, "cannot read %s", path);
     if (!orig)
       continue;

@@ -468,23 +468,6 @@ static void test_resize_op_infer(void) {
 
 /* ---- ONNX conformance cases ---- */
 
-static uint8_t *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-  if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *n = (size_t)len;
-  return buf;
-}
-
 static bool close_enough(const wq_value *got, const wq_value *want, char *why, size_t cap) {
   if (got->dtype != want->dtype || got->rank != want->rank) {
     snprintf(why, cap, "dtype/rank %s/%d, want %s/%d", wq_dtype_name(got->dtype), got->rank,
@@ -516,7 +499,7 @@ static bool run_case(const char *dir, char *why, size_t cap) {
   wq_error err;
   wq_error_clear(&err);
   snprintf(path, sizeof path, "%s/model.onnx", dir);
-  uint8_t *bytes = read_all(path, &n);
+  uint8_t *bytes = wq_test_read_file(path, &n);
   if (!bytes) {
     snprintf(why, cap, "cannot read %.300s", path);
     return false;
@@ -542,7 +525,7 @@ static bool run_case(const char *dir, char *why, size_t cap) {
     vals[t] = wq_tensor_value(&g->tensors[t]);
   for (int k = 0; k < g->n_inputs && pass; k++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
-    bytes = read_all(path, &n);
+    bytes = wq_test_read_file(path, &n);
     st = bytes ? wq_tensor_decode(bytes, n, &vals[g->inputs[k]], NULL, 0, &err) : WQ_ERR_IO;
     free(bytes);
     if (st != WQ_OK) {
@@ -576,7 +559,7 @@ static bool run_case(const char *dir, char *why, size_t cap) {
   }
   for (int k = 0; k < g->n_outputs && pass; k++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k);
-    bytes = read_all(path, &n);
+    bytes = wq_test_read_file(path, &n);
     wq_value want;
     st = bytes ? wq_tensor_decode(bytes, n, &want, NULL, 0, &err) : WQ_ERR_IO;
     free(bytes);

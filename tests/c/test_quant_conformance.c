@@ -16,23 +16,6 @@
 
 typedef enum { CASE_PASS, CASE_FAIL, CASE_SKIP } case_result;
 
-static uint8_t *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-  if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *n = (size_t)len;
-  return buf;
-}
-
 /* A clean skip: unsupported, and the message names the dtype. */
 static case_result classify_failure(wq_status st, const wq_error *err, char *why, size_t cap) {
   snprintf(why, cap, "%s: %s", wq_status_name(st), err->message);
@@ -72,7 +55,7 @@ static case_result run_case(const char *dir, char *why, size_t cap) {
   wq_error err;
   wq_error_clear(&err);
   snprintf(path, sizeof path, "%s/model.onnx", dir);
-  uint8_t *bytes = read_all(path, &n);
+  uint8_t *bytes = wq_test_read_file(path, &n);
   if (!bytes) {
     snprintf(why, cap, "cannot read %.400s", path);
     return CASE_FAIL;
@@ -95,7 +78,7 @@ static case_result run_case(const char *dir, char *why, size_t cap) {
     vals[t] = wq_tensor_value(&g->tensors[t]);
   for (int k = 0; k < g->n_inputs; k++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
-    bytes = read_all(path, &n);
+    bytes = wq_test_read_file(path, &n);
     if (!bytes) {
       snprintf(why, cap, "cannot read %.400s", path);
       result = CASE_FAIL;
@@ -138,7 +121,7 @@ static case_result run_case(const char *dir, char *why, size_t cap) {
   }
   for (int k = 0; k < g->n_outputs; k++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k);
-    bytes = read_all(path, &n);
+    bytes = wq_test_read_file(path, &n);
     wq_value want;
     st = bytes ? wq_tensor_decode(bytes, n, &want, NULL, 0, &err) : WQ_ERR_IO;
     free(bytes);
@@ -207,7 +190,7 @@ static void test_mnist_dynamic_int8(const char *shared) {
   size_t n;
   wq_error err;
   snprintf(path, sizeof path, "%s/models/mnist-8-dynamic-int8/model.onnx", shared);
-  uint8_t *bytes = read_all(path, &n);
+  uint8_t *bytes = wq_test_read_file(path, &n);
   CHECK_MSG(bytes != NULL, "cannot read %.400s", path);
   if (!bytes)
     return;
@@ -219,7 +202,7 @@ static void test_mnist_dynamic_int8(const char *shared) {
     return;
   snprintf(path, sizeof path,
            "%s/models/mnist-8-dynamic-int8/float_reference_data_set_0/input_0.pb", shared);
-  bytes = read_all(path, &n);
+  bytes = wq_test_read_file(path, &n);
   wq_value in;
   st = bytes ? wq_tensor_decode(bytes, n, &in, NULL, 0, &err) : WQ_ERR_IO;
   free(bytes);

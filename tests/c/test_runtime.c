@@ -7,33 +7,11 @@
 #include "api/wasmq.h"
 #include "wq_test.h"
 
-static const char *shared_dir(void) {
-  const char *d = getenv("WQ_SHARED_DIR");
-  return d ? d : "../shared";
-}
-
-static uint8_t *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-  if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *n = (size_t)len;
-  return buf;
-}
-
 static wq_model *load_shared(const char *rel, const wq_load_options *opts, wq_error *err) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s", shared_dir(), rel);
+  snprintf(path, sizeof path, "%s/%s", wq_test_shared_dir(), rel);
   size_t n;
-  uint8_t *bytes = read_all(path, &n);
+  uint8_t *bytes = wq_test_read_file(path, &n);
   CHECK_MSG(bytes != NULL, "cannot read %s", path);
   if (!bytes)
     return NULL;
@@ -65,13 +43,14 @@ static void test_mnist_reference_outputs(void) {
     char path[1024];
     size_t n;
     wq_value in, want;
-    snprintf(path, sizeof path, "%s/models/mnist-8/test_data_set_%d/input_0.pb", shared_dir(), set);
-    uint8_t *bytes = read_all(path, &n);
+    snprintf(path, sizeof path, "%s/models/mnist-8/test_data_set_%d/input_0.pb",
+             wq_test_shared_dir(), set);
+    uint8_t *bytes = wq_test_read_file(path, &n);
     CHECK(bytes && wq_tensor_decode(bytes, n, &in, NULL, 0, &err) == WQ_OK);
     free(bytes);
-    snprintf(path, sizeof path, "%s/models/mnist-8/test_data_set_%d/output_0.pb", shared_dir(),
-             set);
-    bytes = read_all(path, &n);
+    snprintf(path, sizeof path, "%s/models/mnist-8/test_data_set_%d/output_0.pb",
+             wq_test_shared_dir(), set);
+    bytes = wq_test_read_file(path, &n);
     CHECK(bytes && wq_tensor_decode(bytes, n, &want, NULL, 0, &err) == WQ_OK);
     free(bytes);
     CHECK_MSG(wq_model_run(m, &in, 1, &err) == WQ_OK, "%s", err.message);
@@ -168,8 +147,8 @@ static void test_symbolic_dims(void) {
   wq_load_options opts = {&bad, 1, 0};
   size_t n;
   char path[1024];
-  snprintf(path, sizeof path, "%s/models/super-resolution-10/model.onnx", shared_dir());
-  uint8_t *bytes = read_all(path, &n);
+  snprintf(path, sizeof path, "%s/models/super-resolution-10/model.onnx", wq_test_shared_dir());
+  uint8_t *bytes = wq_test_read_file(path, &n);
   CHECK(wq_model_load(bytes, n, &opts, &m, &err) == WQ_ERR_SHAPE && m == NULL);
   CHECK(strstr(err.message, "input") != NULL);
   wq_input_shape unknown = {"nope", 4, bad_dims};
