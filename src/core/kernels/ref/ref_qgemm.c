@@ -1,0 +1,28 @@
+#include "ref_qgemm.h"
+
+#include "quant_ref.h"
+
+wq_status wq_ref_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
+                            wq_error *err) {
+  WQ_TRY(wq_qgemm_packed_alloc(p, d, 1, 1, d->n * d->k, node, err));
+  for (int64_t j = 0; j < d->n; j++)
+    for (int64_t kk = 0; kk < d->k; kk++)
+      p->w[j * d->k + kk] = (int8_t)wq_qgemm_stored_weight(d, kk, j);
+  return WQ_OK;
+}
+
+void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
+                      int64_t ldy) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < p->n; j++) {
+      const int8_t *wj = p->w + j * p->k;
+      int64_t sum = p->bias[j];
+      for (int64_t kk = 0; kk < p->k; kk++)
+        sum += (int64_t)(wq_ref_q8_load(a, p->a_dtype, i * lda + kk) - p->a_zero_point) *
+               (wj[kk] - p->w_zero_point[j]);
+      int32_t acc = (int32_t)(uint32_t)(uint64_t)sum;
+      int32_t q =
+          wq_ref_requantize_value(acc, p->multiplier[j], p->y_zero_point, p->y_min, p->y_max);
+      wq_ref_q8_store(y, p->y_dtype, i * ldy + j, q);
+    }
+}

@@ -1,0 +1,180 @@
+#include <stdlib.h>
+#include <string.h>
+#include <wasm_simd128.h>
+
+#include "qgemm_simd.h"
+#include "qgemm_ukernel.h"
+
+wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
+                             wq_error *err) {
+  const int64_t k_padded = (d->k + WQ_QGEMM_KR - 1) / WQ_QGEMM_KR * WQ_QGEMM_KR;
+  const int64_t n_padded = (d->n + WQ_QGEMM_NR - 1) / WQ_QGEMM_NR * WQ_QGEMM_NR;
+  WQ_TRY(wq_qgemm_packed_alloc(p, d, WQ_QGEMM_KR, WQ_QGEMM_NR, n_padded * k_padded, node, err));
+  for (int64_t j = 0; j < d->n; j++) {
+    int8_t *tile = p->w + (j / WQ_QGEMM_NR) * k_padded * WQ_QGEMM_NR;
+    int64_t c = j % WQ_QGEMM_NR;
+    for (int64_t k = 0; k < d->k; k++)
+      tile[(k / 2) * 2 * WQ_QGEMM_NR + c * 2 + (k & 1)] = (int8_t)wq_qgemm_stored_weight(d, k, j);
+  }
+  return WQ_OK;
+}
+
+/* One output row of 8 columns (acc0: columns 0-3, acc1: 4-7) of tile
+ * parameters t, stored as nr <= 8 bytes. */
+static inline void store_row8(const wq_simd_requant *q, const wq_simd_tile_params *t,
+                              int has_w_zero_point, int32_t row_sum, v128_t acc0, v128_t acc1,
+                              uint8_t *y, int64_t nr) {
+  v128_t a0 = wasm_i32x4_add(acc0, t->bias[0]), a1 = wasm_i32x4_add(acc1, t->bias[1]);
+  if (has_w_zero_point) {
+    v128_t rs = wasm_i32x4_splat(row_sum);
+    a0 = wasm_i32x4_sub(a0, wasm_i32x4_mul(t->w_zero_point[0], rs));
+    a1 = wasm_i32x4_sub(a1, wasm_i32x4_mul(t->w_zero_point[1], rs));
+  }
+  v128_t o0 = wq_simd_requant4(q, a0, t->multiplier[0]);
+  v128_t o1 = wq_simd_requant4(q, a1, t->multiplier[1]);
+  v128_t bytes = wq_simd_narrow16(q, o0, o1, o0, o1);
+  if (nr == 8) {
+    wasm_v128_store64_lane(y, bytes, 0);
+  } else {
+    uint8_t tmp[16];
+    wasm_v128_store(tmp, bytes);
+    memcpy(y, tmp, (size_t)nr);
+  }
+}
+
+/* Batch-1 GEMV: the widened row is broadcast once per pair and feeds four
+ * column tiles (32 columns) at a time. */
+static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y) {
+  const wq_simd_requant q = wq_simd_requant_init(p);
+  const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
+  const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
+  int32_t row_sum = 0;
+  if (p->has_w_zero_point) {
+    uint32_t s = 0;
+    for (int64_t k = 0; k < p->k_padded; k++)
+      s += (uint32_t)(a16[k] - p->a_zero_point);
+    row_sum = (int32_t)s;
+  }
+  int64_t t = 0;
+  for (; t + 4 <= tiles; t += 4) {
+    const int8_t *w0 = p->w + t * tile_bytes, *w1 = w0 + tile_bytes, *w2 = w1 + tile_bytes,
+                 *w3 = w2 + tile_bytes;
+    v128_t c0 = wasm_i32x4_splat(0), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    for (int64_t kp = 0; kp < kpairs; kp++) {
+      v128_t a = wasm_v128_load32_splat(a16 + 2 * kp);
+      v128_t v0 = wasm_v128_load(w0 + 16 * kp), v1 = wasm_v128_load(w1 + 16 * kp);
+      c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_low_i8x16(v0)));
+      c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_high_i8x16(v0)));
+      c2 = wasm_i32x4_add(c2, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_low_i8x16(v1)));
+      c3 = wasm_i32x4_add(c3, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_high_i8x16(v1)));
+      v128_t v2 = wasm_v128_load(w2 + 16 * kp), v3 = wasm_v128_load(w3 + 16 * kp);
+      c4 = wasm_i32x4_add(c4, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_low_i8x16(v2)));
+      c5 = wasm_i32x4_add(c5, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_high_i8x16(v2)));
+      c6 = wasm_i32x4_add(c6, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_low_i8x16(v3)));
+      c7 = wasm_i32x4_add(c7, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_high_i8x16(v3)));
+    }
+    v128_t acc[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+    for (int i = 0; i < 4; i++) {
+      int64_t j0 = (t + i) * WQ_QGEMM_NR;
+      int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
+      wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
+      store_row8(&q, &tp, p->has_w_zero_point, row_sum, acc[2 * i], acc[2 * i + 1], y + j0, nr);
+    }
+  }
+  for (; t < tiles; t++) {
+    const int8_t *w0 = p->w + t * tile_bytes;
+    v128_t c0 = wasm_i32x4_splat(0), c1 = c0;
+    for (int64_t kp = 0; kp < kpairs; kp++) {
+      v128_t a = wasm_v128_load32_splat(a16 + 2 * kp);
+      v128_t v0 = wasm_v128_load(w0 + 16 * kp);
+      c0 = wasm_i32x4_add(c0, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_low_i8x16(v0)));
+      c1 = wasm_i32x4_add(c1, wasm_i32x4_dot_i16x8(a, wasm_i16x8_extend_high_i8x16(v0)));
+    }
+    int64_t j0 = t * WQ_QGEMM_NR;
+    int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
+    wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
+    store_row8(&q, &tp, p->has_w_zero_point, row_sum, c0, c1, y + j0, nr);
+  }
+}
+
+/* Widens one row to int16 (k_padded slots, padding at the zero point). */
+static void widen_row(const wq_qgemm_packed *p, const uint8_t *a, int16_t *a16) {
+  int64_t k = 0;
+  if (p->a_dtype == WQ_DT_UINT8) {
+    for (; k + 8 <= p->k; k += 8)
+      wasm_v128_store(a16 + k, wasm_u16x8_load8x8(a + k));
+    for (; k < p->k; k++)
+      a16[k] = a[k];
+  } else {
+    for (; k + 8 <= p->k; k += 8)
+      wasm_v128_store(a16 + k, wasm_i16x8_load8x8(a + k));
+    for (; k < p->k; k++)
+      a16[k] = (int8_t)a[k];
+  }
+  for (; k < p->k_padded; k++)
+    a16[k] = (int16_t)p->a_zero_point;
+}
+
+wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
+                            void *y, int64_t ldy, wq_error *err) {
+  if (m <= 0)
+    return WQ_OK;
+  /* Row blocks of up to `block_rows` rows are widened into panels that stay
+   * in L1 (~16 KB) while every column tile's weights pass over them once. */
+  const int64_t panel_elems = p->k_padded * WQ_QGEMM_MR;
+  int64_t block_panels = (16384 / 2) / panel_elems;
+  block_panels = block_panels < 1 ? 1 : (block_panels > 16 ? 16 : block_panels);
+  int64_t needed_panels = (m + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
+  if (block_panels > needed_panels)
+    block_panels = needed_panels;
+  int16_t *panels = aligned_alloc(16, (size_t)(panel_elems * block_panels) * sizeof(int16_t));
+  if (!panels)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
+                   (long long)(panel_elems * block_panels * 2));
+  const uint8_t *a8 = a;
+  uint8_t *y8 = y;
+  if (m == 1) {
+    widen_row(p, a8, panels);
+    gemv(p, panels, y8);
+    free(panels);
+    return WQ_OK;
+  }
+  const wq_simd_requant q = wq_simd_requant_init(p);
+  const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
+  const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
+  const int64_t k_even = p->k + (p->k & 1);
+  const int64_t block_rows = block_panels * WQ_QGEMM_MR;
+  v128_t row_sums[16];
+  for (int64_t b0 = 0; b0 < m; b0 += block_rows) {
+    int64_t rows_here = m - b0 < block_rows ? m - b0 : block_rows;
+    int64_t panels_here = (rows_here + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
+    for (int64_t pi = 0; pi < panels_here; pi++) {
+      int64_t i0 = b0 + pi * WQ_QGEMM_MR;
+      int64_t mr = m - i0 < WQ_QGEMM_MR ? m - i0 : WQ_QGEMM_MR;
+      const void *rows[4];
+      for (int r = 0; r < 4; r++)
+        rows[r] = a8 + (i0 + (r < mr ? r : mr - 1)) * lda;
+      int16_t *panel = panels + pi * panel_elems;
+      wq_simd_panel_pack(panel, 0, rows, p->k, p->a_dtype, p->a_zero_point);
+      wq_simd_panel_fill(panel, k_even, p->k_padded, p->a_zero_point);
+      row_sums[pi] = p->has_w_zero_point
+                         ? wq_simd_panel_centered_sums(panel, p->k_padded, p->a_zero_point)
+                         : wasm_i32x4_splat(0);
+    }
+    for (int64_t t = 0; t < tiles; t++) {
+      int64_t j0 = t * WQ_QGEMM_NR;
+      int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
+      wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
+      for (int64_t pi = 0; pi < panels_here; pi++) {
+        int64_t i0 = b0 + pi * WQ_QGEMM_MR;
+        int64_t mr = m - i0 < WQ_QGEMM_MR ? m - i0 : WQ_QGEMM_MR;
+        v128_t acc[8];
+        wq_simd_ukernel_4x8(kpairs, panels + pi * panel_elems, p->w + t * tile_bytes, acc);
+        wq_simd_tile_store(&q, &tp, p->has_w_zero_point, row_sums[pi], acc, y8 + i0 * ldy + j0, ldy,
+                           mr, nr);
+      }
+    }
+  }
+  free(panels);
+  return WQ_OK;
+}

@@ -1,0 +1,44 @@
+/* Kernel timing harness: GOPS (2 ops per multiply-add) of the int8 GEMM on
+ * the issue's shapes beside the dot_i16x8 peak. Not a test: asserts nothing.
+ * Usage: node kernel_bench.cjs [iterations-scale] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/simd/bench_entry.h"
+
+int main(int argc, char **argv) {
+  double scale = argc > 1 ? atof(argv[1]) : 1.0;
+  /* Best of several rounds: the machines are shared and V8 tiers up late. */
+  double peak_s = 1e30;
+  for (int round = 0; round < 5; round++) {
+    double s = wqx_bench_dot_peak((int)(40 * scale) + 1);
+    if (s < peak_s)
+      peak_s = s;
+  }
+  double peak = wqx_bench_dot_peak_ops((int)(40 * scale) + 1) / peak_s * 1e-9;
+  printf("dot_i16x8 peak: %.1f GOPS\n", peak);
+  static const int shapes[][4] = {{256, 256, 256, 20}, {1, 1024, 1024, 100}, {3136, 64, 576, 3}};
+  for (int i = 0; i < 3; i++) {
+    int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2], iters = (int)(shapes[i][3] * scale);
+    if (iters < 1)
+      iters = 1;
+    double s = 1e30;
+    for (int round = 0; round < 5; round++) {
+      double r = wqx_bench_qgemm(m, n, k, iters);
+      if (r < s)
+        s = r;
+    }
+    if (s < 0) {
+      printf("qgemm %dx%dx%d: failed\n", m, n, k);
+      continue;
+    }
+    double gops = 2.0 * m * n * k * iters / s * 1e-9;
+    printf("qgemm %4dx%4dx%4d: %8.3f ms  %5.1f GOPS  %3.0f%% of peak\n", m, n, k, s / iters * 1e3,
+           gops, 100.0 * gops / peak);
+  }
+  double fs = wqx_bench_sgemm(256, 256, 256, (int)(10 * scale) + 1);
+  if (fs > 0)
+    printf("sgemm  256x 256x 256: %8.3f ms  %5.1f GFLOPS\n", fs / ((int)(10 * scale) + 1) * 1e3,
+           2.0 * 256 * 256 * 256 * ((int)(10 * scale) + 1) / fs * 1e-9);
+  return 0;
+}

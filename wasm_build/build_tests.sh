@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the wasm kernel tests (tests/wasm: SIMD kernels vs their scalar
+# references, bit for bit) and the kernel timing harness into single-file
+# node programs:
+#   $WQ_WASM_OUT/kernel_tests.cjs   node kernel_tests.cjs [seed]  -> "N passed, M failed"
+#   $WQ_WASM_OUT/kernel_bench.cjs   node kernel_bench.cjs          -> GOPS table
+# Sources: src/core/{ir,quant,kernels} (with -msimd128, so kernels/simd is
+# in) plus tests/wasm. Objects are cached in $WQ_WASM_OUT/test-obj.
+#
+# Usage: bash wasm_build/build_tests.sh [--force]
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${WQ_WASM_OUT:-$root/wasm_build/out}"
+obj="$out/test-obj"
+emcc="${EMCC:-emcc}"
+jobs="${JOBS:-2}"
+force=0
+[[ "${1:-}" == "--force" ]] && force=1
+export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
+
+if ! command -v "$emcc" > /dev/null; then
+  echo "build_tests: '$emcc' not found (apt-get install -y emscripten)" >&2
+  exit 1
+fi
+
+cd "$root"
+mapfile -t core < <(find src/core/ir src/core/quant src/core/kernels -name '*.c' | LC_ALL=C sort)
+mapfile -t tests < <(find tests/wasm -name 'test_*.c' | LC_ALL=C sort)
+mapfile -t headers < <(find src/core tests/wasm -name '*.h' -o -name '*.inc' | LC_ALL=C sort)
+cflags=(-O3 -msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core -Itests/wasm)
+ldflags=(-O3 -msimd128 -sENVIRONMENT=node -sSINGLE_FILE=1 -sALLOW_MEMORY_GROWTH=1 -sEXIT_RUNTIME=1)
+mkdir -p "$obj"
+
+newest() {
+  local t=0 f m
+  for f in "$@"; do
+    m=$(stat -c %Y "$f")
+    ((m > t)) && t=$m
+  done
+  echo "$t"
+}
+newest_header=$(newest "${headers[@]}" "${BASH_SOURCE[0]}")
+
+# Compiles every given source whose object is stale; prints the objects.
+compile() {
+  local src o stale=()
+  for src in "$@"; do
+    o="$obj/${src//\//__}.o"
+    if ((force)) || [[ ! -f "$o" ]] || (($(stat -c %Y "$o") < $(stat -c %Y "$src"))) ||
+      (($(stat -c %Y "$o") < newest_header)); then
+      stale+=("$src")
+    fi
+  done
+  if ((${#stale[@]} > 0)); then
+    printf '%s\n' "${stale[@]}" | xargs -P "$jobs" -I{} bash -c '
+      src="$1"; o="$2/${src//\//__}.o"; shift 2
+      "$@" -c "$src" -o "$o.tmp" && mv "$o.tmp" "$o"
+    ' _ {} "$obj" "$emcc" "${cflags[@]}" >&2
+  fi
+  for src in "$@"; do echo "$obj/${src//\//__}.o"; done
+}
+
+mapfile -t core_objs < <(compile "${core[@]}")
+mapfile -t test_objs < <(compile tests/wasm/main.c "${tests[@]}")
+mapfile -t bench_objs < <(compile tests/wasm/bench_main.c)
+
+"$emcc" "${ldflags[@]}" "${core_objs[@]}" "${test_objs[@]}" -o "$out/kernel_tests.cjs"
+"$emcc" "${ldflags[@]}" "${core_objs[@]}" "${bench_objs[@]}" -o "$out/kernel_bench.cjs"
+echo "build_tests: wrote $out/kernel_tests.cjs and $out/kernel_bench.cjs"
