@@ -1,4 +1,5 @@
 #include "quant_common.h"
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -155,4 +156,23 @@ wq_status wq_qconv_operand_qparams(wq_qparams *qp, const wq_node *node, const ch
   free(s);
   free(z);
   return st;
+}
+
+wq_status wq_quant_check_qlinear_inputs(const wq_node *node, const wq_value *in, const char *a,
+                                        const char *b, wq_error *err) {
+  char name[32];
+  WQ_TRY(wq_quant_expect_dtype(node, a, in[0].dtype, WQ_QDT_8BIT, err));
+  WQ_TRY(wq_quant_expect_dtype(node, b, in[3].dtype, WQ_QDT_8BIT, err));
+  WQ_TRY(wq_quant_expect_dtype(node, "y_zero_point", in[7].dtype, WQ_QDT_8BIT, err));
+  const char *operands[3] = {a, b, "y"};
+  const int scale_inputs[3] = {1, 4, 6};
+  for (int i = 0; i < 3; i++) {
+    snprintf(name, sizeof name, "%s_scale", operands[i]);
+    WQ_TRY(
+        wq_quant_expect_dtype(node, name, in[scale_inputs[i]].dtype, WQ_QDT_BIT(WQ_DT_FLOAT), err));
+  }
+  snprintf(name, sizeof name, "%s_zero_point", a);
+  WQ_TRY(wq_quant_expect_dtype(node, name, in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
+  snprintf(name, sizeof name, "%s_zero_point", b);
+  return wq_quant_expect_dtype(node, name, in[5].dtype, WQ_QDT_BIT(in[3].dtype), err);
 }

@@ -43,6 +43,12 @@ wq_status wq_qconv_operand_qparams(wq_qparams *qp, const wq_node *node, const ch
                                    const wq_value *zero_point, wq_error *err);
 
 /* True when every listed present input has data. */
+/* Dtype checks shared by the QLinear ops, whose first eight inputs are
+ * (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+ * y_zero_point); `a` and `b` name the two data operands ("x"/"w" for conv). */
+wq_status wq_quant_check_qlinear_inputs(const wq_node *node, const wq_value *in, const char *a,
+                                        const char *b, wq_error *err);
+
 bool wq_quant_values_known(const wq_value *in, int n_inputs);
 
 #endif

@@ -144,16 +144,7 @@ static wq_status qlinear_conv_params_build(const wq_node *node, const wq_value *
 
 static wq_status qlinear_conv_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                     wq_error *err) {
-  static const char *const scales[] = {"x_scale", "w_scale", "y_scale"};
-  static const int scale_inputs[] = {1, 4, 6};
-  WQ_TRY(wq_quant_expect_dtype(node, "x", in[0].dtype, WQ_QDT_8BIT, err));
-  WQ_TRY(wq_quant_expect_dtype(node, "w", in[3].dtype, WQ_QDT_8BIT, err));
-  WQ_TRY(wq_quant_expect_dtype(node, "y_zero_point", in[7].dtype, WQ_QDT_8BIT, err));
-  for (int i = 0; i < 3; i++)
-    WQ_TRY(wq_quant_expect_dtype(node, scales[i], in[scale_inputs[i]].dtype,
-                                 WQ_QDT_BIT(WQ_DT_FLOAT), err));
-  WQ_TRY(wq_quant_expect_dtype(node, "x_zero_point", in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
-  WQ_TRY(wq_quant_expect_dtype(node, "w_zero_point", in[5].dtype, WQ_QDT_BIT(in[3].dtype), err));
+  WQ_TRY(wq_quant_check_qlinear_inputs(node, in, "x", "w", err));
   const wq_value *bias = optional_input(node, in, 8);
   if (bias)
     WQ_TRY(wq_quant_expect_dtype(node, "B", bias->dtype, WQ_QDT_BIT(WQ_DT_INT32), err));

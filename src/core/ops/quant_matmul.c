@@ -70,16 +70,7 @@ static wq_status qlinear_matmul_params_build(const wq_node *node, const wq_value
 
 static wq_status qlinear_matmul_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                       wq_error *err) {
-  static const char *const scales[] = {"a_scale", "b_scale", "y_scale"};
-  static const int scale_inputs[] = {1, 4, 6};
-  WQ_TRY(wq_quant_expect_dtype(node, "a", in[0].dtype, WQ_QDT_8BIT, err));
-  WQ_TRY(wq_quant_expect_dtype(node, "b", in[3].dtype, WQ_QDT_8BIT, err));
-  WQ_TRY(wq_quant_expect_dtype(node, "y_zero_point", in[7].dtype, WQ_QDT_8BIT, err));
-  for (int i = 0; i < 3; i++)
-    WQ_TRY(wq_quant_expect_dtype(node, scales[i], in[scale_inputs[i]].dtype,
-                                 WQ_QDT_BIT(WQ_DT_FLOAT), err));
-  WQ_TRY(wq_quant_expect_dtype(node, "a_zero_point", in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
-  WQ_TRY(wq_quant_expect_dtype(node, "b_zero_point", in[5].dtype, WQ_QDT_BIT(in[3].dtype), err));
+  WQ_TRY(wq_quant_check_qlinear_inputs(node, in, "a", "b", err));
   out[0].dtype = in[7].dtype;
   wq_qmatmul_geometry g;
   bool known;
