@@ -1,0 +1,115 @@
+/* QAdd and QMul (domain "wasmq"): y = quantize(dequantize(a) + or *
+ * dequantize(b)) with numpy broadcasting; a, b and y are int8/uint8 with
+ * per-tensor quantization parameters on their tensors. The plan hook builds
+ * the 256-entry dequantization tables of a and b, so the arithmetic is
+ * exactly that of DequantizeLinear → Add/Mul → QuantizeLinear run in
+ * float32. Attributes: y_dtype, act_min/act_max (a fused relu/clip as a
+ * clamp of the output codes). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/ref/int8_eltwise_ref.h"
+#include "int8_common.h"
+
+typedef struct {
+  wq_dtype y_dtype;
+  int32_t act_min, act_max;
+  bool planned;
+  float a_real[256], b_real[256];
+  float y_scale;
+  int32_t y_zero_point, y_min, y_max;
+} qbinary_state;
+
+static wq_status qbinary_prepare(wq_node *node, wq_error *err) {
+  qbinary_state *s = calloc(1, sizeof *s);
+  if (!s)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+  wq_status st = wq_int8_read_y_dtype(node, false, &s->y_dtype, err);
+  if (st == WQ_OK)
+    st = wq_int8_read_act_range(node, s->y_dtype, &s->act_min, &s->act_max, err);
+  if (st != WQ_OK) {
+    free(s);
+    return st;
+  }
+  node->op_state = s;
+  return WQ_OK;
+}
+
+static wq_status qbinary_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                               wq_error *err) {
+  const qbinary_state *s = node->op_state;
+  WQ_TRY(wq_int8_expect_8bit(node, "A", in[0].dtype, err));
+  WQ_TRY(wq_int8_expect_8bit(node, "B", in[1].dtype, err));
+  out[0].dtype = s->y_dtype;
+  if (in[0].rank < 0 || in[1].rank < 0) {
+    out[0].rank = -1;
+    return WQ_OK;
+  }
+  return wq_broadcast_shapes(&in[0], &in[1], &out[0].rank, out[0].dims, node->name, err);
+}
+
+static wq_status qbinary_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  qbinary_state *s = node->op_state;
+  const wq_qparams *qa, *qb, *qy;
+  float sa, sb;
+  int32_t za, zb;
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qa, err));
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qb, err));
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, true, &qy, err));
+  WQ_TRY(wq_int8_per_tensor(node, qa, "A", &sa, &za, err));
+  WQ_TRY(wq_int8_per_tensor(node, qb, "B", &sb, &zb, err));
+  WQ_TRY(wq_int8_per_tensor(node, qy, "C", &s->y_scale, &s->y_zero_point, err));
+  if (qy->dtype != s->y_dtype)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "%s: output quantization parameters are %s but y_dtype is %s", node->op_type,
+                   wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
+  wq_int8_dequant_table(qa->dtype, sa, za, s->a_real);
+  wq_int8_dequant_table(qb->dtype, sb, zb, s->b_real);
+  s->y_min = s->act_min;
+  s->y_max = s->act_max;
+  s->planned = true;
+  return WQ_OK;
+}
+
+static wq_status qbinary_run(const wq_node *node, const wq_value *in, wq_value *out,
+                             wq_error *err) {
+  const qbinary_state *s = node->op_state;
+  if (!s->planned)
+    return wq_int8_not_planned(node, err);
+  wq_int8_binary_params p = {.kind = node->op_type[1] == 'A' ? WQ_INT8_ADD : WQ_INT8_MUL,
+                             .a_real = s->a_real,
+                             .b_real = s->b_real,
+                             .y_scale = s->y_scale,
+                             .y_zero_point = s->y_zero_point,
+                             .y_min = s->y_min,
+                             .y_max = s->y_max,
+                             .y_dtype = s->y_dtype};
+  wq_int8_binary_ref(&p, &in[0], &in[1], &out[0]);
+  return WQ_OK;
+}
+
+const wq_op wq_op_int8_add = {.op_type = "QAdd",
+                              .domain = WQ_INT8_DOMAIN,
+                              .min_opset = 1,
+                              .min_inputs = 2,
+                              .max_inputs = 2,
+                              .min_outputs = 1,
+                              .max_outputs = 1,
+                              .prepare = qbinary_prepare,
+                              .free_state = free,
+                              .infer = qbinary_infer,
+                              .run = qbinary_run,
+                              .plan = qbinary_plan};
+
+const wq_op wq_op_int8_mul = {.op_type = "QMul",
+                              .domain = WQ_INT8_DOMAIN,
+                              .min_opset = 1,
+                              .min_inputs = 2,
+                              .max_inputs = 2,
+                              .min_outputs = 1,
+                              .max_outputs = 1,
+                              .prepare = qbinary_prepare,
+                              .free_state = free,
+                              .infer = qbinary_infer,
+                              .run = qbinary_run,
+                              .plan = qbinary_plan};

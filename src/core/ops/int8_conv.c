@@ -1,0 +1,230 @@
+/* QConv (domain "wasmq"): Conv's geometry (group, pads, strides, dilations,
+ * auto_pad, kernel_shape) over an int8/uint8 activation x with a constant
+ * int8/uint8 weight w [M, C/group, kernel...] and an optional constant int32
+ * bias [M] already in accumulator units (s_x * s_w[m]). Quantization
+ * parameters come from the tensors: x per tensor, w per tensor or per output
+ * channel, y per tensor. Attributes beyond Conv's: y_dtype (int8, uint8, or
+ * int32 = raw accumulator as ConvInteger), act_min/act_max (fused relu/clip
+ * clamp in output codes). The plan hook prepacks zero-point-free weights,
+ * the bias and the per-channel multipliers into op_state; the kernel is
+ * wq_int8_conv_ref. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/ref/int8_conv_ref.h"
+#include "../kernels/ref/quant_ref.h"
+#include "int8_common.h"
+#include "nn_window.h"
+
+typedef struct {
+  wq_window_attrs win;
+  int64_t group;
+  wq_dtype y_dtype;
+  int32_t act_min, act_max;
+  /* Filled by the plan hook. */
+  bool planned;
+  int64_t M, weight_numel;
+  int32_t x_zero_point, y_zero_point;
+  int32_t *w;        /* [M, C/group, kernel...] centered */
+  int32_t *bias;     /* [M] or NULL */
+  int32_t *w_sums;   /* [M] sum of centered weights (zero-point correction for SIMD kernels) */
+  float *multiplier; /* [M] (s_x * s_w[m]) / s_y; NULL for int32 output */
+} qconv_state;
+
+static void qconv_free(void *p) {
+  qconv_state *s = p;
+  if (!s)
+    return;
+  free(s->w);
+  free(s->bias);
+  free(s->w_sums);
+  free(s->multiplier);
+  free(s);
+}
+
+static wq_status qconv_prepare(wq_node *node, wq_error *err) {
+  qconv_state *s = calloc(1, sizeof *s);
+  if (!s)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
+  wq_status st = wq_window_attrs_parse(node, &s->win, err);
+  if (st == WQ_OK)
+    st = wq_attr_int(node, "group", 1, &s->group, err);
+  if (st == WQ_OK && s->group < 1)
+    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "QConv: group %lld must be >= 1",
+                 (long long)s->group);
+  if (st == WQ_OK)
+    st = wq_int8_read_y_dtype(node, true, &s->y_dtype, err);
+  if (st == WQ_OK)
+    st = wq_int8_read_act_range(node, s->y_dtype, &s->act_min, &s->act_max, err);
+  if (st != WQ_OK) {
+    free(s);
+    return st;
+  }
+  node->op_state = s;
+  return WQ_OK;
+}
+
+/* Output shape and geometry from x and w; *known is false while a dim is
+ * unknown. */
+static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_value *w,
+                             wq_value *out, wq_qconv_shape *shape, bool *known, wq_error *err) {
+  const qconv_state *s = node->op_state;
+  memset(shape, 0, sizeof *shape);
+  *known = false;
+  out->dtype = s->y_dtype;
+  if (x->rank < 0 || w->rank < 0) {
+    out->rank = -1;
+    return WQ_OK;
+  }
+  if (x->rank < 3 || w->rank != x->rank)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: x must be [N, C, spatial...] and w of the same rank (ranks %d and %d)",
+                   x->rank, w->rank);
+  int64_t C = x->dims[1], M = w->dims[0], Cg = w->dims[1];
+  if (C >= 0 && Cg >= 0 && C != Cg * s->group)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: x has %lld channels but w expects %lld per group x %lld groups",
+                   (long long)C, (long long)Cg, (long long)s->group);
+  if (M >= 0 && M % s->group != 0)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: %lld output channels do not split into %lld groups", (long long)M,
+                   (long long)s->group);
+  int ns = x->rank - 2;
+  WQ_TRY(wq_window_geometry(node, &s->win, ns, &x->dims[2], &w->dims[2], false, true, &shape->geo,
+                            err));
+  out->rank = x->rank;
+  out->dims[0] = x->dims[0];
+  out->dims[1] = M;
+  bool all_known = wq_value_shape_known(x) && wq_value_shape_known(w);
+  for (int i = 0; i < ns; i++) {
+    out->dims[2 + i] = shape->geo.out[i];
+    all_known = all_known && shape->geo.out[i] >= 0;
+  }
+  shape->N = x->dims[0], shape->C = C, shape->M = M, shape->group = s->group;
+  *known = all_known;
+  if (all_known)
+    WQ_TRY(wq_shape_check(out->dims, out->rank, node->name, "QConv output", err));
+  return WQ_OK;
+}
+
+static wq_status qconv_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                             wq_error *err) {
+  WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
+  WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
+  bool has_bias = node->n_inputs > 2 && wq_value_present(&in[2]);
+  if (has_bias && in[2].dtype != WQ_DT_INT32)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias has dtype %s; it must be int32",
+                   wq_dtype_name(in[2].dtype));
+  wq_qconv_shape shape;
+  bool known;
+  WQ_TRY(qconv_shape(node, &in[0], &in[1], &out[0], &shape, &known, err));
+  if (has_bias && in[2].rank >= 0 && shape.M >= 0 && (in[2].rank != 1 || in[2].dims[0] != shape.M))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias must have shape [%lld]",
+                   (long long)shape.M);
+  const qconv_state *s = node->op_state;
+  if (s->planned && in[1].rank >= 0 && wq_value_numel(&in[1]) != s->weight_numel)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: w does not match the planned weights");
+  return WQ_OK;
+}
+
+static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  qconv_state *s = node->op_state;
+  const wq_tensor *w;
+  WQ_TRY(wq_int8_constant_input(node, g, 1, "w", &w, err));
+  wq_value wv = wq_tensor_value(w);
+  WQ_TRY(wq_int8_expect_8bit(node, "w", wv.dtype, err));
+  if (wv.rank < 3 || !wq_value_shape_known(&wv))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: w must be [M, C/group, kernel...]");
+  const wq_qparams *qx, *qw, *qy = NULL;
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qw, err));
+  float sx, sy = 1.0f;
+  WQ_TRY(wq_int8_per_tensor(node, qx, "x", &sx, &s->x_zero_point, err));
+  if (s->y_dtype != WQ_DT_INT32) {
+    WQ_TRY(wq_int8_tensor_qparams(node, g, 0, true, &qy, err));
+    WQ_TRY(wq_int8_per_tensor(node, qy, "y", &sy, &s->y_zero_point, err));
+    if (qy->dtype != s->y_dtype)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "QConv: y quantization parameters are %s but y_dtype is %s",
+                     wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
+  }
+  int axis = wq_qparams_channel_axis(qw);
+  if (!wq_qparams_is_per_tensor(qw) && axis != 0) {
+    char desc[160];
+    wq_qparams_describe(qw, desc, sizeof desc);
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "QConv: w must be quantized per tensor or per output channel, has %s", desc);
+  }
+  const int64_t M = wv.dims[0], numel = wq_value_numel(&wv), per_m = numel / (M > 0 ? M : 1);
+  const wq_tensor *bias = NULL;
+  if (node->n_inputs > 2 && node->inputs[2] >= 0) {
+    WQ_TRY(wq_int8_constant_input(node, g, 2, "bias", &bias, err));
+    if (bias->dtype != WQ_DT_INT32 || bias->rank != 1 || bias->dims[0] != M)
+      return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias must be int32 [%lld]",
+                     (long long)M);
+  }
+  free(s->w), free(s->bias), free(s->w_sums), free(s->multiplier);
+  s->bias = NULL, s->multiplier = NULL;
+  s->w = malloc((size_t)(numel > 0 ? numel : 1) * sizeof *s->w);
+  s->w_sums = calloc((size_t)(M > 0 ? M : 1), sizeof *s->w_sums);
+  if (bias)
+    s->bias = malloc((size_t)(M > 0 ? M : 1) * sizeof *s->bias);
+  if (s->y_dtype != WQ_DT_INT32)
+    s->multiplier = malloc((size_t)(M > 0 ? M : 1) * sizeof *s->multiplier);
+  if (!s->w || !s->w_sums || (bias && !s->bias) || (s->y_dtype != WQ_DT_INT32 && !s->multiplier))
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
+  wq_ref_q_center(wv.data, numel, qw, s->w);
+  for (int64_t m = 0; m < M; m++) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < per_m; i++)
+      sum += s->w[m * per_m + i];
+    s->w_sums[m] = (int32_t)sum;
+    if (bias)
+      s->bias[m] = ((const int32_t *)bias->data)[m];
+    if (s->multiplier) {
+      float sw = qw->scale[wq_qparams_index_of(qw, m * per_m)];
+      s->multiplier[m] = (sx * sw) / sy;
+    }
+  }
+  s->M = M;
+  s->weight_numel = numel;
+  s->planned = true;
+  return WQ_OK;
+}
+
+static wq_status qconv_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  const qconv_state *s = node->op_state;
+  if (!s->planned)
+    return wq_int8_not_planned(node, err);
+  wq_int8_conv_params p;
+  memset(&p, 0, sizeof p);
+  bool known;
+  wq_value shape_out = out[0];
+  WQ_TRY(qconv_shape(node, &in[0], &in[1], &shape_out, &p.shape, &known, err));
+  if (!known || p.shape.M != s->M)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: shapes do not match the plan");
+  p.x_dtype = in[0].dtype;
+  p.x_zero_point = s->x_zero_point;
+  p.w = s->w;
+  p.bias = s->bias;
+  p.out = (wq_int8_requant){.y_dtype = s->y_dtype,
+                            .multiplier = s->multiplier,
+                            .zero_point = s->y_zero_point,
+                            .act_min = s->act_min,
+                            .act_max = s->act_max};
+  wq_int8_conv_ref(&p, in[0].data, out[0].data);
+  return WQ_OK;
+}
+
+const wq_op wq_op_int8_conv = {.op_type = "QConv",
+                               .domain = WQ_INT8_DOMAIN,
+                               .min_opset = 1,
+                               .min_inputs = 2,
+                               .max_inputs = 3,
+                               .min_outputs = 1,
+                               .max_outputs = 1,
+                               .prepare = qconv_prepare,
+                               .free_state = qconv_free,
+                               .infer = qconv_infer,
+                               .run = qconv_run,
+                               .plan = qconv_plan};

@@ -1,0 +1,192 @@
+/* The lowering pass driver: capture before folding, attach qparams, try
+ * each node in order (the graph stays topologically sorted because nodes
+ * are rewritten in place), record why, remove what was absorbed, and in
+ * strict mode reject quantized nodes that stayed float. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/int8_common.h"
+#include "lower_internal.h"
+
+void wq_lower_capture_free(wq_lower_capture *c) {
+  if (!c)
+    return;
+  for (int r = 0; r < c->n_records; r++)
+    free(c->records[r].node_name);
+  free(c->records);
+  free(c);
+}
+
+wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_error *err) {
+  *out = NULL;
+  wq_lower_capture *c = calloc(1, sizeof *c);
+  if (!c)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+  c->records = calloc((size_t)g->n_nodes + 1, sizeof *c->records);
+  if (!c->records) {
+    free(c);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (!lower_is_op(n, "DequantizeLinear") || n->n_inputs < 2 || n->n_outputs < 1 ||
+        n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0)
+      continue;
+    wq_lower_dq_record *r = &c->records[c->n_records];
+    r->float_tensor = n->outputs[0];
+    r->q_tensor = n->inputs[0];
+    r->scale_tensor = n->inputs[1];
+    r->zp_tensor = n->n_inputs > 2 ? n->inputs[2] : -1;
+    r->axis = 1;
+    r->block_size = 0;
+    const wq_attr *a = wq_node_attr(n, "axis");
+    if (a && a->type == WQ_ATTR_INT)
+      r->axis = a->i;
+    a = wq_node_attr(n, "block_size");
+    if (a && a->type == WQ_ATTR_INT && n->opset >= 21)
+      r->block_size = a->i;
+    r->node_name = wq_strdup(n->name);
+    if (!r->node_name) {
+      wq_lower_capture_free(c);
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+    }
+    c->n_records++;
+  }
+  *out = c;
+  return WQ_OK;
+}
+
+static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
+  const wq_node *n = &c->g->nodes[i];
+  if (lower_is_op(n, "Conv"))
+    return lower_conv(c, i, done, err);
+  if (lower_is_op(n, "Gemm") || lower_is_op(n, "MatMul"))
+    return lower_gemm(c, i, done, err);
+  if (lower_is_op(n, "QLinearConv") || lower_is_op(n, "QLinearMatMul"))
+    return lower_qlinear(c, i, done, err);
+  if (lower_is_op(n, "ConvInteger") || lower_is_op(n, "MatMulInteger"))
+    return lower_integer(c, i, done, err);
+  if (lower_is_op(n, "Add") || lower_is_op(n, "Mul"))
+    return lower_binary(c, i, done, err);
+  if (lower_is_op(n, "AveragePool") || lower_is_op(n, "GlobalAveragePool"))
+    return lower_pool(c, i, done, err);
+  if (lower_is_op(n, "Concat"))
+    return lower_concat(c, i, done, err);
+  if (lower_is_lookup_op(n))
+    return lower_lookup(c, i, done, err);
+  if (lower_is_data_movement_op(n))
+    return lower_data_movement(c, i, done, err);
+  return lower_why(c, "no int8 lowering for %s", n->op_type);
+}
+
+static bool is_int8_domain(const wq_node *n) {
+  return n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0;
+}
+
+/* True when a float node reads a DequantizeLinear result or feeds a
+ * QuantizeLinear: it sits on the quantized path. */
+static bool on_quantized_path(const lower_ctx *c, int i) {
+  const wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  for (int k = 0; k < n->n_inputs; k++) {
+    int p = n->inputs[k] >= 0 ? lower_producer(c, n->inputs[k]) : -1;
+    if (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear"))
+      return true;
+  }
+  for (int k = 0; k < n->n_outputs; k++)
+    for (int j = i + 1; j < g->n_nodes; j++) {
+      if (c->absorbed[j] || !lower_is_op(&g->nodes[j], "QuantizeLinear"))
+        continue;
+      if (n->outputs[k] >= 0 && g->nodes[j].inputs[0] == n->outputs[k])
+        return true;
+    }
+  return false;
+}
+
+/* Why a Quantize/DequantizeLinear node remains after lowering. */
+static void boundary_why(const lower_ctx *c, int i, char *buf, size_t cap) {
+  const wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  int t = n->outputs[0];
+  if (lower_is_op(n, "QuantizeLinear")) {
+    int p = lower_producer(c, n->inputs[0]);
+    snprintf(buf, cap, "stays: quantizes float '%s' (%s) into the int8 path",
+             g->tensors[n->inputs[0]].name,
+             p < 0 ? (g->tensors[n->inputs[0]].is_input ? "a graph input" : "a constant")
+                   : g->nodes[p].op_type);
+    return;
+  }
+  int reader = -1;
+  int readers = t >= 0 ? lower_consumers(c, t, &reader) : 0;
+  if (t >= 0 && g->tensors[t].is_output)
+    snprintf(buf, cap, "stays: dequantizes the graph output '%s'", g->tensors[t].name);
+  else if (reader >= 0)
+    snprintf(buf, cap, "stays: %d float reader(s), e.g. %s '%s'", readers, g->nodes[reader].op_type,
+             g->nodes[reader].name);
+  else
+    snprintf(buf, cap, "stays: dequantizes for float readers");
+}
+
+wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_lower_options *opts,
+                        wq_lower_stats *stats, wq_error *err) {
+  lower_ctx c;
+  memset(&c, 0, sizeof c);
+  c.g = g;
+  c.capture = capture;
+  c.absorbed = calloc((size_t)g->n_nodes + 1, sizeof *c.absorbed);
+  bool *lowered = calloc((size_t)g->n_nodes + 1, sizeof *lowered);
+  if (!c.absorbed || !lowered) {
+    free(c.absorbed);
+    free(lowered);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+  }
+  wq_status st = lower_attach_qparams(&c, err);
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    if (c.absorbed[i] || is_int8_domain(&g->nodes[i])) {
+      lowered[i] = lowered[i] || is_int8_domain(&g->nodes[i]);
+      continue;
+    }
+    if (lower_is_op(&g->nodes[i], "QuantizeLinear") ||
+        lower_is_op(&g->nodes[i], "DequantizeLinear"))
+      continue; /* explained once the others are done */
+    c.why[0] = '\0';
+    bool done = false;
+    st = try_node(&c, i, &done, err);
+    if (st != WQ_OK)
+      break;
+    lowered[i] = done;
+    if (done)
+      c.stats.nodes_lowered++;
+    char buf[WQ_LOWER_WHY_MAX + 16];
+    snprintf(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c.why);
+    st = lower_set_why(&g->nodes[i], buf, err);
+  }
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    wq_node *n = &g->nodes[i];
+    if (c.absorbed[i] || wq_lower_why(n))
+      continue;
+    char buf[WQ_LOWER_WHY_MAX];
+    boundary_why(&c, i, buf, sizeof buf);
+    st = lower_set_why(n, buf, err);
+  }
+  /* Strict: every node on the quantized path must have become int8. */
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (c.absorbed[i] || lowered[i] || lower_is_op(n, "QuantizeLinear") ||
+        lower_is_op(n, "DequantizeLinear") || !on_quantized_path(&c, i))
+      continue;
+    c.stats.nodes_kept_float++;
+    if (opts && opts->strict)
+      st = wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
+                   "strict int8 lowering: %s '%s' is quantized but cannot run in int8: %s",
+                   n->op_type, n->name, wq_lower_why(n) ? wq_lower_why(n) : "");
+  }
+  if (st == WQ_OK)
+    lower_remove_dead(&c);
+  if (stats)
+    *stats = c.stats;
+  free(c.absorbed);
+  free(lowered);
+  return st;
+}

@@ -1,0 +1,63 @@
+/* Lowering: QDQ graphs (DequantizeLinear → op → QuantizeLinear, as
+ * onnxruntime's quantizer and PyTorch's export write them) and ONNX's
+ * operator-oriented int8 ops (QLinearConv, QLinearMatMul, ConvInteger,
+ * MatMulInteger) become wasmq's own int8 ops (domain "wasmq": QConv, QGemm,
+ * QAdd, QMul, QAveragePool, QGlobalAveragePool, QConcat, QLookup) plus the
+ * data-movement ops run directly on int8 data. Quantization parameters go on
+ * the int8 tensors (wq_tensor.qparams); every node keeps a "why" string
+ * (wq_lower_why) saying what it became or why it stayed float.
+ *
+ * Rules (DESIGN.md "Lowering", seeds 003/004):
+ *  - an op's input parameters are those of the DequantizeLinear feeding it,
+ *    never those of whatever op produced the int8 tensor (they must agree
+ *    with the tensor's, else the op stays float, saying so);
+ *  - gemm/matmul weights are matched by meaning (transA/transB/alpha/beta,
+ *    MatMul's [K, N]) and normalised to one [N, K] layout;
+ *  - conv/gemm → relu/clip → QuantizeLinear fuses as a clamp of the
+ *    requantized output computed from the activation's output parameters,
+ *    for any zero point; when it cannot fuse, the activation becomes its own
+ *    QLookup and the conv keeps its own output parameters, or stays float
+ *    with the reason — never an int8 conv without output parameters.
+ *
+ * Constant folding turns DequantizeLinear of constant weights into float
+ * constants; wq_lower_capture runs before folding and remembers where each
+ * such float constant came from, so lowering can use the int8 original. */
+#ifndef WQ_PASSES_LOWER_H
+#define WQ_PASSES_LOWER_H
+
+#include "../ir/graph.h"
+
+typedef struct wq_lower_capture wq_lower_capture;
+
+/* Records every DequantizeLinear (and its scale/zero point/axis) before
+ * constant folding. *out is NULL on failure. */
+wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_error *err);
+void wq_lower_capture_free(wq_lower_capture *c);
+
+typedef struct {
+  int strict; /* a quantized node that cannot be lowered is an error naming it */
+} wq_lower_options;
+
+typedef struct {
+  int nodes_lowered;    /* int8 ops created or ops moved onto int8 data */
+  int nodes_absorbed;   /* Q/DQ/activation nodes folded into them */
+  int nodes_kept_float; /* nodes next to quantized tensors that stayed float */
+} wq_lower_stats;
+
+/* Runs on the folded graph (shapes known). capture may be NULL (nothing was
+ * folded). New nodes are resolved and prepared; plan hooks run later. */
+wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_lower_options *opts,
+                        wq_lower_stats *stats, wq_error *err);
+
+/* The attribute holding a node's lowering explanation. */
+#define WQ_LOWER_WHY_ATTR "wasmq.lowering"
+
+/* The node's lowering explanation, or NULL when the pass did not run. */
+const char *wq_lower_why(const wq_node *node);
+
+/* One line per node: the op it runs (int8 op with the qparams of its
+ * tensors, or float) and why. A malloc'ed string the caller frees, or NULL
+ * when out of memory. */
+char *wq_lower_describe(const wq_graph *g);
+
+#endif

@@ -1,0 +1,309 @@
+/* Graph editing for the lowering pass: who produces and reads a tensor,
+ * rewriting a node in place (so node order — the topological order — never
+ * changes during the pass), new tensors and constants, the why attribute,
+ * and dead-node removal at the end. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/op.h"
+#include "lower_internal.h"
+
+int lower_producer(const lower_ctx *c, int t) {
+  const wq_graph *g = c->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (c->absorbed[i])
+      continue;
+    for (int k = 0; k < g->nodes[i].n_outputs; k++)
+      if (g->nodes[i].outputs[k] == t)
+        return i;
+  }
+  return -1;
+}
+
+int lower_consumers(const lower_ctx *c, int t, int *first) {
+  const wq_graph *g = c->g;
+  int count = 0;
+  if (first)
+    *first = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (c->absorbed[i])
+      continue;
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] == t) {
+        if (count == 0 && first)
+          *first = i;
+        count++;
+        break;
+      }
+  }
+  return count;
+}
+
+bool lower_is_op(const wq_node *n, const char *op_type) {
+  bool default_domain = !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+  return default_domain && strcmp(n->op_type, op_type) == 0;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static wq_attr *attrs_push(lower_attrs *a, const char *name, wq_error *err) {
+  if (a->n == a->cap) {
+    int cap = a->cap ? a->cap * 2 : 8;
+    wq_attr *items = realloc(a->items, (size_t)cap * sizeof *items);
+    if (!items) {
+      wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+      return NULL;
+    }
+    a->items = items;
+    a->cap = cap;
+  }
+  wq_attr *at = &a->items[a->n];
+  memset(at, 0, sizeof *at);
+  at->name = wq_strdup(name);
+  if (!at->name) {
+    wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+    return NULL;
+  }
+  a->n++;
+  return at;
+}
+
+wq_status lower_attrs_int(lower_attrs *a, const char *name, int64_t v, wq_error *err) {
+  wq_attr *at = attrs_push(a, name, err);
+  if (!at)
+    return WQ_ERR_OUT_OF_MEMORY;
+  at->type = WQ_ATTR_INT;
+  at->i = v;
+  return WQ_OK;
+}
+
+wq_status lower_attrs_copy(lower_attrs *a, const wq_node *from, const char *name, wq_error *err) {
+  const wq_attr *src = wq_node_attr(from, name);
+  if (!src)
+    return WQ_OK;
+  wq_attr *at = attrs_push(a, name, err);
+  if (!at)
+    return WQ_ERR_OUT_OF_MEMORY;
+  at->type = src->type;
+  at->i = src->i;
+  at->f = src->f;
+  at->count = 0;
+  bool ok = true;
+  if (src->s) {
+    at->s = malloc(src->s_len + 1);
+    ok = at->s != NULL;
+    if (ok) {
+      memcpy(at->s, src->s, src->s_len + 1);
+      at->s_len = src->s_len;
+    }
+  }
+  if (ok && src->ints && src->count) {
+    at->ints = malloc(src->count * sizeof *at->ints);
+    ok = at->ints != NULL;
+    if (ok) {
+      memcpy(at->ints, src->ints, src->count * sizeof *at->ints);
+      at->count = src->count;
+    }
+  }
+  if (ok && src->floats && src->count) {
+    at->floats = malloc(src->count * sizeof *at->floats);
+    ok = at->floats != NULL;
+    if (ok) {
+      memcpy(at->floats, src->floats, src->count * sizeof *at->floats);
+      at->count = src->count;
+    }
+  }
+  if (!ok)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, from->name, "lowering: out of memory");
+  return WQ_OK;
+}
+
+void lower_attrs_free(lower_attrs *a) {
+  for (int i = 0; i < a->n; i++)
+    wq_attr_clear(&a->items[i]);
+  free(a->items);
+  memset(a, 0, sizeof *a);
+}
+
+/* Keeps the why attribute across a rewrite; drops the rest. */
+static void clear_attrs(wq_node *n) {
+  for (int i = 0; i < n->n_attrs; i++)
+    wq_attr_clear(&n->attrs[i]);
+  free(n->attrs);
+  n->attrs = NULL;
+  n->n_attrs = 0;
+}
+
+wq_status lower_rewrite_node(lower_ctx *c, int i, const char *domain, const char *op_type,
+                             const int *inputs, int n_inputs, const int *outputs, int n_outputs,
+                             lower_attrs *attrs, wq_error *err) {
+  wq_node *n = &c->g->nodes[i];
+  const wq_op *op = wq_op_find(domain, op_type);
+  if (!op)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name, "lowering: op %s in domain %s is missing",
+                   op_type, domain);
+  int *in = malloc((size_t)(n_inputs > 0 ? n_inputs : 1) * sizeof *in);
+  int *out = malloc((size_t)(n_outputs > 0 ? n_outputs : 1) * sizeof *out);
+  char *type = wq_strdup(op_type), *dom = wq_strdup(domain);
+  if (!in || !out || !type || !dom) {
+    free(in), free(out), free(type), free(dom);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
+  }
+  memcpy(in, inputs, (size_t)n_inputs * sizeof *in);
+  memcpy(out, outputs, (size_t)n_outputs * sizeof *out);
+  if (n->op && n->op->free_state && n->op_state)
+    n->op->free_state(n->op_state);
+  n->op_state = NULL;
+  free(n->inputs), free(n->outputs), free(n->op_type), free(n->domain);
+  n->inputs = in, n->n_inputs = n_inputs;
+  n->outputs = out, n->n_outputs = n_outputs;
+  n->op_type = type, n->domain = dom;
+  if (strcmp(domain, "") != 0)
+    n->opset = 1;
+  clear_attrs(n);
+  n->attrs = attrs->items;
+  n->n_attrs = attrs->n;
+  memset(attrs, 0, sizeof *attrs);
+  n->op = op;
+  if (op->prepare) {
+    wq_status st = op->prepare(n, err);
+    if (st != WQ_OK) {
+      n->op = NULL; /* no state to free */
+      return st;
+    }
+  }
+  return WQ_OK;
+}
+
+/* ---- tensors --------------------------------------------------------------- */
+
+int lower_add_tensor(lower_ctx *c, const char *base, const char *suffix) {
+  char name[256];
+  snprintf(name, sizeof name, "%s%s", base, suffix);
+  for (int k = 2; wq_graph_find_tensor(c->g, name) >= 0; k++)
+    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
+  return wq_graph_add_tensor(c->g, name);
+}
+
+int lower_add_constant(lower_ctx *c, const char *base, const char *suffix, wq_dtype dtype, int rank,
+                       const int64_t *dims, void *data, size_t nbytes) {
+  int t = lower_add_tensor(c, base, suffix);
+  if (t < 0) {
+    free(data);
+    return -1;
+  }
+  wq_tensor *tensor = &c->g->tensors[t];
+  tensor->dtype = dtype;
+  tensor->rank = rank;
+  for (int d = 0; d < rank; d++)
+    tensor->dims[d] = dims[d];
+  tensor->data = data;
+  tensor->nbytes = nbytes;
+  tensor->is_constant = true;
+  return t;
+}
+
+wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error *err) {
+  wq_tensor *tensor = &c->g->tensors[t];
+  wq_qparams *copy = calloc(1, sizeof *copy);
+  if (!copy)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+  wq_status st = wq_qparams_clone(copy, qp, err);
+  if (st != WQ_OK) {
+    free(copy);
+    return st;
+  }
+  if (tensor->qparams) {
+    wq_qparams_free(tensor->qparams);
+    free(tensor->qparams);
+  }
+  tensor->qparams = copy;
+  return WQ_OK;
+}
+
+wq_status lower_set_why(wq_node *node, const char *why, wq_error *err) {
+  char *copy = wq_strdup(why);
+  if (!copy)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "lowering: out of memory");
+  for (int i = 0; i < node->n_attrs; i++)
+    if (strcmp(node->attrs[i].name, WQ_LOWER_WHY_ATTR) == 0) {
+      free(node->attrs[i].s);
+      node->attrs[i].s = copy;
+      node->attrs[i].s_len = strlen(copy);
+      return WQ_OK;
+    }
+  wq_attr *attrs = realloc(node->attrs, (size_t)(node->n_attrs + 1) * sizeof *attrs);
+  char *name = wq_strdup(WQ_LOWER_WHY_ATTR);
+  if (!attrs || !name) {
+    if (attrs)
+      node->attrs = attrs;
+    free(copy);
+    free(name);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "lowering: out of memory");
+  }
+  node->attrs = attrs;
+  wq_attr *a = &attrs[node->n_attrs++];
+  memset(a, 0, sizeof *a);
+  a->name = name;
+  a->type = WQ_ATTR_STRING;
+  a->s = copy;
+  a->s_len = strlen(copy);
+  return WQ_OK;
+}
+
+const char *wq_lower_why(const wq_node *node) {
+  const wq_attr *a = wq_node_attr(node, WQ_LOWER_WHY_ATTR);
+  return a && a->type == WQ_ATTR_STRING ? a->s : NULL;
+}
+
+/* ---- cleanup --------------------------------------------------------------- */
+
+static bool output_read(const wq_graph *g, int t) {
+  if (t < 0)
+    return false;
+  if (g->tensors[t].is_output)
+    return true;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] == t)
+        return true;
+  return false;
+}
+
+void lower_remove_dead(lower_ctx *c) {
+  wq_graph *g = c->g;
+  for (int i = g->n_nodes - 1; i >= 0; i--)
+    if (c->absorbed[i])
+      wq_graph_remove_node(g, i);
+  /* Dequantize/Quantize nodes whose result nobody reads any more; removing
+   * one can free its producer, so sweep from the back. */
+  for (int i = g->n_nodes - 1; i >= 0; i--) {
+    const wq_node *n = &g->nodes[i];
+    if (!lower_is_op(n, "DequantizeLinear") && !lower_is_op(n, "QuantizeLinear"))
+      continue;
+    bool read = false;
+    for (int k = 0; k < n->n_outputs; k++)
+      read = read || output_read(g, n->outputs[k]);
+    if (!read)
+      wq_graph_remove_node(g, i);
+  }
+  /* Constants nothing reads (folded float copies of int8 weights). */
+  bool *used = calloc((size_t)g->n_tensors + 1, sizeof *used);
+  if (!used)
+    return; /* only memory is lost */
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] >= 0)
+        used[g->nodes[i].inputs[k]] = true;
+  for (int t = 0; t < g->n_tensors; t++) {
+    wq_tensor *tensor = &g->tensors[t];
+    if (tensor->is_constant && tensor->data && !used[t] && !tensor->is_output &&
+        !tensor->is_input) {
+      free(tensor->data);
+      tensor->data = NULL;
+      tensor->nbytes = 0;
+    }
+  }
+  free(used);
+}

@@ -1,0 +1,154 @@
+/* Shared by the lowering pass's translation units (lower.c: driver,
+ * lower_graph.c: graph editing, lower_quant.c: finding quantized inputs and
+ * outputs, lower_linear.c: conv/gemm/matmul families, lower_eltwise.c:
+ * elementwise, pooling, concat and data-movement ops). Not public. */
+#ifndef WQ_PASSES_LOWER_INTERNAL_H
+#define WQ_PASSES_LOWER_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "../quant/qparams.h"
+#include "lower.h"
+
+/* Where a DequantizeLinear that constant folding removed came from. */
+typedef struct {
+  int float_tensor;                      /* the folded output */
+  int q_tensor, scale_tensor, zp_tensor; /* zp_tensor -1 when omitted */
+  int64_t axis, block_size;
+  char *node_name;
+} wq_lower_dq_record;
+
+struct wq_lower_capture {
+  wq_lower_dq_record *records;
+  int n_records;
+};
+
+/* Result of trying to lower one node: WQ_OK with `lowered` set, WQ_OK with
+ * a reason in `why` (the node stays as it is), or a hard error (out of
+ * memory) that aborts the load. */
+#define WQ_LOWER_WHY_MAX 400
+
+typedef struct {
+  wq_graph *g;
+  const wq_lower_capture *capture;
+  bool *absorbed; /* [n_nodes] nodes folded into a lowered node, removed at the end */
+  wq_lower_stats stats;
+  char why[WQ_LOWER_WHY_MAX]; /* the current node's reason */
+} lower_ctx;
+
+/* ---- lower_graph.c: graph editing ---------------------------------------- */
+
+/* Index of the node producing tensor t, or -1 (ignores absorbed nodes). */
+int lower_producer(const lower_ctx *c, int t);
+/* Number of live nodes reading t (each reading node counted once);
+ * *first gets the first of them. Graph outputs are not counted. */
+int lower_consumers(const lower_ctx *c, int t, int *first);
+bool lower_is_op(const wq_node *n, const char *op_type); /* default (ai.onnx) domain */
+
+/* A growing attribute list for a rewritten node. */
+typedef struct {
+  wq_attr *items;
+  int n, cap;
+} lower_attrs;
+wq_status lower_attrs_int(lower_attrs *a, const char *name, int64_t v, wq_error *err);
+/* Deep copy of the node's attribute `name` when present (int, ints, float,
+ * floats, string). */
+wq_status lower_attrs_copy(lower_attrs *a, const wq_node *from, const char *name, wq_error *err);
+void lower_attrs_free(lower_attrs *a);
+
+/* Turns node i into (domain, op_type) with the given inputs, outputs and
+ * attributes (moved into the node; *attrs is emptied), frees the old op
+ * state, resolves the new op and prepares it. The node keeps its name. */
+wq_status lower_rewrite_node(lower_ctx *c, int i, const char *domain, const char *op_type,
+                             const int *inputs, int n_inputs, const int *outputs, int n_outputs,
+                             lower_attrs *attrs, wq_error *err);
+
+/* Adds a tensor named after `base` + `suffix` (made unique) and returns its
+ * index, or -1 out of memory. Tensor pointers are invalidated. */
+int lower_add_tensor(lower_ctx *c, const char *base, const char *suffix);
+/* Adds a constant tensor owning `data` (freed on failure too). */
+int lower_add_constant(lower_ctx *c, const char *base, const char *suffix, wq_dtype dtype, int rank,
+                       const int64_t *dims, void *data, size_t nbytes);
+
+/* Gives tensor t its own copy of qp (replacing any). */
+wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error *err);
+
+/* Sets the node's why attribute (replacing a previous one). */
+wq_status lower_set_why(wq_node *node, const char *why, wq_error *err);
+
+/* Removes absorbed nodes, then DequantizeLinear nodes nobody reads, and
+ * releases the data of constants nothing reads any more. */
+void lower_remove_dead(lower_ctx *c);
+
+/* ---- lower_quant.c: quantized inputs and outputs --------------------------- */
+
+/* Records a reason for the current node (printf style); returns WQ_OK so a
+ * matcher can `return lower_why(...)` to leave the node as it is. */
+wq_status lower_why(lower_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* qparams of a (Dequantize|Quantize)Linear node for its int8 tensor
+ * `data_tensor`: scale and zero point must be constants. false with a
+ * reason in c->why when not. */
+bool lower_node_qparams(lower_ctx *c, const wq_node *node, int data_tensor, wq_qparams *out);
+
+/* Attaches qparams to the int8 tensors of QuantizeLinear outputs,
+ * DequantizeLinear inputs, captured (folded) DequantizeLinear sources and
+ * the QLinearConv/QLinearMatMul operands. A tensor keeps the parameters its
+ * producer gave it. */
+wq_status lower_attach_qparams(lower_ctx *c, wq_error *err);
+
+bool lower_qparams_equal(const wq_qparams *a, const wq_qparams *b);
+/* Same dtype and single (scale, zero point); shapes may differ. */
+bool lower_per_tensor_equal(const wq_qparams *a, const wq_qparams *b);
+
+/* An activation operand: float tensor `t` is DequantizeLinear(x) with x an
+ * int8/uint8 tensor quantized per tensor, and the DequantizeLinear's
+ * parameters equal x's (seed 004: they are read at the DequantizeLinear).
+ * Gives x's index, or -1 with a reason. */
+int lower_activation_input(lower_ctx *c, int t, const char *what);
+
+/* A constant quantized operand: `t` is DequantizeLinear(constant) — a live
+ * node or one constant folding removed. Gives the constant int8/int32
+ * tensor (with qparams attached), or -1 with a reason. */
+int lower_constant_input(lower_ctx *c, int t, const char *what);
+
+/* The quantized result of float tensor `t` (the output of the node being
+ * lowered): t's only reader is a QuantizeLinear to int8/uint8 with
+ * per-tensor parameters — or, when fuse_activation is set, a Relu or Clip
+ * whose only reader is such a QuantizeLinear (folded into a clamp of the
+ * output codes). */
+typedef struct {
+  int tensor;          /* the QuantizeLinear output: the lowered node's output */
+  int quantize_node;   /* absorbed */
+  int activation_node; /* absorbed, or -1 */
+  int32_t act_min, act_max;
+  wq_dtype dtype;
+} lower_sink;
+bool lower_output_sink(lower_ctx *c, int t, bool fuse_activation, lower_sink *out);
+
+/* Marks the sink's nodes absorbed and appends their description to buf. */
+void lower_absorb_sink(lower_ctx *c, const lower_sink *s, char *buf, size_t cap);
+
+/* ---- per family ------------------------------------------------------------ */
+
+/* Each tries node i; WQ_OK whether or not it lowered (reason in c->why when
+ * not), an error only for out-of-memory and similar hard failures. *done
+ * is set when the node was rewritten. */
+wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err);
+wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err);
+
+bool lower_is_lookup_op(const wq_node *n);
+bool lower_is_data_movement_op(const wq_node *n);
+
+#endif

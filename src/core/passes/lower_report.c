@@ -1,0 +1,114 @@
+/* wq_lower_describe: the text behind `wasmq info MODEL --lowered`. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/int8_common.h"
+#include "lower_internal.h"
+
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void put(text *t, const char *fmt, ...) {
+  while (!t->failed) {
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    if (need < 0) {
+      t->failed = true;
+      return;
+    }
+    if (t->len + (size_t)need < t->cap) {
+      t->len += (size_t)need;
+      return;
+    }
+    size_t cap = (t->cap + (size_t)need + 1) * 2;
+    char *grown = realloc(t->buf, cap);
+    if (!grown) {
+      t->failed = true;
+      return;
+    }
+    t->buf = grown;
+    t->cap = cap;
+  }
+}
+
+typedef enum { KIND_INT8, KIND_BOUNDARY, KIND_FLOAT } node_kind;
+
+static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
+
+static node_kind kind_of(const wq_graph *g, const wq_node *n) {
+  if (n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0)
+    return KIND_INT8;
+  if (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0)
+    return KIND_BOUNDARY;
+  if (n->n_inputs > 0 && n->inputs[0] >= 0 && n->n_outputs > 0 && n->outputs[0] >= 0 &&
+      is_8bit(g->tensors[n->inputs[0]].dtype) && is_8bit(g->tensors[n->outputs[0]].dtype))
+    return KIND_INT8;
+  return KIND_FLOAT;
+}
+
+static void put_qparams(text *t, const wq_graph *g, const char *role, int idx) {
+  if (idx < 0)
+    return;
+  const wq_tensor *tensor = &g->tensors[idx];
+  if (!tensor->qparams)
+    return;
+  char desc[200];
+  wq_qparams_describe(tensor->qparams, desc, sizeof desc);
+  put(t, "      %s '%s': %s\n", role, tensor->name, desc);
+}
+
+char *wq_lower_describe(const wq_graph *g) {
+  text t = {0};
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < g->n_nodes; i++)
+    counts[kind_of(g, &g->nodes[i])]++;
+  bool ran = false;
+  for (int i = 0; i < g->n_nodes && !ran; i++)
+    ran = wq_lower_why(&g->nodes[i]) != NULL;
+  put(&t, "lowered graph: %d nodes (%d int8, %d quantize/dequantize, %d float)%s\n", g->n_nodes,
+      counts[KIND_INT8], counts[KIND_BOUNDARY], counts[KIND_FLOAT],
+      ran ? "" : " -- lowering did not run");
+  static const char *const labels[] = {"int8 ", "q/dq ", "float"};
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    node_kind kind = kind_of(g, n);
+    char op[96];
+    snprintf(op, sizeof op, "%s%s%s",
+             kind == KIND_INT8 && n->domain && n->domain[0] ? n->domain : "",
+             kind == KIND_INT8 && n->domain && n->domain[0] ? "." : "", n->op_type);
+    put(&t, "  [%s] %-26s %s\n", labels[kind], op, n->name);
+    if (kind != KIND_FLOAT) {
+      for (int k = 0; k < n->n_inputs; k++) {
+        char role[32];
+        snprintf(role, sizeof role, "in%d", k);
+        put_qparams(&t, g, role, n->inputs[k]);
+      }
+      for (int k = 0; k < n->n_outputs; k++) {
+        char role[32];
+        snprintf(role, sizeof role, "out%d", k);
+        put_qparams(&t, g, role, n->outputs[k]);
+      }
+    }
+    const char *why = wq_lower_why(n);
+    if (why)
+      put(&t, "      why: %s\n", why);
+  }
+  if (t.failed) {
+    free(t.buf);
+    return NULL;
+  }
+  return t.buf;
+}
