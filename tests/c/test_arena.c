@@ -276,7 +276,7 @@ static void test_real_models(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/models/%s", shared_dir(), mc->path);
     wq_input_shape shape = {mc->input, mc->rank, mc->dims};
-    wq_load_options opts = {&shape, mc->input ? 1 : 0, 0};
+    wq_load_options opts = {.input_shapes = &shape, .n_input_shapes = mc->input ? 1 : 0};
     wq_model *arena_model = load_path(path, &opts);
     wq_model *malloc_model = load_path(path, &opts);
     if (!arena_model || !malloc_model) {

@@ -106,7 +106,7 @@ static void test_folding_shape_plumbing(void) {
   wq_error err;
   int64_t dims[4] = {1, 3, 48, 192};
   wq_input_shape shape = {"x", 4, dims};
-  wq_load_options opts = {&shape, 1, 0};
+  wq_load_options opts = {.input_shapes = &shape, .n_input_shapes = 1};
   wq_model *m = load_shared("models/ppocr-mobile-v2-cls/model.onnx", &opts, &err);
   if (!m)
     return;
@@ -117,7 +117,7 @@ static void test_folding_shape_plumbing(void) {
   wq_model_free(m);
 
   /* Without folding the same model still runs (shapes found at run time). */
-  wq_load_options keep = {&shape, 1, 1};
+  wq_load_options keep = {.input_shapes = &shape, .n_input_shapes = 1, .no_constant_folding = 1};
   m = load_shared("models/ppocr-mobile-v2-cls/model.onnx", &keep, &err);
   if (!m)
     return;
@@ -144,7 +144,7 @@ static void test_symbolic_dims(void) {
 
   int64_t bad_dims[4] = {1, 2, 224, 224};
   wq_input_shape bad = {"input", 4, bad_dims};
-  wq_load_options opts = {&bad, 1, 0};
+  wq_load_options opts = {.input_shapes = &bad, .n_input_shapes = 1};
   size_t n;
   char path[1024];
   snprintf(path, sizeof path, "%s/models/super-resolution-10/model.onnx", wq_test_shared_dir());

@@ -7,6 +7,7 @@
 #include "../onnx/onnx_import.h"
 #include "../ops/op.h"
 #include "../passes/fold_constants.h"
+#include "../passes/lower.h"
 #include "../runtime/executor.h"
 #include "model_internal.h"
 
@@ -148,9 +149,21 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   WQ_TRY(wq_graph_resolve_ops(g, err));
   WQ_TRY(check_dtypes(g, err));
   WQ_TRY(bind_input_shapes(g, opts, err));
+  /* Lowering to int8 ops needs to know which folded constants were int8
+   * weights behind a DequantizeLinear: capture that before folding. */
+  bool lower = !(opts && opts->no_lowering);
+  wq_lower_capture *capture = NULL;
+  if (lower)
+    WQ_TRY(wq_lower_capture_new(g, &capture, err));
   wq_fold_stats stats;
-  WQ_TRY(wq_pass_fold_constants(g, !(opts && opts->no_constant_folding), &stats, err));
+  wq_status st = wq_pass_fold_constants(g, !(opts && opts->no_constant_folding), &stats, err);
   m->nodes_folded = stats.nodes_folded;
+  if (st == WQ_OK && lower) {
+    wq_lower_options lower_opts = {.strict = opts && opts->lower_strict};
+    st = wq_pass_lower(g, capture, &lower_opts, NULL, err);
+  }
+  wq_lower_capture_free(capture);
+  WQ_TRY(st);
   WQ_TRY(plan_nodes(g, err));
   WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
   size_t nt = (size_t)g->n_tensors + 1;
@@ -318,3 +331,5 @@ const wq_value *wq_model_result(const wq_model *m, int i) {
     return NULL;
   return &m->results[i];
 }
+
+char *wq_model_describe_lowered(const wq_model *m) { return wq_lower_describe(m->ir->graph); }

@@ -104,7 +104,7 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
         dims64[at] = shape_dims[at];
     }
   }
-  wq_load_options opts = {shapes, (int)n_shapes, 0};
+  wq_load_options opts = {.input_shapes = shapes, .n_input_shapes = (int)n_shapes};
   wq_model *loaded = NULL;
   wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
   free(shapes);

@@ -21,6 +21,8 @@ typedef struct {
   const wq_input_shape *input_shapes; /* optional, may be NULL */
   int n_input_shapes;
   int no_constant_folding; /* 1 keeps Shape/Constant chains as nodes (debugging) */
+  int no_lowering;  /* 1 runs QDQ/QLinear graphs op by op with float Q/DQ (no int8 ops) */
+  int lower_strict; /* 1 fails naming a quantized node that cannot be lowered to int8 */
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input
@@ -62,6 +64,11 @@ typedef struct {
   int plans_built;          /* plans computed so far (load + re-plans) */
 } wq_memory_info;
 void wq_model_memory(const wq_model *m, wq_memory_info *out);
+
+/* After lowering, one entry per node: the int8 op it became with the
+ * quantization parameters of its tensors, or why it stayed float. A
+ * malloc'ed string the caller frees (NULL when out of memory). */
+char *wq_model_describe_lowered(const wq_model *m);
 
 /* Human-readable summary (inputs, outputs, opsets, op histogram, parameter
  * count and bytes) as a malloc'ed string the caller frees. */

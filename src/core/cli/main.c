@@ -17,7 +17,10 @@ static int usage(void) {
                   "  wasmq info MODEL\n"
                   "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
                   "                  [--shape NAME=1x3x224x224]... [--out DIR]\n"
-                  "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n");
+                  "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n"
+                  "  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and\n"
+                  "                               qparams, or why it stayed float\n"
+                  "  run/info options: --no-lower (float Q/DQ op by op), --strict-int8\n");
   return 2;
 }
 
@@ -77,16 +80,41 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
   return m;
 }
 
+/* --no-lower / --strict-int8: the int8 lowering load options. */
+static int lowering_option(const char *arg, wq_load_options *opts) {
+  if (strcmp(arg, "--no-lower") == 0)
+    opts->no_lowering = 1;
+  else if (strcmp(arg, "--strict-int8") == 0)
+    opts->lower_strict = 1;
+  else
+    return 0;
+  return 1;
+}
+
 static int cmd_info(int argc, char **argv) {
-  if (argc != 1)
+  if (argc < 1)
     return usage();
+  int lowered = 0;
+  wq_load_options opts = {0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--lowered") == 0)
+      lowered = 1;
+    else if (!lowering_option(argv[i], &opts))
+      return usage();
+  }
   int rc;
-  wq_model *m = load_model(argv[0], NULL, &rc);
+  wq_model *m = load_model(argv[0], &opts, &rc);
   if (!m)
     return rc;
   char *text = wq_model_describe(m);
   if (text)
     fputs(text, stdout);
+  if (text && lowered) {
+    free(text);
+    text = wq_model_describe_lowered(m);
+    if (text)
+      fputs(text, stdout);
+  }
   free(text);
   wq_model_free(m);
   return text ? 0 : 1;
@@ -180,6 +208,7 @@ static int cmd_run(int argc, char **argv) {
   const char *input_args[MAX_CLI_INPUTS];
   cli_shape shapes[MAX_CLI_INPUTS];
   int n_input_args = 0, n_shapes = 0;
+  wq_load_options lower_flags = {0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && n_input_args < MAX_CLI_INPUTS) {
       input_args[n_input_args++] = argv[++i];
@@ -195,6 +224,8 @@ static int cmd_run(int argc, char **argv) {
       n_shapes++;
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out_dir = argv[++i];
+    } else if (lowering_option(argv[i], &lower_flags)) {
+      continue;
     } else {
       fprintf(stderr, "wasmq: unknown or incomplete option %s\n", argv[i]);
       return usage();
@@ -216,7 +247,8 @@ static int cmd_run(int argc, char **argv) {
     snprintf(names[s], sizeof names[s], "%.*s", (int)len, shapes[s].name);
     load_shapes[n_load_shapes++] = (wq_input_shape){names[s], shapes[s].rank, shapes[s].dims};
   }
-  wq_load_options opts = {load_shapes, n_load_shapes, 0};
+  wq_load_options opts = {load_shapes, n_load_shapes, 0, lower_flags.no_lowering,
+                          lower_flags.lower_strict};
   m = load_model(model_path, &opts, &rc);
   if (!m)
     return rc;

@@ -142,9 +142,12 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
   }
   wq_status st = lower_attach_qparams(&c, err);
+  if (st == WQ_OK)
+    st = lower_move_quantization(&c, err);
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
-    if (c.absorbed[i] || is_int8_domain(&g->nodes[i])) {
-      lowered[i] = lowered[i] || is_int8_domain(&g->nodes[i]);
+    if (c.absorbed[i] || is_int8_domain(&g->nodes[i]) || wq_lower_why(&g->nodes[i])) {
+      /* Already int8: a wasmq op, or moved onto int8 data above. */
+      lowered[i] = true;
       continue;
     }
     if (lower_is_op(&g->nodes[i], "QuantizeLinear") ||

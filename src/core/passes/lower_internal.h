@@ -133,6 +133,12 @@ bool lower_output_sink(lower_ctx *c, int t, bool fuse_activation, lower_sink *ou
 /* Marks the sink's nodes absorbed and appends their description to buf. */
 void lower_absorb_sink(lower_ctx *c, const lower_sink *s, char *buf, size_t cap);
 
+/* ---- lower_move.c ---------------------------------------------------------- */
+
+/* Hoists QuantizeLinear above, and sinks DequantizeLinear below, ops that
+ * only move elements, so those ops run on int8 data (see lower_move.c). */
+wq_status lower_move_quantization(lower_ctx *c, wq_error *err);
+
 /* ---- per family ------------------------------------------------------------ */
 
 /* Each tries node i; WQ_OK whether or not it lowered (reason in c->why when
