@@ -150,11 +150,19 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
       lowered[i] = true;
       continue;
     }
-    if (lower_is_op(&g->nodes[i], "QuantizeLinear") ||
-        lower_is_op(&g->nodes[i], "DequantizeLinear"))
-      continue; /* explained once the others are done */
     c.why[0] = '\0';
     bool done = false;
+    if (lower_is_op(&g->nodes[i], "DequantizeLinear"))
+      continue; /* explained once the others are done */
+    if (lower_is_op(&g->nodes[i], "QuantizeLinear")) {
+      st = lower_requantize(&c, i, &done, err);
+      if (st == WQ_OK && done && !c.absorbed[i]) {
+        lowered[i] = true;
+        c.stats.nodes_lowered++;
+        st = lower_set_why(&g->nodes[i], c.why, err);
+      }
+      continue; /* otherwise explained once the others are done */
+    }
     st = try_node(&c, i, &done, err);
     if (st != WQ_OK)
       break;

@@ -388,3 +388,44 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   *done = true;
   return WQ_OK;
 }
+
+/* ---- DequantizeLinear → QuantizeLinear -------------------------------------- */
+
+wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *q = &g->nodes[i];
+  int x = lower_activation_input(c, q->inputs[0], "input");
+  if (x < 0)
+    return WQ_OK;
+  int y = q->outputs[0];
+  const wq_tensor *yt = &g->tensors[y];
+  if ((yt->dtype != WQ_DT_INT8 && yt->dtype != WQ_DT_UINT8) || !yt->qparams ||
+      !wq_qparams_is_per_tensor(yt->qparams))
+    return lower_why(c, "'%s' is not quantized per tensor to int8/uint8", yt->name);
+  const int dq = lower_producer(c, q->inputs[0]);
+  const wq_qparams *xq = g->tensors[x].qparams;
+  if (lower_per_tensor_equal(xq, yt->qparams) && !yt->is_output) {
+    /* Same parameters: the codes pass through; readers of y read x. */
+    for (int j = 0; j < g->n_nodes; j++)
+      for (int k = 0; k < g->nodes[j].n_inputs; k++)
+        if (g->nodes[j].inputs[k] == y)
+          g->nodes[j].inputs[k] = x;
+    c->absorbed[i] = true;
+    c->stats.nodes_absorbed++;
+    lower_why(c, "removed: DequantizeLinear '%s' + QuantizeLinear with equal parameters",
+              g->nodes[dq].name);
+    *done = true;
+    return WQ_OK;
+  }
+  uint8_t *table = malloc(256);
+  if (!table)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, q->name, "lowering: out of memory");
+  requant_table(xq, yt->qparams, table);
+  char why[WQ_LOWER_WHY_MAX];
+  snprintf(why, sizeof why, "QLookup from DequantizeLinear '%s' + QuantizeLinear: requantization",
+           g->nodes[dq].name);
+  WQ_TRY(rewrite_as_lookup(c, i, x, y, yt->dtype, table, err));
+  lower_why(c, "%s", why);
+  *done = true;
+  return WQ_OK;
+}

@@ -153,6 +153,9 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err);
+/* QuantizeLinear(DequantizeLinear(x)): x itself (equal parameters) or a
+ * requantizing QLookup. */
+wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err);
 
 bool lower_is_lookup_op(const wq_node *n);
 bool lower_is_data_movement_op(const wq_node *n);
