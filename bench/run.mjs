@@ -228,10 +228,10 @@ function printTable(header, rows) {
   for (const r of rows) console.log(line(r));
 }
 
-/** Whether our load of an int8 model ran wasmq's lowered int8 ops. */
+/** Whether our load of an int8 model ran wasmq's int8 ops (null: unknown). */
 function loweredFrom(cell) {
-  if (!cell?.describe) return null;
-  return /wasmq|lowered|QGemm|QConv/.test(cell.describe.split('\nops:')[1] ?? '') || /lowered/.test(cell.describe);
+  if (!cell?.nodes) return null;
+  return cell.nodes.int8 > 0;
 }
 
 async function main() {
@@ -302,10 +302,10 @@ async function main() {
   log(`[${done}/${total}] kernels: dot_i16x8 peak and int8 GEMM GOPS ...`);
   const kernels = dotPeakError
     ? { dotPeak: { error: dotPeakError }, gemm: [], sgemm: [], notes: [] }
-    : await runWorker({ kind: 'kernels', dotPeakWasm: DOT_PEAK_WASM, reps: 5 }, opts.timeout);
+    : await runWorker({ kind: 'kernels', dotPeakWasm: DOT_PEAK_WASM, reps: 9 }, opts.timeout);
   if (dotPeakError && !kernels.error) {
     // Still measure the GEMM even without our peak loop.
-    const k = await runWorker({ kind: 'kernels', dotPeakWasm: '/nonexistent', reps: 5 }, opts.timeout);
+    const k = await runWorker({ kind: 'kernels', dotPeakWasm: '/nonexistent', reps: 9 }, opts.timeout);
     Object.assign(kernels, { gemm: k.gemm ?? [], sgemm: k.sgemm ?? [], kernelDotPeakGops: k.kernelDotPeakGops });
   }
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
@@ -349,9 +349,15 @@ async function main() {
     table.map((t) => t.text),
   );
   if (anyUnlowered) {
-    console.log('\n† ours int8 ran the quantized graph op by op on the ONNX reference int8 ops (Q/DQ around float ops, ConvInteger, …):');
-    console.log('  the lowering pass onto wasmq int8 kernels is not wired into the load pipeline yet.');
+    console.log('\n† ours int8 ran no wasmq int8 op: the quantized graph ran op by op (Q/DQ around float ops, ONNX reference int8 ops).');
   }
+  const lowering = table
+    .filter((t) => t.cells.oursInt8?.nodes)
+    .map((t) => {
+      const n = t.cells.oursInt8.nodes;
+      return `  ${t.row.name}: ${n.int8} int8, ${n.float} float, ${n.qdq} Q/DQ`;
+    });
+  if (lowering.length) console.log(`\nours int8, nodes after lowering:\n${lowering.join('\n')}`);
 
   // Errors in full, and output agreement (sampled) between the runtimes.
   const errors = [];
@@ -374,14 +380,14 @@ async function main() {
     const m = r.memory;
     arena.push(
       `  ${relative(MODELS, key.slice(5)).padEnd(48)} ${(m.arenaBytes / 1048576).toFixed(2).padStart(7)} MB, lower bound ` +
-        `${(m.lowerBoundBytes / 1048576).toFixed(2).padStart(7)} MB (${(m.arenaBytes / Math.max(1, m.lowerBoundBytes)).toFixed(3)}×), ` +
+        `${(m.lowerBoundBytes / 1048576).toFixed(2).padStart(7)} MB (${m.lowerBoundBytes ? `${(m.arenaBytes / m.lowerBoundBytes).toFixed(3)}×` : '—'}), ` +
         `${(m.unsharedBytes / 1048576).toFixed(2)} MB without reuse`,
     );
   }
   if (arena.length) console.log(`\narena (intermediates):\n${arena.join('\n')}`);
 
   // Kernels.
-  console.log('\nint8 kernels (best of 5, GOPS = 2 ops per multiply-add):');
+  console.log('\nint8 kernels (best of 9 interleaved rounds, GOPS = 2 ops per multiply-add):');
   const peak = kernels.dotPeak?.gops;
   if (kernels.error) console.log(`  error: ${kernels.error}`);
   if (kernels.dotPeak?.error) console.log(`  i32x4.dot_i16x8_s peak: error: ${kernels.dotPeak.error}`);
@@ -424,7 +430,7 @@ async function main() {
         inputShapes: t.row.inputShapes,
         oursInt8Lowered: t.lowered,
         ...Object.fromEntries(
-          Object.entries(t.cells).map(([k, c]) => [k, c ? (({ describe, output, ...rest }) => ({ ...rest, outputDims: output?.dims }))(c) : null]),
+          Object.entries(t.cells).map(([k, c]) => [k, c ? (({ output, ...rest }) => ({ ...rest, outputDims: output?.dims }))(c) : null]),
         ),
         agreementInt8: agreement(t.cells.oursInt8, t.cells.ortInt8),
         agreementFloat: agreement(t.cells.oursFloat, t.cells.ortFloat),

@@ -56,10 +56,20 @@ async function benchOurs(spec) {
     ...summarize(times),
     output: { name: model.outputs[0].name, dims: first.dims, sample: sample(first.data) },
     memory: { ...model.memory },
-    describe: model.describe(),
+    nodes: nodeKinds(model),
   };
   model.dispose();
   return result;
+}
+
+/** How many nodes run as int8 ops, float ops and Q/DQ conversions after lowering. */
+function nodeKinds(model) {
+  if (typeof model.describeLowered !== 'function') return null;
+  const counts = { int8: 0, float: 0, qdq: 0 };
+  for (const m of model.describeLowered().matchAll(/^\s*\[(int8|float|q\/dq)\s*\]/gm)) {
+    counts[m[1] === 'q/dq' ? 'qdq' : m[1]]++;
+  }
+  return counts;
 }
 
 async function benchOrt(spec) {
@@ -90,49 +100,58 @@ async function benchOrt(spec) {
   return result;
 }
 
-/** Best of `reps` timings of fn(iters) with iters sized to ~target seconds. */
-function bestSeconds(fn, reps, targetSeconds, itersStart = 1) {
+/** Iterations that make fn(iters) take about targetSeconds. */
+function calibrate(fn, targetSeconds, itersStart = 1) {
   let iters = itersStart;
   for (;;) {
-    const t0 = performance.now();
-    const measured = fn(iters);
-    const seconds = measured ?? (performance.now() - t0) / 1e3;
-    if (seconds < 0) throw new Error('the kernel could not run');
-    if (seconds >= targetSeconds / 4 || iters > 2 ** 30) break;
-    iters = Math.ceil(iters * Math.min(64, (targetSeconds / Math.max(seconds, 1e-6)) * 1.1));
+    const seconds = timeCall(fn, iters);
+    if (seconds >= targetSeconds / 2 || iters > 2 ** 30) return iters;
+    iters = Math.ceil(iters * Math.min(64, (targetSeconds / Math.max(seconds, 1e-6)) * 1.05));
   }
-  let best = Infinity;
-  const all = [];
-  for (let r = 0; r < reps; r++) {
-    const t0 = performance.now();
-    const measured = fn(iters);
-    const seconds = measured ?? (performance.now() - t0) / 1e3;
-    all.push(seconds);
-    best = Math.min(best, seconds);
-  }
-  const sorted = all.sort((a, b) => a - b);
-  return { iters, best, median: sorted[sorted.length >> 1] };
 }
 
+/** Seconds of fn(iters): what fn reports (a kernel timing itself), else wall time. */
+function timeCall(fn, iters) {
+  const t0 = performance.now();
+  const reported = fn(iters);
+  const seconds = reported ?? (performance.now() - t0) / 1e3;
+  if (!(seconds >= 0)) throw new Error('the kernel could not run');
+  return seconds;
+}
+
+/**
+ * The peak loops and the GEMM kernels, measured in interleaved rounds so a
+ * busy moment on a shared machine hits all of them alike; each item keeps
+ * its best round (what the code can do) and its median.
+ */
 async function benchKernels(spec) {
   const result = { dotPeak: null, gemm: [], sgemm: [], notes: [] };
+  const items = []; // {ops(iters), fn, iters, seconds: []}
+  const add = (item, startIters = 1) => {
+    try {
+      item.iters = calibrate(item.fn, 0.08, startIters);
+      item.seconds = [];
+      items.push(item);
+    } catch (e) {
+      item.error = e.message;
+    }
+    return item;
+  };
   // The dot_i16x8 peak: our own register-resident loops, separate wasm.
+  const peakItems = [];
   try {
     const { instance } = await WebAssembly.instantiate(readFileSync(spec.dotPeakWasm), {});
-    const variants = [];
     for (const [name, fn] of Object.entries(instance.exports)) {
       const m = /^dot_(peak_(\d+)x(\d+)|chain_(\d+))$/.exec(name);
       if (!m || typeof fn !== 'function') continue;
       const dots = m[2] ? Number(m[2]) * Number(m[3]) : Number(m[4]);
-      const t = bestSeconds((iters) => void fn(iters), spec.reps, 0.15, 1000);
-      variants.push({ name, gops: (t.iters * dots * 16) / t.best / 1e9, medianGops: (t.iters * dots * 16) / t.median / 1e9 });
+      peakItems.push(add({ name, ops: (iters) => iters * dots * 16, fn: (iters) => void fn(iters) }, 1000));
     }
-    variants.sort((a, b) => b.gops - a.gops);
-    result.dotPeak = { gops: variants[0].gops, variant: variants[0].name, variants };
+    if (peakItems.length === 0) throw new Error(`no dot_* loops exported by ${spec.dotPeakWasm}`);
   } catch (e) {
     result.dotPeak = { error: e.message };
   }
-  // Our GEMM micro-kernel through the SIMD engineer's exported entry.
+  // Our GEMM micro-kernel through the kernel library's exported entries.
   const wasmq = await import(pathToFileURL(join(ROOT, 'src/js/index.mjs')).href);
   const core = await wasmq.getCore();
   const shapes = [
@@ -140,36 +159,63 @@ async function benchKernels(spec) {
     [1, 1024, 1024],
     [3136, 64, 576],
   ];
+  const gemmItems = [];
+  const sgemmItems = [];
   for (const [m, n, k] of shapes) {
-    const entry = { m, n, k };
-    if (typeof core._wqx_bench_qgemm !== 'function') entry.error = 'n/a (no wqx_bench_qgemm in the wasm)';
-    else {
-      try {
-        const t = bestSeconds((iters) => core._wqx_bench_qgemm(m, n, k, iters), spec.reps, 0.15);
-        entry.gops = (2 * m * n * k * t.iters) / t.best / 1e9;
-        entry.medianGops = (2 * m * n * k * t.iters) / t.median / 1e9;
-        entry.ms = (t.best / t.iters) * 1e3;
-      } catch (e) {
-        entry.error = e.message;
-      }
+    const ops = (iters) => 2 * m * n * k * iters;
+    if (typeof core._wqx_bench_qgemm !== 'function') {
+      gemmItems.push({ m, n, k, error: 'n/a (no wqx_bench_qgemm in the wasm)' });
+    } else {
+      gemmItems.push(add({ m, n, k, ops, fn: (iters) => core._wqx_bench_qgemm(m, n, k, iters) }));
     }
-    result.gemm.push(entry);
     if (typeof core._wqx_bench_sgemm === 'function') {
+      sgemmItems.push(add({ m, n, k, ops, fn: (iters) => core._wqx_bench_sgemm(m, n, k, iters) }));
+    }
+  }
+  let libPeak = null;
+  if (typeof core._wqx_bench_dot_peak === 'function' && typeof core._wqx_bench_dot_peak_ops === 'function') {
+    libPeak = add({ ops: (iters) => core._wqx_bench_dot_peak_ops(iters), fn: (iters) => core._wqx_bench_dot_peak(iters) });
+  }
+
+  for (let round = 0; round < spec.reps; round++) {
+    for (const item of items) {
       try {
-        const t = bestSeconds((iters) => core._wqx_bench_sgemm(m, n, k, iters), spec.reps, 0.15);
-        result.sgemm.push({ m, n, k, gflops: (2 * m * n * k * t.iters) / t.best / 1e9 });
+        item.seconds.push(timeCall(item.fn, item.iters));
       } catch (e) {
-        result.sgemm.push({ m, n, k, error: e.message });
+        item.error = e.message;
       }
     }
   }
-  if (typeof core._wqx_bench_dot_peak === 'function' && typeof core._wqx_bench_dot_peak_ops === 'function') {
-    try {
-      const t = bestSeconds((iters) => core._wqx_bench_dot_peak(iters), spec.reps, 0.15);
-      result.kernelDotPeakGops = core._wqx_bench_dot_peak_ops(t.iters) / t.best / 1e9;
-    } catch (e) {
-      result.notes.push(`wqx_bench_dot_peak: ${e.message}`);
-    }
+  const rate = (item) => {
+    if (item.error || !item.seconds?.length) return { error: item.error ?? 'not measured' };
+    const sorted = [...item.seconds].sort((a, b) => a - b);
+    const ops = item.ops(item.iters);
+    return {
+      best: ops / sorted[0] / 1e9,
+      median: ops / sorted[sorted.length >> 1] / 1e9,
+      ms: (sorted[0] / item.iters) * 1e3,
+    };
+  };
+  if (!result.dotPeak) {
+    const variants = peakItems
+      .map((p) => ({ name: p.name, ...rate(p) }))
+      .filter((v) => !v.error)
+      .map((v) => ({ name: v.name, gops: v.best, medianGops: v.median }))
+      .sort((a, b) => b.gops - a.gops);
+    result.dotPeak = variants.length ? { gops: variants[0].gops, variant: variants[0].name, variants } : { error: 'no peak loop ran' };
+  }
+  for (const g of gemmItems) {
+    const r = g.error ? { error: g.error } : rate(g);
+    result.gemm.push(r.error ? { m: g.m, n: g.n, k: g.k, error: r.error } : { m: g.m, n: g.n, k: g.k, gops: r.best, medianGops: r.median, ms: r.ms });
+  }
+  for (const g of sgemmItems) {
+    const r = rate(g);
+    result.sgemm.push(r.error ? { m: g.m, n: g.n, k: g.k, error: r.error } : { m: g.m, n: g.n, k: g.k, gflops: r.best, ms: r.ms });
+  }
+  if (libPeak) {
+    const r = rate(libPeak);
+    if (r.error) result.notes.push(`wqx_bench_dot_peak: ${r.error}`);
+    else result.kernelDotPeakGops = r.best;
   }
   return result;
 }

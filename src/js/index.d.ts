@@ -85,6 +85,8 @@ export interface Model {
   run(feeds: Record<string, Feed | TensorData>): Promise<Record<string, Tensor>>;
   /** The core's text summary: inputs, outputs, opsets, op histogram, parameters. */
   describe(): string;
+  /** The lowered graph: per node, the int8 op it runs (with its tensors' qparams) or why it stayed float. */
+  describeLowered(): string;
   /**
    * Arena memory for intermediates, as planned for the latest run (or at load
    * when every shape is static). Throws 'WQ_ERR_DISPOSED' after dispose().

@@ -346,6 +346,22 @@ class Model {
   }
 
   /**
+   * The lowered graph, one entry per node: the int8 op it runs (with the
+   * quantization parameters of its tensors) or why it stayed float.
+   */
+  describeLowered() {
+    this.#live();
+    const core = this.#core;
+    const ptr = core._wqx_describe_lowered(this.#handle);
+    if (!ptr) throw new WasmqError('describeLowered failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    try {
+      return core.UTF8ToString(ptr);
+    } finally {
+      core._wqx_free(ptr);
+    }
+  }
+
+  /**
    * Arena memory for intermediate tensors, as planned for the latest run (or
    * at load when every shape is static): {planned, arenaBytes,
    * lowerBoundBytes, unsharedBytes, tensors}. Before the first run of a model

@@ -77,6 +77,9 @@ int32_t wqx_arena_tensor_count(const wqx_model *model);
 
 /* wq_model_describe; free with wqx_free. */
 char *wqx_describe(const wqx_model *model);
+/* wq_model_describe_lowered (one entry per node: int8 op or why it stayed
+ * float); free with wqx_free. */
+char *wqx_describe_lowered(const wqx_model *model);
 
 /* --- tensors and conformance ------------------------------------------ */
 /* Bytes per element of a dtype (0 for unsupported), and its ONNX name. */
