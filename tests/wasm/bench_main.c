@@ -36,6 +36,23 @@ int main(int argc, char **argv) {
     printf("qgemm %4dx%4dx%4d: %8.3f ms  %5.1f GOPS  %3.0f%% of peak\n", m, n, k, s / iters * 1e3,
            gops, 100.0 * gops / peak);
   }
+  /* The small CNN's convolutions (smallcnn_qdq, 224x224 input). */
+  static const int convs[][8] = {{224, 224, 3, 32, 3, 2, 1, 20},
+                                 {112, 112, 32, 32, 3, 1, 32, 20},
+                                 {112, 112, 32, 64, 1, 1, 1, 20}};
+  for (int i = 0; i < 3; i++) {
+    const int *c = convs[i];
+    double s = 1e30;
+    for (int round = 0; round < 3; round++) {
+      double r = wqx_bench_qconv(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
+      if (r < s)
+        s = r;
+    }
+    int oh = (c[0] - 1) / c[5] + 1, ow = (c[1] - 1) / c[5] + 1;
+    double ops = 2.0 * oh * ow * c[3] * (c[2] / c[6]) * c[4] * c[4];
+    printf("qconv %dx%dx%d->%d k%d s%d g%d: %7.3f ms  %5.1f GOPS\n", c[0], c[1], c[2], c[3], c[4],
+           c[5], c[6], s / c[7] * 1e3, ops * c[7] / s * 1e-9);
+  }
   double fs = wqx_bench_sgemm(256, 256, 256, (int)(10 * scale) + 1);
   if (fs > 0)
     printf("sgemm  256x 256x 256: %8.3f ms  %5.1f GFLOPS\n", fs / ((int)(10 * scale) + 1) * 1e3,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <wasm_simd128.h>
 
+#include "../qconv.h"
 #include "../qgemm.h"
 #include "../sgemm.h"
 
@@ -66,6 +67,70 @@ done:
   free(y);
   free(mult);
   free(bias);
+  return seconds;
+}
+
+EMSCRIPTEN_KEEPALIVE double wqx_bench_qconv(int h, int w, int c, int m, int k, int stride,
+                                            int group, int iters) {
+  if (h < 1 || w < 1 || c < 1 || m < 1 || k < 1 || stride < 1 || group < 1 || c % group ||
+      m % group || iters < 1)
+    return -1.0;
+  wq_qconv_desc d = {.batch = 1,
+                     .in_channels = c,
+                     .out_channels = m,
+                     .group = group,
+                     .x_dtype = WQ_DT_UINT8,
+                     .x_zero_point = 128,
+                     .w_dtype = WQ_DT_INT8,
+                     .multiplier_count = m,
+                     .y_dtype = WQ_DT_UINT8,
+                     .y_zero_point = 0,
+                     .y_min = 0,
+                     .y_max = 255};
+  d.geo.n_spatial = 2;
+  for (int i = 0; i < 2; i++) {
+    d.geo.in[i] = i == 0 ? h : w;
+    d.geo.kernel[i] = k;
+    d.geo.stride[i] = stride;
+    d.geo.dilation[i] = 1;
+    d.geo.pad_begin[i] = d.geo.pad_end[i] = (k - 1) / 2;
+  }
+  if (wq_conv_geometry_resolve(&d.geo, WQ_AUTO_PAD_NOTSET, false) >= 0)
+    return -1.0;
+  size_t in_size = (size_t)h * (size_t)w * (size_t)c;
+  size_t out_size = (size_t)wq_conv_geometry_out_size(&d.geo) * (size_t)m;
+  size_t w_size = (size_t)m * (size_t)(c / group) * (size_t)k * (size_t)k;
+  uint8_t *x = malloc(in_size), *y = malloc(out_size);
+  int8_t *wt = malloc(w_size);
+  float *mult = malloc(sizeof(float) * (size_t)m);
+  double seconds = -1.0;
+  wq_qconv_plan plan = {0};
+  if (!x || !y || !wt || !mult)
+    goto done;
+  uint32_t s = 4242;
+  for (size_t i = 0; i < in_size; i++)
+    x[i] = (uint8_t)next_random(&s);
+  for (size_t i = 0; i < w_size; i++)
+    wt[i] = (int8_t)next_random(&s);
+  for (int j = 0; j < m; j++)
+    mult[j] = 1.0f / (float)(64 * (c / group) * k * k);
+  d.w = wt;
+  d.multiplier = mult;
+  if (wq_qconv_plan_init(&plan, &d, "bench", NULL) != WQ_OK)
+    goto done;
+  if (wq_qconv_run(&plan, x, y, NULL) != WQ_OK)
+    goto done;
+  double t0 = emscripten_get_now();
+  for (int it = 0; it < iters; it++)
+    if (wq_qconv_run(&plan, x, y, NULL) != WQ_OK)
+      goto done;
+  seconds = (emscripten_get_now() - t0) * 1e-3;
+done:
+  wq_qconv_plan_free(&plan);
+  free(x);
+  free(y);
+  free(wt);
+  free(mult);
   return seconds;
 }
 

@@ -15,6 +15,11 @@ double wqx_bench_qgemm(int m, int n, int k, int iters);
 double wqx_bench_dot_peak(int iters);
 double wqx_bench_dot_peak_ops(int iters);
 
+/* int8 NHWC convolution, 1 x h x w x c -> m channels, k x k kernel, pads
+ * (k - 1) / 2, given stride and group, uint8 activations, int8 weights.
+ * Ops = 2 * out_pixels * m * (c / group) * k * k per run. */
+double wqx_bench_qconv(int h, int w, int c, int m, int k, int stride, int group, int iters);
+
 /* Float GEMM m x n x k (the f32x4 fallback kernel), 2 * m * n * k flops. */
 double wqx_bench_sgemm(int m, int n, int k, int iters);
 

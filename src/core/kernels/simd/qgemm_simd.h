@@ -6,19 +6,30 @@
  * c = 0..7, the pair W'(2kp, c), W'(2kp + 1, c). i16x8.extend_{low,high}
  * of a block gives two vectors whose i32 lanes are column pairs, ready for
  * i32x4.dot_i16x8_s against an activation pair broadcast by
- * v128.load32_splat. k_padded is a multiple of 4 (two pairs per loop step);
+ * v128.load32_splat. k_padded is even (whole pairs);
  * padding weights are 0. */
 #ifndef WQ_KERNELS_SIMD_QGEMM_SIMD_H
 #define WQ_KERNELS_SIMD_QGEMM_SIMD_H
 
 #include "../qgemm.h"
 
-enum { WQ_QGEMM_MR = 4, WQ_QGEMM_NR = 8, WQ_QGEMM_KR = 4 };
+enum { WQ_QGEMM_MR = 4, WQ_QGEMM_NR = 8, WQ_QGEMM_KR = 2 };
 
 wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
                              wq_error *err);
 
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err);
+
+/* Fills one activation panel (see qgemm_ukernel.h) with rows
+ * [row0, row0 + rows) of A, rows <= WQ_QGEMM_MR; every one of the
+ * p->k_padded slots of all MR panel rows must be written (rows past `rows`
+ * may repeat a valid row; slots without input hold the zero point). */
+typedef void (*wq_simd_panel_fn)(const void *ctx, int64_t row0, int64_t rows, int16_t *panel);
+
+/* The GEMM with A's rows produced by `fill` (im2col convolutions): Y row i
+ * at y + i * ldy for i < m. */
+wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_panel_fn fill,
+                                   const void *ctx, void *y, int64_t ldy, wq_error *err);
 
 #endif

@@ -115,12 +115,45 @@ static void widen_row(const wq_qgemm_packed *p, const uint8_t *a, int16_t *a16) 
     a16[k] = (int16_t)p->a_zero_point;
 }
 
+/* Rows of a dense A (row stride lda) as panels. */
+typedef struct {
+  const wq_qgemm_packed *p;
+  const uint8_t *a;
+  int64_t lda;
+} dense_rows;
+
+static void fill_dense_panel(const void *ctx, int64_t row0, int64_t rows, int16_t *panel) {
+  const dense_rows *d = ctx;
+  const void *src[4];
+  for (int r = 0; r < 4; r++)
+    src[r] = d->a + (row0 + (r < rows ? r : rows - 1)) * d->lda;
+  wq_simd_panel_pack(panel, 0, src, d->p->k, d->p->a_dtype, d->p->a_zero_point);
+  wq_simd_panel_fill(panel, d->p->k + (d->p->k & 1), d->p->k_padded, d->p->a_zero_point);
+}
+
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err) {
+  if (m == 1) {
+    /* aligned_alloc wants a multiple of the alignment. */
+    int16_t *row = aligned_alloc(16, (size_t)(p->k_padded * 2 + 15) / 16 * 16);
+    if (!row)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
+                     "qgemm: cannot allocate %lld bytes of scratch", (long long)(p->k_padded * 2));
+    widen_row(p, a, row);
+    gemv(p, row, y);
+    free(row);
+    return WQ_OK;
+  }
+  dense_rows rows = {p, a, lda};
+  return wq_simd_qgemm_run_panels(p, m, fill_dense_panel, &rows, y, ldy, err);
+}
+
+wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_panel_fn fill,
+                                   const void *ctx, void *y, int64_t ldy, wq_error *err) {
   if (m <= 0)
     return WQ_OK;
-  /* Row blocks of up to `block_rows` rows are widened into panels that stay
-   * in L1 (~16 KB) while every column tile's weights pass over them once. */
+  /* Row blocks of up to 16 panels are widened into scratch that stays in L1
+   * (~16 KB) while every column tile's weights pass over them once. */
   const int64_t panel_elems = p->k_padded * WQ_QGEMM_MR;
   int64_t block_panels = (16384 / 2) / panel_elems;
   block_panels = block_panels < 1 ? 1 : (block_panels > 16 ? 16 : block_panels);
@@ -131,18 +164,10 @@ wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
   if (!panels)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
                    (long long)(panel_elems * block_panels * 2));
-  const uint8_t *a8 = a;
   uint8_t *y8 = y;
-  if (m == 1) {
-    widen_row(p, a8, panels);
-    gemv(p, panels, y8);
-    free(panels);
-    return WQ_OK;
-  }
   const wq_simd_requant q = wq_simd_requant_init(p);
   const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
   const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
-  const int64_t k_even = p->k + (p->k & 1);
   const int64_t block_rows = block_panels * WQ_QGEMM_MR;
   v128_t row_sums[16];
   for (int64_t b0 = 0; b0 < m; b0 += block_rows) {
@@ -151,12 +176,8 @@ wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
     for (int64_t pi = 0; pi < panels_here; pi++) {
       int64_t i0 = b0 + pi * WQ_QGEMM_MR;
       int64_t mr = m - i0 < WQ_QGEMM_MR ? m - i0 : WQ_QGEMM_MR;
-      const void *rows[4];
-      for (int r = 0; r < 4; r++)
-        rows[r] = a8 + (i0 + (r < mr ? r : mr - 1)) * lda;
       int16_t *panel = panels + pi * panel_elems;
-      wq_simd_panel_pack(panel, 0, rows, p->k, p->a_dtype, p->a_zero_point);
-      wq_simd_panel_fill(panel, k_even, p->k_padded, p->a_zero_point);
+      fill(ctx, i0, mr, panel);
       row_sums[pi] = p->has_w_zero_point
                          ? wq_simd_panel_centered_sums(panel, p->k_padded, p->a_zero_point)
                          : wasm_i32x4_splat(0);

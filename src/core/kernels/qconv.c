@@ -1,0 +1,189 @@
+#include "qconv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/ref_qconv_nhwc.h"
+#ifdef __wasm_simd128__
+#include "simd/qconv_simd.h"
+#endif
+
+const char *wq_qconv_algo_name(wq_qconv_algo algo) {
+  switch (algo) {
+  case WQ_QCONV_GEMM_1X1: return "gemm_1x1";
+  case WQ_QCONV_IM2COL_GEMM: return "im2col_gemm";
+  case WQ_QCONV_DEPTHWISE: return "depthwise";
+  case WQ_QCONV_GROUPED_GEMM: return "grouped_gemm";
+  }
+  return "unknown";
+}
+
+static bool is_q8(wq_dtype t) { return t == WQ_DT_INT8 || t == WQ_DT_UINT8; }
+static int32_t q8_min(wq_dtype t) { return t == WQ_DT_UINT8 ? 0 : -128; }
+static int32_t q8_max(wq_dtype t) { return t == WQ_DT_UINT8 ? 255 : 127; }
+
+static wq_status check_desc(const wq_qconv_desc *d, const char *node, wq_error *err) {
+  const wq_conv_geometry *g = &d->geo;
+  if (g->n_spatial < 1 || g->n_spatial > 2)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node,
+                   "qconv: %d spatial dims (the NHWC kernels take 1 or 2)", g->n_spatial);
+  if (d->batch < 0 || d->in_channels < 1 || d->out_channels < 1 || d->group < 1 ||
+      d->in_channels % d->group || d->out_channels % d->group)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node,
+                   "qconv: channels %lld -> %lld do not split into %lld groups",
+                   (long long)d->in_channels, (long long)d->out_channels, (long long)d->group);
+  for (int i = 0; i < g->n_spatial; i++)
+    if (g->in[i] < 1 || g->kernel[i] < 1 || g->stride[i] < 1 || g->dilation[i] < 1 ||
+        g->out[i] < 1 || g->pad_begin[i] < 0)
+      return wq_fail(err, WQ_ERR_INVALID_ARG, node,
+                     "qconv: bad geometry on spatial axis %d (in %lld kernel %lld stride %lld "
+                     "dilation %lld pad %lld out %lld)",
+                     i, (long long)g->in[i], (long long)g->kernel[i], (long long)g->stride[i],
+                     (long long)g->dilation[i], (long long)g->pad_begin[i], (long long)g->out[i]);
+  if (!is_q8(d->x_dtype) || !is_q8(d->w_dtype) || !is_q8(d->y_dtype))
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node,
+                   "qconv: x, w and y must be int8 or uint8 (got %s, %s, %s)",
+                   wq_dtype_name(d->x_dtype), wq_dtype_name(d->w_dtype), wq_dtype_name(d->y_dtype));
+  if (!d->w || !d->multiplier)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qconv: weights and multipliers are required");
+  if (d->x_zero_point < q8_min(d->x_dtype) || d->x_zero_point > q8_max(d->x_dtype))
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qconv: x zero point %d outside %s",
+                   (int)d->x_zero_point, wq_dtype_name(d->x_dtype));
+  if (d->w_zero_point && d->w_zero_point_count != 1 && d->w_zero_point_count != d->out_channels)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node,
+                   "qconv: %lld weight zero points for %lld channels",
+                   (long long)d->w_zero_point_count, (long long)d->out_channels);
+  if (d->w_zero_point)
+    for (int64_t m = 0; m < d->w_zero_point_count; m++)
+      if (d->w_zero_point[m] < q8_min(d->w_dtype) || d->w_zero_point[m] > q8_max(d->w_dtype))
+        return wq_fail(err, WQ_ERR_INVALID_ARG, node,
+                       "qconv: weight zero point [%lld] = %d outside %s", (long long)m,
+                       (int)d->w_zero_point[m], wq_dtype_name(d->w_dtype));
+  if (d->multiplier_count != 1 && d->multiplier_count != d->out_channels)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qconv: %lld multipliers for %lld channels",
+                   (long long)d->multiplier_count, (long long)d->out_channels);
+  if (d->y_zero_point < q8_min(d->y_dtype) || d->y_zero_point > q8_max(d->y_dtype) ||
+      d->y_min < q8_min(d->y_dtype) || d->y_max > q8_max(d->y_dtype) || d->y_min > d->y_max)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, node,
+                   "qconv: output zero point %d / range [%d, %d] invalid for %s",
+                   (int)d->y_zero_point, (int)d->y_min, (int)d->y_max, wq_dtype_name(d->y_dtype));
+  return WQ_OK;
+}
+
+wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node,
+                               wq_error *err) {
+  memset(p, 0, sizeof *p);
+  WQ_TRY(check_desc(d, node, err));
+  const wq_conv_geometry *g = &d->geo;
+  const int h = g->n_spatial == 2 ? 0 : -1, w = g->n_spatial - 1; /* axis of H (or none), W */
+  p->batch = d->batch;
+  p->in_channels = d->in_channels;
+  p->out_channels = d->out_channels;
+  p->group = d->group;
+  p->in_h = h >= 0 ? g->in[h] : 1;
+  p->out_h = h >= 0 ? g->out[h] : 1;
+  p->kernel_h = h >= 0 ? g->kernel[h] : 1;
+  p->stride_h = h >= 0 ? g->stride[h] : 1;
+  p->dil_h = h >= 0 ? g->dilation[h] : 1;
+  p->pad_top = h >= 0 ? g->pad_begin[h] : 0;
+  p->in_w = g->in[w];
+  p->out_w = g->out[w];
+  p->kernel_w = g->kernel[w];
+  p->stride_w = g->stride[w];
+  p->dil_w = g->dilation[w];
+  p->pad_left = g->pad_begin[w];
+  p->x_dtype = d->x_dtype;
+  p->y_dtype = d->y_dtype;
+  p->x_zero_point = d->x_zero_point;
+  p->y_zero_point = d->y_zero_point;
+  p->y_min = d->y_min;
+  p->y_max = d->y_max;
+
+  const int64_t cg = d->in_channels / d->group;
+  const bool pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 &&
+                         p->stride_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+                         p->out_h == p->in_h && p->out_w == p->in_w;
+  if (d->group == 1)
+    p->algo = pointwise ? WQ_QCONV_GEMM_1X1 : WQ_QCONV_IM2COL_GEMM;
+  else if (d->group == d->in_channels && d->group == d->out_channels)
+    p->algo = WQ_QCONV_DEPTHWISE;
+  else
+    p->algo = WQ_QCONV_GROUPED_GEMM;
+
+  /* K runs: whole kernel rows (kw taps x C, contiguous in NHWC) when the
+   * group spans all channels and taps are adjacent, else single taps. */
+  wq_qconv_k_layout *k = &p->k_layout;
+  if (d->group == 1 && p->dil_w == 1) {
+    k->segments = p->kernel_h;
+    k->taps_per_segment = p->kernel_w;
+    k->segment_len = p->kernel_w * cg;
+  } else {
+    k->segments = p->kernel_h * p->kernel_w;
+    k->taps_per_segment = 1;
+    k->segment_len = cg;
+  }
+  k->segment_stride = k->segments > 1 ? k->segment_len + (k->segment_len & 1) : k->segment_len;
+
+  p->pad_row_len = p->kernel_w * d->in_channels + 32; /* covers any segment and a 16-lane load */
+  p->pad_row = malloc((size_t)p->pad_row_len);
+  if (!p->pad_row)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
+  memset(p->pad_row, d->x_zero_point & 0xFF, (size_t)p->pad_row_len);
+  return WQ_OK;
+}
+
+wq_status wq_qconv_channel_data(wq_qconv_plan *p, const wq_qconv_desc *d, int64_t n_padded,
+                                const char *node, wq_error *err) {
+  wq_qconv_weights *w = &p->weights;
+  w->bias = calloc((size_t)n_padded, sizeof *w->bias);
+  w->w_zero_point = calloc((size_t)n_padded, sizeof *w->w_zero_point);
+  w->multiplier = calloc((size_t)n_padded, sizeof *w->multiplier);
+  if (!w->bias || !w->w_zero_point || !w->multiplier)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
+  const int32_t shift = d->w_dtype == WQ_DT_UINT8 ? 128 : 0;
+  for (int64_t m = 0; m < d->out_channels; m++) {
+    w->bias[m] = d->bias ? d->bias[m] : 0;
+    int32_t zp = d->w_zero_point ? d->w_zero_point[d->w_zero_point_count == 1 ? 0 : m] : 0;
+    w->w_zero_point[m] = zp - shift;
+    w->multiplier[m] = d->multiplier[d->multiplier_count == 1 ? 0 : m];
+  }
+  return WQ_OK;
+}
+
+void wq_qconv_plan_free(wq_qconv_plan *p) {
+  if (p->gemms) {
+    for (int64_t g = 0; g < p->group; g++)
+      wq_qgemm_packed_free(&p->gemms[g]);
+    free(p->gemms);
+  }
+  free(p->weights.w);
+  free(p->weights.w16);
+  free(p->weights.bias);
+  free(p->weights.w_zero_point);
+  free(p->weights.multiplier);
+  free(p->pad_row);
+  memset(p, 0, sizeof *p);
+}
+
+wq_status wq_qconv_plan_init(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node,
+                             wq_error *err) {
+  WQ_TRY(wq_qconv_plan_common(p, d, node, err));
+#ifdef __wasm_simd128__
+  wq_status st = wq_simd_qconv_pack(p, d, node, err);
+#else
+  wq_status st = wq_ref_qconv_pack(p, d, node, err);
+#endif
+  if (st != WQ_OK)
+    wq_qconv_plan_free(p);
+  return st;
+}
+
+wq_status wq_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {
+#ifdef __wasm_simd128__
+  return wq_simd_qconv_run(p, x, y, err);
+#else
+  (void)err;
+  wq_ref_qconv_run(p, x, y);
+  return WQ_OK;
+#endif
+}

@@ -1,0 +1,58 @@
+#include "ref_qconv_nhwc.h"
+
+#include <stdlib.h>
+
+#include "quant_ref.h"
+#include "ref_qgemm.h"
+
+wq_status wq_ref_qconv_pack(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node,
+                            wq_error *err) {
+  const int64_t cg = d->in_channels / d->group;
+  const int64_t per_channel = p->kernel_h * p->kernel_w * cg;
+  WQ_TRY(wq_qconv_channel_data(p, d, d->out_channels, node, err));
+  p->weights.w = malloc((size_t)(d->out_channels * per_channel));
+  if (!p->weights.w)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
+  for (int64_t m = 0; m < d->out_channels; m++)
+    for (int64_t kh = 0; kh < p->kernel_h; kh++)
+      for (int64_t kw = 0; kw < p->kernel_w; kw++)
+        for (int64_t c = 0; c < cg; c++)
+          p->weights.w[m * per_channel + (kh * p->kernel_w + kw) * cg + c] =
+              (int8_t)wq_qconv_stored_weight(d, p, m, c, kh, kw);
+  return WQ_OK;
+}
+
+void wq_ref_qconv_run(const wq_qconv_plan *p, const void *x, void *y) {
+  const int64_t C = p->in_channels, M = p->out_channels;
+  const int64_t cg = C / p->group, mg = M / p->group;
+  const int64_t per_channel = p->kernel_h * p->kernel_w * cg;
+  for (int64_t n = 0; n < p->batch; n++)
+    for (int64_t oh = 0; oh < p->out_h; oh++)
+      for (int64_t ow = 0; ow < p->out_w; ow++) {
+        const int64_t out_pixel = (n * p->out_h + oh) * p->out_w + ow;
+        for (int64_t m = 0; m < M; m++) {
+          const int64_t g = m / mg;
+          const int8_t *wm = p->weights.w + m * per_channel;
+          int64_t sum = p->weights.bias[m];
+          for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            int64_t ih = oh * p->stride_h - p->pad_top + kh * p->dil_h;
+            if (ih < 0 || ih >= p->in_h)
+              continue;
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+              int64_t iw = ow * p->stride_w - p->pad_left + kw * p->dil_w;
+              if (iw < 0 || iw >= p->in_w)
+                continue;
+              const int64_t in_at = ((n * p->in_h + ih) * p->in_w + iw) * C + g * cg;
+              const int8_t *wt = wm + (kh * p->kernel_w + kw) * cg;
+              for (int64_t c = 0; c < cg; c++)
+                sum += (int64_t)(wq_ref_q8_load(x, p->x_dtype, in_at + c) - p->x_zero_point) *
+                       (wt[c] - p->weights.w_zero_point[m]);
+            }
+          }
+          int32_t acc = (int32_t)(uint32_t)(uint64_t)sum;
+          int32_t q = wq_ref_requantize_value(acc, p->weights.multiplier[m], p->y_zero_point,
+                                              p->y_min, p->y_max);
+          wq_ref_q8_store(y, p->y_dtype, out_pixel * M + m, q);
+        }
+      }
+}

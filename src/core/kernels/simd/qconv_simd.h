@@ -1,0 +1,15 @@
+/* wasm SIMD128 implementation of kernels/qconv.h (the dispatch in qconv.c
+ * picks it). GEMM algorithms keep one packed GEMM per group (p->gemms);
+ * depthwise keeps tap-pair interleaved int16 weights (p->weights.w16). */
+#ifndef WQ_KERNELS_SIMD_QCONV_SIMD_H
+#define WQ_KERNELS_SIMD_QCONV_SIMD_H
+
+#include "../qconv.h"
+
+/* Expects wq_qconv_plan_common to have filled *p. */
+wq_status wq_simd_qconv_pack(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node,
+                             wq_error *err);
+
+wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err);
+
+#endif

@@ -1,0 +1,146 @@
+/* SIMD NHWC int8 convolutions (every algorithm) vs the scalar reference. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_test.h"
+#include "kernels/ref/ref_qconv_nhwc.h"
+#include "kernels/simd/qconv_simd.h"
+
+static wq_dtype random_q8(wq_ktest *t) { return wq_ktest_int(t, 0, 1) ? WQ_DT_UINT8 : WQ_DT_INT8; }
+static int32_t q8_lo(wq_dtype d) { return d == WQ_DT_UINT8 ? 0 : -128; }
+static int32_t q8_hi(wq_dtype d) { return d == WQ_DT_UINT8 ? 255 : 127; }
+
+typedef enum { SHAPE_POINTWISE, SHAPE_GROUP1, SHAPE_DEPTHWISE, SHAPE_GROUPED } shape_kind;
+
+/* Random geometry of the given kind; false when the output would be empty. */
+static int random_geometry(wq_ktest *t, shape_kind kind, wq_qconv_desc *d) {
+  wq_conv_geometry *g = &d->geo;
+  memset(g, 0, sizeof *g);
+  g->n_spatial = wq_ktest_int(t, 0, 4) == 0 ? 1 : 2;
+  for (int i = 0; i < g->n_spatial; i++) {
+    g->in[i] = wq_ktest_int(t, 1, 13);
+    if (kind == SHAPE_POINTWISE) {
+      g->kernel[i] = g->stride[i] = g->dilation[i] = 1;
+      continue;
+    }
+    g->kernel[i] = wq_ktest_int(t, 1, 5);
+    g->stride[i] = wq_ktest_int(t, 1, 3);
+    g->dilation[i] = wq_ktest_int(t, 0, 3) == 0 ? wq_ktest_int(t, 2, 3) : 1;
+    g->pad_begin[i] = wq_ktest_int(t, 0, 2);
+    g->pad_end[i] = wq_ktest_int(t, 0, 2);
+  }
+  return wq_conv_geometry_resolve(g, WQ_AUTO_PAD_NOTSET, false) < 0;
+}
+
+static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
+  wq_qconv_desc d;
+  memset(&d, 0, sizeof d);
+  while (!random_geometry(t, kind, &d)) {
+  }
+  d.batch = wq_ktest_int(t, 1, 2);
+  switch (kind) {
+  case SHAPE_POINTWISE:
+  case SHAPE_GROUP1:
+    d.group = 1;
+    d.in_channels = wq_ktest_int(t, 1, 67);
+    d.out_channels = wq_ktest_int(t, 1, 67);
+    break;
+  case SHAPE_DEPTHWISE: d.in_channels = d.out_channels = d.group = wq_ktest_int(t, 1, 67); break;
+  case SHAPE_GROUPED: {
+    d.group = wq_ktest_int(t, 2, 6);
+    d.in_channels = d.group * wq_ktest_int(t, 1, 11);
+    d.out_channels = d.group * wq_ktest_int(t, 1, 11);
+    break;
+  }
+  }
+  const int64_t C = d.in_channels, M = d.out_channels, cg = C / d.group;
+  const int64_t ksize = d.geo.n_spatial == 2 ? d.geo.kernel[0] * d.geo.kernel[1] : d.geo.kernel[0];
+  const int64_t in_pixels = d.batch * wq_conv_geometry_in_size(&d.geo);
+  const int64_t out_pixels = d.batch * wq_conv_geometry_out_size(&d.geo);
+  d.x_dtype = random_q8(t);
+  d.w_dtype = random_q8(t);
+  d.y_dtype = random_q8(t);
+  d.x_zero_point = wq_ktest_int(t, q8_lo(d.x_dtype), q8_hi(d.x_dtype));
+  uint8_t *x = malloc((size_t)(in_pixels * C));
+  uint8_t *w = malloc((size_t)(M * cg * ksize));
+  int32_t *wzp = malloc(sizeof(int32_t) * (size_t)M), *bias = malloc(sizeof(int32_t) * (size_t)M);
+  float *mult = malloc(sizeof(float) * (size_t)M);
+  uint8_t *y_ref = malloc((size_t)(out_pixels * M)), *y_simd = malloc((size_t)(out_pixels * M));
+  for (int64_t i = 0; i < in_pixels * C; i++)
+    x[i] = (uint8_t)wq_ktest_u32(t);
+  for (int64_t i = 0; i < M * cg * ksize; i++)
+    w[i] = (uint8_t)wq_ktest_u32(t);
+  int zp_mode = wq_ktest_int(t, 0, 2); /* symmetric, per-tensor, per-channel */
+  int per_channel_mult = wq_ktest_int(t, 0, 1);
+  float base = 1.0f / (float)(64 * (cg * ksize < 16 ? 16 : cg * ksize));
+  for (int64_t m = 0; m < M; m++) {
+    wzp[m] = zp_mode ? wq_ktest_int(t, q8_lo(d.w_dtype), q8_hi(d.w_dtype))
+                     : (d.w_dtype == WQ_DT_UINT8 ? 128 : 0);
+    bias[m] = wq_ktest_int(t, -30000, 30000);
+    mult[m] = wq_ktest_int(t, 0, 3) == 0 ? 1.0f / (float)(1 << wq_ktest_int(t, 1, 12))
+                                         : base * wq_ktest_float(t, 0.05f, 40.0f);
+  }
+  d.w = w;
+  d.w_zero_point = wzp;
+  d.w_zero_point_count = zp_mode == 2 ? M : 1;
+  d.bias = wq_ktest_int(t, 0, 3) ? bias : NULL;
+  d.multiplier = mult;
+  d.multiplier_count = per_channel_mult ? M : 1;
+  d.y_zero_point = wq_ktest_int(t, q8_lo(d.y_dtype), q8_hi(d.y_dtype));
+  d.y_min = q8_lo(d.y_dtype);
+  d.y_max = q8_hi(d.y_dtype);
+  if (wq_ktest_int(t, 0, 2) == 0)
+    d.y_min = d.y_zero_point;
+  memset(y_ref, 0xCD, (size_t)(out_pixels * M));
+  memset(y_simd, 0xCD, (size_t)(out_pixels * M));
+
+  wq_qconv_plan pr, ps;
+  wq_error err;
+  int ok = wq_qconv_plan_common(&pr, &d, "test", &err) == WQ_OK &&
+           wq_ref_qconv_pack(&pr, &d, "test", &err) == WQ_OK;
+  ok = ok && wq_qconv_plan_common(&ps, &d, "test", &err) == WQ_OK &&
+       wq_simd_qconv_pack(&ps, &d, "test", &err) == WQ_OK;
+  const char *algo = ok ? wq_qconv_algo_name(ps.algo) : "?";
+  if (ok) {
+    wq_ref_qconv_run(&pr, x, y_ref);
+    ok = wq_simd_qconv_run(&ps, x, y_simd, &err) == WQ_OK &&
+         memcmp(y_ref, y_simd, (size_t)(out_pixels * M)) == 0;
+  }
+  if (!ok && err.message[0])
+    printf("  error: %s\n", err.message);
+  wq_qconv_plan_free(&pr);
+  wq_qconv_plan_free(&ps);
+  const wq_conv_geometry *g = &d.geo;
+  int two = g->n_spatial == 2;
+  snprintf(what, cap,
+           "qconv %s n=%lld %lldx%lld c=%lld m=%lld g=%lld k=%lldx%lld s=%lldx%lld d=%lldx%lld "
+           "pad=%lld,%lld x=%s(zp %d) w=%s(%s) y=%s(zp %d, min %d)",
+           algo, (long long)d.batch, (long long)(two ? g->in[0] : 1), (long long)g->in[two],
+           (long long)C, (long long)M, (long long)d.group, (long long)(two ? g->kernel[0] : 1),
+           (long long)g->kernel[two], (long long)(two ? g->stride[0] : 1),
+           (long long)g->stride[two], (long long)(two ? g->dilation[0] : 1),
+           (long long)g->dilation[two], (long long)(two ? g->pad_begin[0] : 0),
+           (long long)g->pad_begin[two], wq_dtype_name(d.x_dtype), (int)d.x_zero_point,
+           wq_dtype_name(d.w_dtype),
+           zp_mode == 2 ? "per-channel zp" : (zp_mode ? "per-tensor zp" : "symmetric"),
+           wq_dtype_name(d.y_dtype), (int)d.y_zero_point, (int)d.y_min);
+  free(x);
+  free(w);
+  free(wzp);
+  free(bias);
+  free(mult);
+  free(y_ref);
+  free(y_simd);
+  return ok;
+}
+
+void wq_ktest_qconv(wq_ktest *t) {
+  char what[400];
+  static const shape_kind kinds[] = {SHAPE_POINTWISE, SHAPE_GROUP1, SHAPE_DEPTHWISE, SHAPE_GROUPED};
+  for (int k = 0; k < 4; k++)
+    for (int c = 0; c < 60; c++) {
+      int ok = run_case(t, kinds[k], what, sizeof what);
+      wq_ktest_case(t, ok, what);
+    }
+}
