@@ -13,6 +13,10 @@
 //                      transA, alpha/beta with a requantized bias, float bias),
 //                      MatMul with [K, N] weight, and data-movement ops whose
 //                      output qparams differ from their input's;
+//   edge_qdq.onnx      what must stay float or lower in pieces: a conv feeding
+//                      Softmax, a relu that cannot fuse (its conv has its own
+//                      Q), codes read back with another scale, and chained
+//                      linears (seed 004);
 //   *_f32.onnx         the float graphs they were quantized from.
 //
 // Weights are seeded (mulberry32); activation ranges are calibrated by
@@ -204,12 +208,18 @@ function quantize(g, ranges) {
     qp.set(t, p);
     return p;
   };
-  const addQdq = (t, p, qName, dqName) => {
+  const addQdq = (t, p, qName, dqName, dqScale = p.scale) => {
     const s = `${t}_scale`, z = `${t}_zp`;
     inits.push({ name: s, dtype: 'float', dims: [], data: Float32Array.of(p.scale) });
     inits.push({ name: z, dtype: p.dtype, dims: [], data: p.dtype === 'int8' ? Int8Array.of(p.zp) : Uint8Array.of(p.zp) });
     nodes.push({ op: 'QuantizeLinear', name: `Q_${t}`, inputs: [t, s, z], outputs: [qName] });
-    nodes.push({ op: 'DequantizeLinear', name: `DQ_${t}`, inputs: [qName, s, z], outputs: [dqName] });
+    let ds = s;
+    if (dqScale !== p.scale) {
+      // A DequantizeLinear that reads the codes with another scale than they were written with.
+      ds = `${t}_dq_scale`;
+      inits.push({ name: ds, dtype: 'float', dims: [], data: Float32Array.of(dqScale) });
+    }
+    nodes.push({ op: 'DequantizeLinear', name: `DQ_${t}`, inputs: [qName, ds, z], outputs: [dqName] });
   };
   // What each float tensor is read as.
   const readAs = new Map();
@@ -260,7 +270,9 @@ function quantize(g, ranges) {
       readAs.set(out, produced);
       continue;
     }
-    addQdq(produced, qparamsOf(out), `${out}_q`, isOutput ? out : `${out}_dq`);
+    const p = qparamsOf(out);
+    const dqScale = g.opts.get(out)?.dqScaleFactor ? Math.fround(p.scale * g.opts.get(out).dqScaleFactor) : p.scale;
+    addQdq(produced, p, `${out}_q`, isOutput ? out : `${out}_dq`, dqScale);
     readAs.set(out, isOutput ? out : `${out}_dq`);
   }
   for (const t of usedConsts) {
@@ -364,7 +376,41 @@ function opsGraph() {
   return g;
 }
 
-for (const make of [seed003, opsGraph]) {
+// Cases that must not lower, or lower in pieces, each for a stated reason.
+function edgeGraph() {
+  const g = new FloatGraph('edge', 'uint8');
+  g.input('x', [1, 2, 6, 6]);
+  // A conv whose result feeds Softmax, not a QuantizeLinear: stays float.
+  g.weight('w1', [3, 2, 3, 3], 0.5);
+  g.node('Conv', ['x', 'w1'], 'c1', { pads: [1, 1, 1, 1] }, { noq: true });
+  g.node('Softmax', ['c1'], 'sm', { axis: 1 });
+  // conv -> Q -> DQ -> relu -> Q: the relu cannot fuse (the conv has its own
+  // output parameters), so it becomes its own QLookup.
+  g.weight('w2', [4, 2, 1, 1], 0.5);
+  g.node('Conv', ['x', 'w2'], 'c2', {});
+  g.node('Relu', ['c2'], 'r2', {}, { dqScaleFactor: 2 });
+  // The codes of r2 are read back with twice their scale: the conv reading
+  // them must not take r2's parameters (seed 004) and stays float.
+  g.weight('w3', [2, 4, 1, 1], 0.5);
+  g.node('Conv', ['r2', 'w3'], 'c3', {});
+  // Chained linears (seed 004): each reads its input parameters at its own
+  // DequantizeLinear.
+  g.node('Flatten', ['x'], 'fl', {}, { share: 'x' });
+  g.weight('m1', [72, 16], 0.2, { axis: 1 });
+  g.node('MatMul', ['fl', 'm1'], 'mm1');
+  g.weight('m2', [16, 8], 0.4, { axis: 1 });
+  g.node('MatMul', ['mm1', 'm2'], 'mm2');
+  g.weight('m3', [8, 4], 0.5, { axis: 1 });
+  g.weight('b3', [4], 0.1, { bias: true });
+  g.node('Gemm', ['mm2', 'm3', 'b3'], 'mm3');
+  g.output('sm');
+  g.output('r2');
+  g.output('c3');
+  g.output('mm3');
+  return g;
+}
+
+for (const make of [seed003, opsGraph, edgeGraph]) {
   const g = make();
   const ranges = await calibrate(g);
   writeFileSync(path.join(HERE, `${g.name}_f32.onnx`), g.floatModel());
