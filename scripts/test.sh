@@ -56,6 +56,14 @@ rc=${PIPESTATUS[0]}
 if [ $rc -ne 0 ]; then
   count "wasm build" 0 1 $rc
 else
+  # SIMD kernels vs their scalar references, bit for bit, in wasm.
+  bash wasm_build/build_tests.sh >"$logdir/kernel-build.log" 2>&1 &&
+    node wasm_build/out/kernel_tests.cjs 2>&1 | tee "$logdir/kernels-wasm.log" | tail -25
+  rc=$?
+  [ -f "$logdir/kernels-wasm.log" ] || tail -20 "$logdir/kernel-build.log"
+  line=$(tail -1 "$logdir/kernels-wasm.log" 2>/dev/null)
+  count "wasm SIMD kernels" "$(echo "$line" | grep -oE '^[0-9]+')" "$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')" $rc
+
   node tests/conformance/run.mjs --target wasm 2>&1 | tee "$logdir/conf-wasm.log"
   rc=${PIPESTATUS[0]}
   line=$(tail -1 "$logdir/conf-wasm.log")

@@ -12,6 +12,7 @@ int main(int argc, char **argv) {
     t.state = strtoull(argv[1], NULL, 0) | 1;
   wq_ktest_qgemm(&t);
   wq_ktest_qconv(&t);
+  wq_ktest_sgemm(&t);
   printf("%d passed, %d failed\n", t.passed, t.failed);
   return t.failed ? 1 : 0;
 }
