@@ -4,7 +4,7 @@
  * attribute is accepted: this broadcasting is a superset of both settings. */
 #include <string.h>
 
-#include "../kernels/ref/ref_gemm_f32.h"
+#include "../kernels/sgemm.h"
 #include "op.h"
 
 typedef struct {
@@ -96,8 +96,8 @@ static wq_status gemm_run(const wq_node *node, const wq_value *in, wq_value *out
   const wq_value *a = &in[0], *b = &in[1];
   int64_t lda = a->dims[1], ldb = b->dims[1];
   wq_status st =
-      wq_ref_sgemm(gs.m, gs.n, gs.k, alpha, a->data, gs.trans_a ? 1 : lda, gs.trans_a ? lda : 1,
-                   b->data, gs.trans_b ? 1 : ldb, gs.trans_b ? ldb : 1, gemm_beta, y, gs.n);
+      wq_sgemm(gs.m, gs.n, gs.k, alpha, a->data, gs.trans_a ? 1 : lda, gs.trans_a ? lda : 1,
+               b->data, gs.trans_b ? 1 : ldb, gs.trans_b ? ldb : 1, gemm_beta, y, gs.n);
   if (st != WQ_OK)
     return wq_fail(err, st, node->name, "Gemm: out of memory for packing scratch");
   return WQ_OK;

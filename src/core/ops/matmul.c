@@ -3,7 +3,7 @@
  * broadcast. */
 #include <string.h>
 
-#include "../kernels/ref/ref_gemm_f32.h"
+#include "../kernels/sgemm.h"
 #include "op.h"
 
 typedef struct {
@@ -102,7 +102,7 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
   if (b_count == 1) {
     /* B is shared by every batch: A's batch rows stack into one tall GEMM
      * (A's batch dims then equal Y's, so A is contiguous [n_batch * M, K]). */
-    st = wq_ref_sgemm(n_batch * ms.m, ms.n, ms.k, 1.0f, a, ms.k, 1, b, ms.n, 1, 0.0f, y, ms.n);
+    st = wq_sgemm(n_batch * ms.m, ms.n, ms.k, 1.0f, a, ms.k, 1, b, ms.n, 1, 0.0f, y, ms.n);
   } else {
     int64_t idx[WQ_MAX_RANK] = {0};
     for (int64_t t = 0; t < n_batch && st == WQ_OK; t++) {
@@ -112,8 +112,8 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
         ao = ao * ms.a_batch[i] + (ms.a_batch[i] == 1 ? 0 : idx[i]);
         bo = bo * ms.b_batch[i] + (ms.b_batch[i] == 1 ? 0 : idx[i]);
       }
-      st = wq_ref_sgemm(ms.m, ms.n, ms.k, 1.0f, a + ao * a_mat, ms.k, 1, b + bo * b_mat, ms.n, 1,
-                        0.0f, y + t * y_mat, ms.n);
+      st = wq_sgemm(ms.m, ms.n, ms.k, 1.0f, a + ao * a_mat, ms.k, 1, b + bo * b_mat, ms.n, 1, 0.0f,
+                    y + t * y_mat, ms.n);
       for (int i = ms.batch_rank - 1; i >= 0; i--) {
         if (++idx[i] < ms.batch[i])
           break;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref_gemm_f32.h"
+#include "../sgemm.h" /* SIMD f32x4 GEMM in wasm, wq_ref_sgemm natively */
 
 /* im2col/col2im scratch is processed in column chunks of at most this many
  * floats (4 MiB), so a 224x224 image with 576-row columns never needs the
@@ -228,14 +228,13 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
       const float *wg = w + gi * mg * kdim;
       float *yg = y + (n * out_channels + gi * mg) * out_size;
       if (pointwise) {
-        st =
-            wq_ref_sgemm(mg, out_size, kdim, 1.0f, wg, kdim, 1, xg, in_size, 1, 0.0f, yg, out_size);
+        st = wq_sgemm(mg, out_size, kdim, 1.0f, wg, kdim, 1, xg, in_size, 1, 0.0f, yg, out_size);
         continue;
       }
       for (int64_t j0 = 0; j0 < out_size && st == WQ_OK; j0 += chunk) {
         int64_t cnt = out_size - j0 < chunk ? out_size - j0 : chunk;
         wq_ref_im2col_f32(g, xg, cg, j0, cnt, col);
-        st = wq_ref_sgemm(mg, cnt, kdim, 1.0f, wg, kdim, 1, col, cnt, 1, 0.0f, yg + j0, out_size);
+        st = wq_sgemm(mg, cnt, kdim, 1.0f, wg, kdim, 1, col, cnt, 1, 0.0f, yg + j0, out_size);
       }
     }
   }
@@ -306,7 +305,7 @@ wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, in
       for (int64_t j0 = 0; j0 < in_size && st == WQ_OK; j0 += chunk) {
         int64_t cnt = in_size - j0 < chunk ? in_size - j0 : chunk;
         /* col[rows, cnt] = Wg^T * Xg[:, j0:j0+cnt] */
-        st = wq_ref_sgemm(rows, cnt, cg, 1.0f, wg, 1, rows, xg + j0, in_size, 1, 0.0f, col, cnt);
+        st = wq_sgemm(rows, cnt, cg, 1.0f, wg, 1, rows, xg + j0, in_size, 1, 0.0f, col, cnt);
         if (st == WQ_OK)
           col2im_add(g, col, mg, j0, cnt, yg);
       }
