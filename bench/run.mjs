@@ -374,14 +374,15 @@ async function main() {
   if (agreements.length) console.log(`\noutput agreement with ORT-web (max |ours - ORT| / max |ORT| over sampled elements of output 0):\n${agreements.join('\n')}`);
 
   // Arena figures of our runs.
+  const bytes = (n) => (n >= 1048576 ? `${(n / 1048576).toFixed(2)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} B`);
   const arena = [];
   for (const [key, r] of results) {
     if (!key.startsWith('ours:') || !r.memory?.planned) continue;
     const m = r.memory;
+    const factor = m.lowerBoundBytes ? `${(m.arenaBytes / m.lowerBoundBytes).toFixed(3)}×` : '—';
     arena.push(
-      `  ${relative(MODELS, key.slice(5)).padEnd(48)} ${(m.arenaBytes / 1048576).toFixed(2).padStart(7)} MB, lower bound ` +
-        `${(m.lowerBoundBytes / 1048576).toFixed(2).padStart(7)} MB (${m.lowerBoundBytes ? `${(m.arenaBytes / m.lowerBoundBytes).toFixed(3)}×` : '—'}), ` +
-        `${(m.unsharedBytes / 1048576).toFixed(2)} MB without reuse`,
+      `  ${relative(MODELS, key.slice(5)).padEnd(48)} ${bytes(m.arenaBytes).padStart(9)}, lower bound ` +
+        `${bytes(m.lowerBoundBytes).padStart(9)} (${factor}), ${bytes(m.unsharedBytes)} without reuse, ${m.tensors} tensors`,
     );
   }
   if (arena.length) console.log(`\narena (intermediates):\n${arena.join('\n')}`);
