@@ -43,6 +43,7 @@ static inline const char *wq_test_shared_dir(void) {
 
 /* Whole file into a malloc'ed buffer (caller frees), or NULL. */
 static inline uint8_t *wq_test_read_file(const char *path, size_t *n) {
+  *n = 0;
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
