@@ -128,6 +128,37 @@ static void boundary_why(const lower_ctx *c, int i, char *buf, size_t cap) {
     snprintf(buf, cap, "stays: dequantizes for float readers");
 }
 
+/* Two QuantizeLinear nodes of the same float tensor with the same
+ * parameters (hoisting creates them, e.g. x -> Q and x -> Flatten -> Q)
+ * compute the same codes: readers of the later one read the earlier one. */
+static wq_status merge_duplicate_quantize(lower_ctx *c, wq_error *err) {
+  wq_graph *g = c->g;
+  for (int j = 0; j < g->n_nodes; j++) {
+    const wq_node *b = &g->nodes[j];
+    if (c->absorbed[j] || !lower_is_op(b, "QuantizeLinear") || g->tensors[b->outputs[0]].is_output)
+      continue;
+    for (int i = 0; i < j; i++) {
+      const wq_node *a = &g->nodes[i];
+      if (c->absorbed[i] || !lower_is_op(a, "QuantizeLinear") || a->inputs[0] != b->inputs[0])
+        continue;
+      const wq_tensor *ya = &g->tensors[a->outputs[0]], *yb = &g->tensors[b->outputs[0]];
+      if (!ya->qparams || !yb->qparams || !lower_qparams_equal(ya->qparams, yb->qparams))
+        continue;
+      for (int k = 0; k < g->n_nodes; k++)
+        for (int in = 0; in < g->nodes[k].n_inputs; in++)
+          if (g->nodes[k].inputs[in] == b->outputs[0])
+            g->nodes[k].inputs[in] = a->outputs[0];
+      c->absorbed[j] = true;
+      c->stats.nodes_absorbed++;
+      char why[WQ_LOWER_WHY_MAX];
+      snprintf(why, sizeof why, "removed: the same codes as QuantizeLinear '%s'", a->name);
+      WQ_TRY(lower_set_why(&g->nodes[j], why, err));
+      break;
+    }
+  }
+  return WQ_OK;
+}
+
 wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_lower_options *opts,
                         wq_lower_stats *stats, wq_error *err) {
   lower_ctx c;
@@ -144,6 +175,8 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
   wq_status st = lower_attach_qparams(&c, err);
   if (st == WQ_OK)
     st = lower_move_quantization(&c, err);
+  if (st == WQ_OK)
+    st = merge_duplicate_quantize(&c, err);
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     if (c.absorbed[i] || is_int8_domain(&g->nodes[i]) || wq_lower_why(&g->nodes[i])) {
       /* Already int8: a wasmq op, or moved onto int8 data above. */
