@@ -7,6 +7,7 @@
 #include "../onnx/onnx_import.h"
 #include "../ops/op.h"
 #include "../passes/fold_constants.h"
+#include "../passes/layout_int8.h"
 #include "../passes/lower.h"
 #include "../runtime/executor.h"
 #include "model_internal.h"
@@ -161,6 +162,9 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   if (st == WQ_OK && lower) {
     wq_lower_options lower_opts = {.strict = opts && opts->lower_strict};
     st = wq_pass_lower(g, capture, &lower_opts, NULL, err);
+    /* Int8 regions run channels-last, with explicit transitions. */
+    if (st == WQ_OK)
+      st = wq_pass_layout_int8(g, NULL, err);
   }
   wq_lower_capture_free(capture);
   WQ_TRY(st);

@@ -8,6 +8,7 @@
 #include "list_nn.inc"
 #include "list_quant.inc"
 #include "list_int8.inc"
+#include "list_layout.inc"
 #include "list_tensor.inc"
 #undef WQ_OP_ENTRY
 
@@ -17,6 +18,7 @@ static const wq_op *const registry[] = {
 #include "list_nn.inc"
 #include "list_quant.inc"
 #include "list_int8.inc"
+#include "list_layout.inc"
 #include "list_tensor.inc"
 #undef WQ_OP_ENTRY
     NULL};

@@ -1,0 +1,149 @@
+/* wasm SIMD128 NHWC transitions and pools (kernels/nhwc.h). */
+#include <string.h>
+#include <wasm_simd128.h>
+
+#include "../nhwc.h"
+#include "../ref/quant_ref.h"
+
+/* dst (cols x rows) = transpose of src (rows x cols), bytes: 16x16 blocks
+ * by four rounds of byte interleaves, scalar edges. */
+static void transpose_u8(int64_t rows, int64_t cols, const uint8_t *src, uint8_t *dst) {
+  int64_t r0 = 0;
+  for (; r0 + 16 <= rows; r0 += 16) {
+    int64_t c0 = 0;
+    for (; c0 + 16 <= cols; c0 += 16) {
+      v128_t v[16], t[16];
+      for (int i = 0; i < 16; i++)
+        v[i] = wasm_v128_load(src + (r0 + i) * cols + c0);
+      for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 8; i++) {
+          t[2 * i] = wasm_i8x16_shuffle(v[i], v[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6,
+                                        22, 7, 23);
+          t[2 * i + 1] = wasm_i8x16_shuffle(v[i], v[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28,
+                                            13, 29, 14, 30, 15, 31);
+        }
+        memcpy(v, t, sizeof v);
+      }
+      for (int i = 0; i < 16; i++)
+        wasm_v128_store(dst + (c0 + i) * rows + r0, v[i]);
+    }
+    for (; c0 < cols; c0++)
+      for (int64_t r = r0; r < r0 + 16; r++)
+        dst[c0 * rows + r] = src[r * cols + c0];
+  }
+  for (; r0 < rows; r0++)
+    for (int64_t c = 0; c < cols; c++)
+      dst[c * rows + r0] = src[r0 * cols + c];
+}
+
+void wq_simd_nchw_to_nhwc_u8(int64_t n, int64_t c, int64_t s, const uint8_t *x, uint8_t *y) {
+  for (int64_t b = 0; b < n; b++)
+    transpose_u8(c, s, x + b * c * s, y + b * c * s);
+}
+
+void wq_simd_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const uint8_t *x, uint8_t *y) {
+  for (int64_t b = 0; b < n; b++)
+    transpose_u8(s, c, x + b * c * s, y + b * c * s);
+}
+
+void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq_int8_pool_quant *q,
+                       const void *x, void *y) {
+  const uint8_t *x8 = x;
+  const int is_unsigned = q->x_dtype == WQ_DT_UINT8;
+  const int64_t full = channels - channels % 16;
+  for (int64_t b = 0; b < batch; b++) {
+    const uint8_t *xb = x8 + b * pixels * channels;
+    for (int64_t c0 = 0; c0 < full; c0 += 16) {
+      v128_t s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+      /* int16 partial sums are exact for 128 pixels of 8-bit codes. */
+      for (int64_t p0 = 0; p0 < pixels; p0 += 128) {
+        int64_t p1 = pixels - p0 < 128 ? pixels : p0 + 128;
+        v128_t lo = wasm_i16x8_splat(0), hi = lo;
+        for (int64_t p = p0; p < p1; p++) {
+          v128_t v = wasm_v128_load(xb + p * channels + c0);
+          if (is_unsigned) {
+            lo = wasm_i16x8_add(lo, wasm_u16x8_extend_low_u8x16(v));
+            hi = wasm_i16x8_add(hi, wasm_u16x8_extend_high_u8x16(v));
+          } else {
+            lo = wasm_i16x8_add(lo, wasm_i16x8_extend_low_i8x16(v));
+            hi = wasm_i16x8_add(hi, wasm_i16x8_extend_high_i8x16(v));
+          }
+        }
+        if (is_unsigned) {
+          s0 = wasm_i32x4_add(s0, wasm_u32x4_extend_low_u16x8(lo));
+          s1 = wasm_i32x4_add(s1, wasm_u32x4_extend_high_u16x8(lo));
+          s2 = wasm_i32x4_add(s2, wasm_u32x4_extend_low_u16x8(hi));
+          s3 = wasm_i32x4_add(s3, wasm_u32x4_extend_high_u16x8(hi));
+        } else {
+          s0 = wasm_i32x4_add(s0, wasm_i32x4_extend_low_i16x8(lo));
+          s1 = wasm_i32x4_add(s1, wasm_i32x4_extend_high_i16x8(lo));
+          s2 = wasm_i32x4_add(s2, wasm_i32x4_extend_low_i16x8(hi));
+          s3 = wasm_i32x4_add(s3, wasm_i32x4_extend_high_i16x8(hi));
+        }
+      }
+      int32_t sums[16];
+      wasm_v128_store(sums, s0);
+      wasm_v128_store(sums + 4, s1);
+      wasm_v128_store(sums + 8, s2);
+      wasm_v128_store(sums + 12, s3);
+      for (int i = 0; i < 16; i++) {
+        /* int32 lane sums are exact below 2^23 pixels; widen before the
+         * zero-point correction. */
+        int64_t sum = (is_unsigned ? (int64_t)(uint32_t)sums[i] : (int64_t)sums[i]) -
+                      (int64_t)q->x_zero_point * pixels;
+        wq_ref_q_store(y, q->y_dtype, b * channels + c0 + i, wq_qpool_mean_code(q, sum, pixels));
+      }
+    }
+    for (int64_t c = full; c < channels; c++) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < pixels; p++)
+        sum += wq_ref_q_load(x, q->x_dtype, (b * pixels + p) * channels + c) - q->x_zero_point;
+      wq_ref_q_store(y, q->y_dtype, b * channels + c, wq_qpool_mean_code(q, sum, pixels));
+    }
+  }
+}
+
+void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x, void *y) {
+  const int64_t C = p->channels, full = C - C % 16;
+  const uint8_t *x8 = x;
+  uint8_t *y8 = y;
+  const v128_t lowest = is_unsigned ? wasm_i8x16_splat(0) : wasm_i8x16_splat(-128);
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t oh = 0; oh < p->out_h; oh++)
+      for (int64_t ow = 0; ow < p->out_w; ow++) {
+        const int64_t h0 = oh * p->stride_h - p->pad_top, w0 = ow * p->stride_w - p->pad_left;
+        uint8_t *out = y8 + ((b * p->out_h + oh) * p->out_w + ow) * C;
+        for (int64_t c0 = 0; c0 < C; c0 += 16) {
+          const bool partial = c0 >= full;
+          uint8_t best[16];
+          v128_t m = lowest;
+          for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            int64_t ih = h0 + kh * p->dil_h;
+            if (ih < 0 || ih >= p->in_h)
+              continue;
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+              int64_t iw = w0 + kw * p->dil_w;
+              if (iw < 0 || iw >= p->in_w)
+                continue;
+              const uint8_t *src = x8 + ((b * p->in_h + ih) * p->in_w + iw) * C + c0;
+              v128_t v;
+              if (partial) {
+                uint8_t tmp[16];
+                memcpy(tmp, src, (size_t)(C - c0));
+                memset(tmp + (C - c0), 0, (size_t)(16 - (C - c0)));
+                v = wasm_v128_load(tmp);
+              } else {
+                v = wasm_v128_load(src);
+              }
+              m = is_unsigned ? wasm_u8x16_max(m, v) : wasm_i8x16_max(m, v);
+            }
+          }
+          if (partial) {
+            wasm_v128_store(best, m);
+            memcpy(out + c0, best, (size_t)(C - c0));
+          } else {
+            wasm_v128_store(out + c0, m);
+          }
+        }
+      }
+}

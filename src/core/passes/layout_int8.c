@@ -1,0 +1,356 @@
+#include "layout_int8.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/int8_common.h"
+#include "../quant/qparams.h"
+#include "lower_internal.h"
+
+typedef struct {
+  wq_graph *g;
+  int n_original;  /* tensors before the pass: the only ones that get twins */
+  int *twin;       /* [n_original] channels-last copy, or -1 */
+  bool *nchw_live; /* [n_original] the channels-first tensor is (or will be) written */
+  wq_node *order;  /* the new node list */
+  int n_order, cap_order;
+  wq_layout_stats stats;
+} layout_ctx;
+
+wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err) {
+  return lower_set_why(node, note, err);
+}
+
+static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
+
+static bool is_int8_op(const wq_node *n, const char *op_type) {
+  return n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0 && strcmp(n->op_type, op_type) == 0;
+}
+
+static bool is_onnx_op(const wq_node *n, const char *op_type) {
+  return (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) &&
+         strcmp(n->op_type, op_type) == 0;
+}
+
+/* A tensor that may move: 8-bit, rank 3 or 4, static shape, no or
+ * per-tensor quantization. */
+static bool movable(const wq_graph *g, int t) {
+  if (t < 0)
+    return false;
+  const wq_tensor *x = &g->tensors[t];
+  if (!is_8bit(x->dtype) || x->rank < 3 || x->rank > 4 || x->is_constant)
+    return false;
+  for (int d = 0; d < x->rank; d++)
+    if (x->dims[d] < 0)
+      return false;
+  return !x->qparams || wq_qparams_is_per_tensor(x->qparams);
+}
+
+static int64_t tensor_bytes(const wq_tensor *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++)
+    n *= t->dims[d];
+  return n * (int64_t)wq_dtype_size(t->dtype);
+}
+
+/* dims[perm] of a channels-first shape as channels-last (or back). */
+static void permute_dims(const int64_t *in, int rank, bool to_nhwc, int64_t *out) {
+  for (int d = 0; d < rank; d++)
+    out[d] = in[d];
+  for (int d = 1; d < rank; d++)
+    out[d] = to_nhwc ? in[d == rank - 1 ? 1 : d + 1] : in[d == 1 ? rank - 1 : d - 1];
+}
+
+/* A new tensor shaped like t in the other layout, with t's qparams. */
+static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
+  wq_graph *g = c->g;
+  char name[256];
+  snprintf(name, sizeof name, "%s%s", g->tensors[t].name, to_nhwc ? "_nhwc" : "_nchw");
+  for (int k = 2; wq_graph_find_tensor(g, name) >= 0; k++)
+    snprintf(name, sizeof name, "%s%s_%d", g->tensors[t].name, to_nhwc ? "_nhwc" : "_nchw", k);
+  int u = wq_graph_add_tensor(g, name);
+  if (u < 0) {
+    wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+    return -1;
+  }
+  const wq_tensor *src = &g->tensors[t];
+  wq_tensor *dst = &g->tensors[u];
+  dst->dtype = src->dtype;
+  dst->rank = src->rank;
+  permute_dims(src->dims, src->rank, to_nhwc, dst->dims);
+  if (src->qparams) {
+    dst->qparams = calloc(1, sizeof *dst->qparams);
+    if (!dst->qparams || wq_qparams_clone(dst->qparams, src->qparams, err) != WQ_OK) {
+      free(dst->qparams);
+      dst->qparams = NULL;
+      wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+      return -1;
+    }
+    wq_qparams *qp = dst->qparams;
+    int64_t tmp[WQ_MAX_RANK];
+    permute_dims(qp->data_dims, qp->rank, to_nhwc, tmp);
+    memcpy(qp->data_dims, tmp, sizeof tmp);
+    permute_dims(qp->block, qp->rank, to_nhwc, tmp);
+    memcpy(qp->block, tmp, sizeof tmp);
+  }
+  return u;
+}
+
+static wq_status push_node(layout_ctx *c, wq_node *n, wq_error *err) {
+  if (c->n_order == c->cap_order) {
+    int cap = c->cap_order ? 2 * c->cap_order : 16;
+    wq_node *grown = realloc(c->order, (size_t)cap * sizeof *grown);
+    if (!grown)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+    c->order = grown;
+    c->cap_order = cap;
+  }
+  c->order[c->n_order++] = *n;
+  return WQ_OK;
+}
+
+/* Appends a wasmq.ToNHWC / ToNCHW node from tensor `from` to `to`. */
+static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, wq_error *err) {
+  const char *op_type = to_nhwc ? "ToNHWC" : "ToNCHW";
+  wq_node n;
+  memset(&n, 0, sizeof n);
+  char name[300], note[400];
+  snprintf(name, sizeof name, "%s_%s", c->g->tensors[from].name, to_nhwc ? "to_nhwc" : "to_nchw");
+  int64_t bytes = tensor_bytes(&c->g->tensors[from]);
+  snprintf(note, sizeof note, "layout transition %s -> %s of '%s' (%lld bytes)",
+           to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW", c->g->tensors[from].name,
+           (long long)bytes);
+  n.name = wq_strdup(name);
+  n.op_type = wq_strdup(op_type);
+  n.domain = wq_strdup(WQ_INT8_DOMAIN);
+  n.opset = 1;
+  n.inputs = malloc(sizeof(int));
+  n.outputs = malloc(sizeof(int));
+  n.op = wq_op_find(WQ_INT8_DOMAIN, op_type);
+  wq_status st = WQ_OK;
+  if (!n.name || !n.op_type || !n.domain || !n.inputs || !n.outputs)
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  else if (!n.op)
+    st = wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "layout: op wasmq.%s is not registered", op_type);
+  if (st == WQ_OK) {
+    n.inputs[0] = from;
+    n.n_inputs = 1;
+    n.outputs[0] = to;
+    n.n_outputs = 1;
+    st = wq_layout_set_note(&n, note, err);
+  }
+  if (st == WQ_OK)
+    st = push_node(c, &n, err);
+  if (st != WQ_OK) {
+    wq_node_clear(&n);
+    return st;
+  }
+  c->stats.transitions++;
+  c->stats.transition_bytes += bytes;
+  return WQ_OK;
+}
+
+/* The channels-last version of original tensor t, converting it first when
+ * needed. */
+static wq_status nhwc_of(layout_ctx *c, int t, int *out, wq_error *err) {
+  if (c->twin[t] < 0) {
+    int u = add_twin(c, t, true, err);
+    if (u < 0)
+      return WQ_ERR_OUT_OF_MEMORY;
+    WQ_TRY(push_transition(c, t, u, true, err));
+    c->twin[t] = u;
+  }
+  *out = c->twin[t];
+  return WQ_OK;
+}
+
+/* Makes sure original tensor t exists channels-first before its reader. */
+static wq_status ensure_nchw(layout_ctx *c, int t, wq_error *err) {
+  if (t < 0 || t >= c->n_original || c->nchw_live[t])
+    return WQ_OK;
+  WQ_TRY(push_transition(c, c->twin[t], t, false, err));
+  c->nchw_live[t] = true;
+  return WQ_OK;
+}
+
+/* Switches node n to (domain wasmq, op_type) and prepares it again. */
+static wq_status retarget(wq_node *n, const char *op_type, wq_error *err) {
+  const wq_op *op = wq_op_find(WQ_INT8_DOMAIN, op_type);
+  if (!op)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name, "layout: op wasmq.%s is not registered",
+                   op_type);
+  char *type = wq_strdup(op_type), *domain = wq_strdup(WQ_INT8_DOMAIN);
+  if (!type || !domain) {
+    free(type);
+    free(domain);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "layout: out of memory");
+  }
+  if (n->op && n->op->free_state && n->op_state)
+    n->op->free_state(n->op_state);
+  n->op_state = NULL;
+  free(n->op_type);
+  free(n->domain);
+  n->op_type = type;
+  n->domain = domain;
+  n->op = op;
+  return op->prepare ? op->prepare(n, err) : WQ_OK;
+}
+
+static wq_status add_note(wq_node *n, const char *extra, wq_error *err) {
+  const char *why = wq_lower_why(n);
+  char text[WQ_LOWER_WHY_MAX + 64];
+  snprintf(text, sizeof text, "%s%s%s", why ? why : "", why ? "; " : "", extra);
+  return wq_layout_set_note(n, text, err);
+}
+
+/* The channels-last op for a node with such a kernel, or NULL. */
+static const char *nhwc_kernel_op(const wq_graph *g, const wq_node *n) {
+  if (n->n_inputs < 1 || !movable(g, n->inputs[0]) || n->n_outputs < 1 || n->outputs[0] < 0 ||
+      !movable(g, n->outputs[0]))
+    return NULL;
+  if (is_int8_op(n, "QConv"))
+    return "QConvNHWC";
+  if (is_int8_op(n, "QGlobalAveragePool"))
+    return "QGlobalAveragePoolNHWC";
+  if (is_int8_op(n, "QAveragePool"))
+    return "QAveragePoolNHWC";
+  if (is_onnx_op(n, "MaxPool") && (n->n_outputs == 1 || n->outputs[1] < 0))
+    return "MaxPoolNHWC";
+  return NULL;
+}
+
+/* Activation inputs of a layout-agnostic op, all of which must already be
+ * channels-last for the op to follow; 0 when the op is not agnostic. */
+static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
+  const wq_graph *g = c->g;
+  if (n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
+    return 0;
+  int count = 0;
+  if (is_int8_op(n, "QLookup"))
+    count = 1;
+  else if (is_int8_op(n, "QAdd") || is_int8_op(n, "QMul"))
+    count = 2;
+  else if (is_int8_op(n, "QConcat"))
+    count = n->n_inputs;
+  else
+    return 0;
+  const wq_tensor *out = &g->tensors[n->outputs[0]];
+  for (int k = 0; k < count; k++) {
+    int t = n->inputs[k];
+    if (t < 0 || t >= c->n_original || c->twin[t] < 0 || !movable(g, t))
+      return 0;
+    if (g->tensors[t].rank != out->rank)
+      return 0;
+    /* Binary ops: no broadcasting across the permuted dims. */
+    if (count == 2 && memcmp(g->tensors[t].dims, out->dims, sizeof(int64_t) * (size_t)out->rank))
+      return 0;
+  }
+  if (is_int8_op(n, "QConcat")) {
+    int64_t axis = 0;
+    if (wq_attr_int(n, "axis", 0, &axis, NULL) != WQ_OK)
+      return 0;
+    if (axis < 0)
+      axis += out->rank;
+    if (axis != 1)
+      return 0;
+  }
+  return count;
+}
+
+/* Rewrites QConcat's axis from C (1) to last, then prepares it again. */
+static wq_status concat_axis_last(wq_node *n, int rank, wq_error *err) {
+  for (int i = 0; i < n->n_attrs; i++)
+    if (strcmp(n->attrs[i].name, "axis") == 0)
+      n->attrs[i].i = rank - 1;
+  if (n->op->free_state && n->op_state)
+    n->op->free_state(n->op_state);
+  n->op_state = NULL;
+  return n->op->prepare ? n->op->prepare(n, err) : WQ_OK;
+}
+
+/* Gives node n a channels-last output twin for its output 0. */
+static wq_status twin_output(layout_ctx *c, wq_node *n, wq_error *err) {
+  int t = n->outputs[0];
+  int u = add_twin(c, t, true, err);
+  if (u < 0)
+    return WQ_ERR_OUT_OF_MEMORY;
+  n->outputs[0] = u;
+  c->twin[t] = u;
+  c->nchw_live[t] = false;
+  c->stats.nodes_nhwc++;
+  return WQ_OK;
+}
+
+static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
+  const char *kernel_op = nhwc_kernel_op(c->g, n);
+  int agnostic = kernel_op ? 0 : agnostic_inputs(c, n);
+  if (kernel_op) {
+    int x;
+    WQ_TRY(nhwc_of(c, n->inputs[0], &x, err));
+    for (int k = 1; k < n->n_inputs; k++) /* weights, bias: layout-free constants */
+      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+    n->inputs[0] = x;
+    WQ_TRY(twin_output(c, n, err));
+    WQ_TRY(retarget(n, kernel_op, err));
+    WQ_TRY(add_note(n, "channels-last (NHWC)", err));
+  } else if (agnostic) {
+    for (int k = 0; k < agnostic; k++)
+      n->inputs[k] = c->twin[n->inputs[k]];
+    for (int k = agnostic; k < n->n_inputs; k++)
+      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+    int rank = c->g->tensors[n->outputs[0]].rank;
+    WQ_TRY(twin_output(c, n, err));
+    if (is_int8_op(n, "QConcat"))
+      WQ_TRY(concat_axis_last(n, rank, err));
+    WQ_TRY(add_note(n, "channels-last (NHWC), layout-agnostic", err));
+  } else {
+    for (int k = 0; k < n->n_inputs; k++)
+      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+  }
+  return push_node(c, n, err);
+}
+
+wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err) {
+  layout_ctx c;
+  memset(&c, 0, sizeof c);
+  c.g = g;
+  c.n_original = g->n_tensors;
+  c.twin = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+  c.nchw_live = malloc(sizeof(bool) * (size_t)(g->n_tensors + 1));
+  if (!c.twin || !c.nchw_live) {
+    free(c.twin);
+    free(c.nchw_live);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  }
+  for (int t = 0; t < g->n_tensors; t++) {
+    c.twin[t] = -1;
+    c.nchw_live[t] = true;
+  }
+  /* Nodes move into c.order one by one (transitions interleaved); on
+   * failure the rest are moved unchanged so the graph stays whole. */
+  wq_status st = WQ_OK;
+  int i = 0;
+  for (; i < g->n_nodes && st == WQ_OK; i++) {
+    wq_node n = g->nodes[i];
+    memset(&g->nodes[i], 0, sizeof g->nodes[i]);
+    st = place_node(&c, &n, err);
+    if (st != WQ_OK && push_node(&c, &n, NULL) != WQ_OK)
+      wq_node_clear(&n);
+  }
+  for (; i < g->n_nodes; i++)
+    if (push_node(&c, &g->nodes[i], NULL) != WQ_OK)
+      wq_node_clear(&g->nodes[i]);
+  for (int k = 0; k < g->n_outputs && st == WQ_OK; k++)
+    st = ensure_nchw(&c, g->outputs[k], err);
+  free(g->nodes);
+  g->nodes = c.order;
+  g->n_nodes = c.n_order;
+  g->cap_nodes = c.cap_order;
+  free(c.twin);
+  free(c.nchw_live);
+  if (stats)
+    *stats = c.stats;
+  return st;
+}

@@ -1,0 +1,37 @@
+/* Int8 layout pass: inside int8 regions activations are channels-last.
+ *
+ * Runs on the lowered graph (after passes/lower.h, before the plan hooks).
+ * Nodes with a channels-last kernel switch to it — QConv -> QConvNHWC,
+ * QAveragePool / QGlobalAveragePool -> Q*NHWC, MaxPool on int8/uint8 ->
+ * MaxPoolNHWC — and layout-agnostic int8 ops whose activation inputs are all
+ * already channels-last follow them (QLookup, QAdd/QMul on equal shapes,
+ * QConcat with its axis moved from C to last). Every other reader of such a
+ * tensor, and every graph output, gets it back through an explicit
+ * wasmq.ToNCHW node; a channels-last op reading a channels-first tensor gets
+ * a wasmq.ToNHWC node. Each conversion is made once per tensor, right
+ * before its first reader. Channels-last tensors carry the physical shape
+ * [N, spatial..., C] and a copy of the quantization parameters.
+ *
+ * Only tensors of rank 3 or 4 with static shapes and per-tensor
+ * quantization move; anything else keeps its layout. */
+#ifndef WQ_PASSES_LAYOUT_INT8_H
+#define WQ_PASSES_LAYOUT_INT8_H
+
+#include <stdint.h>
+
+#include "../ir/graph.h"
+
+typedef struct {
+  int nodes_nhwc;           /* nodes running channels-last */
+  int transitions;          /* ToNHWC + ToNCHW nodes inserted */
+  int64_t transition_bytes; /* bytes those nodes move per run */
+} wq_layout_stats;
+
+/* stats may be NULL. */
+wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err);
+
+/* Replaces the node's lowering note (the text `wasmq info --lowered`
+ * prints as "why"). */
+wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err);
+
+#endif
