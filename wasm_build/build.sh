@@ -4,7 +4,7 @@
 # .wasm (wasm_build/out/wasmq.mjs + wasmq.wasm; not committed).
 #
 # Usage: bash wasm_build/build.sh [--force]
-# Env:   EMCC (default emcc), WQ_WASM_OUT (default wasm_build/out),
+# Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default wasm_build/out),
 #        WQ_WASM_OBJ (object dir, default $WQ_WASM_OUT/obj), JOBS (default 2).
 # Skips compiling an object newer than its source and every header, and skips
 # the link when both outputs are newer than every source and this script.
@@ -60,9 +60,28 @@ join() {
   echo "[$*]"
 }
 
-cflags=(-O3 -msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
+cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
+
+# Size matters as much as speed in a browser: the hot kernels are built at
+# -O3, everything else (parsing, passes, per-dtype reference ops whose -O3
+# unrolling tripled the .wasm) at -Os.
+opt_level() {
+  if [[ -n "${WQ_WASM_OPT:-}" ]]; then # one level for every file, for comparisons
+    echo "$WQ_WASM_OPT"
+    return
+  fi
+  case "$1" in # (case globs match '/', so the order matters)
+  src/core/kernels/ref/ref_gemm_f32.c | src/core/kernels/ref/ref_conv_f32.c | \
+    src/core/kernels/ref/ew_unary.c | src/core/kernels/ref/ew_binary_float.c | \
+    src/core/kernels/ref/ref_pool.c | \
+    src/core/kernels/ref/ew_norm*.c | src/core/kernels/ref/ew_batchnorm.c) echo -O3 ;;
+  src/core/kernels/ref/*) echo -Os ;;
+  src/core/kernels/*) echo -O3 ;;
+  *) echo -Os ;;
+  esac
+}
 ldflags=(
-  -O3 -msimd128
+  -Os -msimd128
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createCore
   -sENVIRONMENT=web,worker
   -sALLOW_MEMORY_GROWTH=1
@@ -108,9 +127,9 @@ fi
 if ((${#stale[@]} > 0)); then
   echo "wasm_build: compiling ${#stale[@]} of ${#sources[@]} sources"
   # Parallel compile; any failure fails the build.
-  printf '%s\n' "${stale[@]}" | xargs -P "$jobs" -I{} bash -c '
-    src="$1"; o="$2/${src//\//__}.o"; shift 2
-    "$@" -c "$src" -o "$o.tmp" && mv "$o.tmp" "$o"
+  for src in "${stale[@]}"; do echo "$(opt_level "$src") $src"; done | xargs -P "$jobs" -I{} bash -c '
+    opt="${1%% *}"; src="${1#* }"; o="$2/${src//\//__}.o"; shift 2
+    "$@" "$opt" -c "$src" -o "$o.tmp" && mv "$o.tmp" "$o"
   ' _ {} "$obj" "$emcc" "${cflags[@]}"
 fi
 

@@ -3,49 +3,11 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "ew_binary_loop.h"
 #include "ew_types.h"
 
-/* Stamps one inner loop computing out = EXPR from x (an element of a) and y
- * (an element of b). The four branches let the compiler vectorise the common
- * cases: both contiguous, or one operand held fixed along the run. */
-#define EW_LOOP(fn, TA, TB, TO, EXPR)                                                              \
-  static void fn(const void *a_, int a_step, const void *b_, int b_step, void *out_, int64_t n) {  \
-    const TA *a = a_;                                                                              \
-    const TB *b = b_;                                                                              \
-    TO *out = out_;                                                                                \
-    if (a_step && b_step) {                                                                        \
-      for (int64_t i = 0; i < n; i++) {                                                            \
-        TA x = a[i];                                                                               \
-        TB y = b[i];                                                                               \
-        out[i] = (EXPR);                                                                           \
-      }                                                                                            \
-    } else if (b_step) {                                                                           \
-      const TA x = a[0];                                                                           \
-      for (int64_t i = 0; i < n; i++) {                                                            \
-        TB y = b[i];                                                                               \
-        out[i] = (EXPR);                                                                           \
-      }                                                                                            \
-    } else if (a_step) {                                                                           \
-      const TB y = b[0];                                                                           \
-      for (int64_t i = 0; i < n; i++) {                                                            \
-        TA x = a[i];                                                                               \
-        out[i] = (EXPR);                                                                           \
-      }                                                                                            \
-    } else {                                                                                       \
-      const TA x = a[0];                                                                           \
-      const TB y = b[0];                                                                           \
-      const TO v = (EXPR);                                                                         \
-      for (int64_t i = 0; i < n; i++)                                                              \
-        out[i] = v;                                                                                \
-    }                                                                                              \
-  }
-
-/* ---- float32 ---- */
-EW_LOOP(ew_add_float, float, float, float, x + y)
-EW_LOOP(ew_sub_float, float, float, float, x - y)
-EW_LOOP(ew_mul_float, float, float, float, x *y)
-EW_LOOP(ew_div_float, float, float, float, x / y)
-EW_LOOP(ew_equal_float, float, float, uint8_t, (uint8_t)(x == y))
+/* float32 add/sub/mul/div/equal live in ew_binary_float.c (built for speed;
+ * this file is built for size in wasm). */
 
 /* Float base, exponent of any numeric dtype. */
 #define EW_POW_FLOAT_EXP(E, name, T, U, W)                                                         \
@@ -136,30 +98,32 @@ ew_binary_loop ew_binary_loop_for(ew_binary_kind kind, wq_dtype a, wq_dtype b) {
     return pow_loop_for(a, b);
   if (a != b)
     return NULL;
+  if (a == WQ_DT_FLOAT)
+    return ew_binary_float_loop(kind);
   switch (kind) {
   case EW_BINARY_ADD:
     switch (a) {
-      EW_NUMERIC_TYPES(EW_CASE_ADD)
+      EW_INT_TYPES(EW_CASE_ADD)
     default: return NULL;
     }
   case EW_BINARY_SUB:
     switch (a) {
-      EW_NUMERIC_TYPES(EW_CASE_SUB)
+      EW_INT_TYPES(EW_CASE_SUB)
     default: return NULL;
     }
   case EW_BINARY_MUL:
     switch (a) {
-      EW_NUMERIC_TYPES(EW_CASE_MUL)
+      EW_INT_TYPES(EW_CASE_MUL)
     default: return NULL;
     }
   case EW_BINARY_DIV:
     switch (a) {
-      EW_NUMERIC_TYPES(EW_CASE_DIV)
+      EW_INT_TYPES(EW_CASE_DIV)
     default: return NULL;
     }
   case EW_BINARY_EQUAL:
     switch (a) {
-      EW_NUMERIC_TYPES(EW_CASE_EQUAL)
+      EW_INT_TYPES(EW_CASE_EQUAL)
     case WQ_DT_BOOL: return ew_equal_bool;
     default: return NULL;
     }

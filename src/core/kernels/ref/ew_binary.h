@@ -27,6 +27,10 @@ typedef enum {
  * combination is not supported (shape inference uses this to validate). */
 ew_binary_loop ew_binary_loop_for(ew_binary_kind kind, wq_dtype a_dtype, wq_dtype b_dtype);
 
+/* The float32 loop of `kind` (NULL for pow, which ew_binary_loop_for picks
+ * by exponent dtype). */
+ew_binary_loop ew_binary_float_loop(ew_binary_kind kind);
+
 /* Result dtype of `kind` for a base/left operand of dtype a. */
 wq_dtype ew_binary_result_dtype(ew_binary_kind kind, wq_dtype a_dtype);
 
