@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/qgemm.h"
 #include "../kernels/ref/int8_gemm_ref.h"
 #include "../kernels/ref/quant_ref.h"
 #include "int8_common.h"
@@ -26,6 +27,10 @@ typedef struct {
   int32_t *bias;     /* [N] or NULL */
   int32_t *w_sums;   /* [N] sum of centered weights (zero-point correction for SIMD kernels) */
   float *multiplier; /* [N]; NULL for int32 output */
+  /* int8/uint8 output without trans_a: weights packed for the kernels of
+   * kernels/qgemm.h (SIMD in wasm, the scalar reference natively). */
+  bool has_packed;
+  wq_qgemm_packed packed;
 } qgemm_state;
 
 static void qgemm_free(void *p) {
@@ -36,6 +41,7 @@ static void qgemm_free(void *p) {
   free(s->bias);
   free(s->w_sums);
   free(s->multiplier);
+  wq_qgemm_packed_free(&s->packed);
   free(s);
 }
 
@@ -180,6 +186,36 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   }
   s->N = N;
   s->K = K;
+  wq_qgemm_packed_free(&s->packed);
+  s->has_packed = false;
+  if (s->y_dtype != WQ_DT_INT32 && !s->trans_a && N > 0 && K > 0) {
+    int32_t *w_zero_point = malloc(sizeof(int32_t) * (size_t)N);
+    if (!w_zero_point)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QGemm: out of memory");
+    for (int64_t n = 0; n < N; n++)
+      w_zero_point[n] = qw->zero_point[wq_qparams_index_of(qw, n * K)];
+    wq_qgemm_desc d = {.n = N,
+                       .k = K,
+                       .a_dtype = qa->dtype,
+                       .a_zero_point = s->a_zero_point,
+                       .w_dtype = wv.dtype,
+                       .w = wv.data,
+                       .w_k_stride = 1,
+                       .w_n_stride = K,
+                       .w_zero_point = w_zero_point,
+                       .w_zero_point_count = N,
+                       .bias = s->bias,
+                       .multiplier = s->multiplier,
+                       .multiplier_count = N,
+                       .y_dtype = s->y_dtype,
+                       .y_zero_point = s->y_zero_point,
+                       .y_min = s->act_min,
+                       .y_max = s->act_max};
+    wq_status st = wq_qgemm_pack(&s->packed, &d, node->name, err);
+    free(w_zero_point);
+    WQ_TRY(st);
+    s->has_packed = true;
+  }
   s->planned = true;
   return WQ_OK;
 }
@@ -193,6 +229,8 @@ static wq_status qgemm_run(const wq_node *node, const wq_value *in, wq_value *ou
   WQ_TRY(qgemm_shape(node, &in[0], &in[1], &shape_out, &M, err));
   if (M < 0 || in[1].dims[0] != s->N || in[1].dims[1] != s->K)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "QGemm: shapes do not match the plan");
+  if (s->has_packed)
+    return wq_qgemm_run(&s->packed, M, in[0].data, s->K, out[0].data, s->N, err);
   wq_int8_gemm_params p = {.M = M,
                            .K = s->K,
                            .N = s->N,
