@@ -40,19 +40,28 @@ void wq_model_free(wq_model *m) {
   free(m);
 }
 
+/* Weights live in initializers or, in Paddle and some PyTorch exports, in
+ * Constant nodes: both count as parameters. */
+static void count_parameter(wq_model *m, const wq_tensor *t) {
+  wq_value v = wq_tensor_value(t);
+  int64_t n = wq_value_numel(&v);
+  if (n > 0)
+    m->param_count += n;
+  m->param_bytes += t->nbytes;
+  m->n_param_tensors++;
+}
+
 static wq_status record_file_stats(wq_model *m, wq_error *err) {
   const wq_graph *g = m->ir->graph;
   m->nodes_in_file = g->n_nodes;
-  for (int t = 0; t < g->n_tensors; t++) {
-    const wq_tensor *tensor = &g->tensors[t];
-    if (!tensor->is_constant)
-      continue;
-    wq_value v = wq_tensor_value(tensor);
-    int64_t n = wq_value_numel(&v);
-    if (n > 0)
-      m->param_count += n;
-    m->param_bytes += tensor->nbytes;
-    m->n_param_tensors++;
+  for (int t = 0; t < g->n_tensors; t++)
+    if (g->tensors[t].is_constant)
+      count_parameter(m, &g->tensors[t]);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_attr *value =
+        strcmp(g->nodes[i].op_type, "Constant") == 0 ? wq_node_attr(&g->nodes[i], "value") : NULL;
+    if (value && value->type == WQ_ATTR_TENSOR && value->t)
+      count_parameter(m, value->t);
   }
   m->histogram = calloc((size_t)g->n_nodes + 1, sizeof *m->histogram);
   if (!m->histogram)
