@@ -45,5 +45,7 @@ static inline void wq_ktest_case(wq_ktest *t, int ok, const char *what) {
 void wq_ktest_qgemm(wq_ktest *t);
 void wq_ktest_qconv(wq_ktest *t);
 void wq_ktest_sgemm(wq_ktest *t);
+void wq_ktest_quantize(wq_ktest *t);
+void wq_ktest_nhwc(wq_ktest *t);
 
 #endif

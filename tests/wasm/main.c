@@ -13,6 +13,8 @@ int main(int argc, char **argv) {
   wq_ktest_qgemm(&t);
   wq_ktest_qconv(&t);
   wq_ktest_sgemm(&t);
+  wq_ktest_quantize(&t);
+  wq_ktest_nhwc(&t);
   printf("%d passed, %d failed\n", t.passed, t.failed);
   return t.failed ? 1 : 0;
 }

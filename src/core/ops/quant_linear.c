@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../kernels/quantize.h"
 #include "../kernels/ref/quant_ref.h"
 #include "quant_common.h"
 
@@ -97,7 +98,11 @@ static wq_status quantize_run(const wq_node *node, const wq_value *in, wq_value 
   wq_qparams qp;
   WQ_TRY(node_qparams(node, &a, out[0].dtype, &in[0], &in[1], node->n_inputs > 2 ? &in[2] : NULL,
                       "QuantizeLinear: y_scale", &qp, err));
-  wq_ref_quantize_linear(in[0].data, wq_value_numel(&in[0]), &qp, out[0].data);
+  if (wq_qparams_is_per_tensor(&qp) && (qp.dtype == WQ_DT_INT8 || qp.dtype == WQ_DT_UINT8))
+    wq_quantize_f32_q8(in[0].data, wq_value_numel(&in[0]), qp.scale[0], qp.zero_point[0], qp.dtype,
+                       qp.qmin, qp.qmax, out[0].data); /* same bits, SIMD in wasm */
+  else
+    wq_ref_quantize_linear(in[0].data, wq_value_numel(&in[0]), &qp, out[0].data);
   wq_qparams_free(&qp);
   return WQ_OK;
 }
@@ -146,7 +151,11 @@ static wq_status dequantize_run(const wq_node *node, const wq_value *in, wq_valu
   wq_qparams qp;
   WQ_TRY(node_qparams(node, &a, in[0].dtype, &in[0], &in[1], node->n_inputs > 2 ? &in[2] : NULL,
                       "DequantizeLinear: x_scale", &qp, err));
-  wq_ref_dequantize_linear(in[0].data, wq_value_numel(&in[0]), &qp, out[0].data);
+  if (wq_qparams_is_per_tensor(&qp) && (qp.dtype == WQ_DT_INT8 || qp.dtype == WQ_DT_UINT8))
+    wq_dequantize_q8_f32(in[0].data, wq_value_numel(&in[0]), qp.scale[0], qp.zero_point[0],
+                         qp.dtype, out[0].data); /* same bits, SIMD in wasm */
+  else
+    wq_ref_dequantize_linear(in[0].data, wq_value_numel(&in[0]), &qp, out[0].data);
   wq_qparams_free(&qp);
   return WQ_OK;
 }
