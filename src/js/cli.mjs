@@ -29,7 +29,18 @@ const USAGE = `usage:
   wasmq info MODEL
   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR]
-  wasmq check CASE_DIR      run one ONNX backend-test case folder`;
+  wasmq check CASE_DIR      run one ONNX backend-test case folder
+  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and
+                               qparams, or why it stayed float
+  run/info options: --no-lower (float Q/DQ op by op), --strict-int8`;
+
+/** --no-lower / --strict-int8 into load options; false for other args. */
+function applyLoweringOption(arg, options) {
+  if (arg === '--no-lower') options.lowering = false;
+  else if (arg === '--strict-int8') options.strictInt8 = true;
+  else return false;
+  return true;
+}
 
 /** A failure that ends the program with `exitCode` after one stderr line. */
 class CliError extends Error {
@@ -117,10 +128,11 @@ function parseDimsSpec(text, option, whole) {
 
 function parseRunArgs(args) {
   if (args.length < 1 || args[0].startsWith('--')) throw usageError('run: missing MODEL');
-  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null };
+  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null, loadOptions: {} };
   for (let i = 1; i < args.length; i++) {
     const option = args[i];
     const value = args[i + 1];
+    if (applyLoweringOption(option, parsed.loadOptions)) continue;
     if (option === '--input') {
       const [name, spec] = splitAssignment(option, value, 'NAME=FILE.npy or NAME=random:SEED');
       if (spec.startsWith('random:')) {
@@ -153,10 +165,17 @@ function parseRunArgs(args) {
 // --- commands ----------------------------------------------------------------
 
 async function cmdInfo(args) {
-  if (args.length !== 1) throw usageError('info expects exactly one MODEL');
-  const model = await loadModel(args[0], {});
+  const options = {};
+  let lowered = false;
+  const rest = args.filter((arg) => {
+    if (arg === '--lowered') return !(lowered = true);
+    return !applyLoweringOption(arg, options);
+  });
+  if (rest.length !== 1 || rest[0].startsWith('--')) throw usageError('info expects exactly one MODEL');
+  const model = await loadModel(rest[0], options);
   try {
     process.stdout.write(model.describe());
+    if (lowered) process.stdout.write(model.describeLowered());
   } finally {
     model.dispose();
   }
@@ -180,7 +199,7 @@ async function cmdRun(args) {
     if (!(name in inputShapes)) inputShapes[name] = array.dims;
   }
   const names = new Set([...opts.inputs.keys(), ...opts.shapes.keys()]);
-  const model = await loadModel(opts.model, { inputShapes });
+  const model = await loadModel(opts.model, { inputShapes, ...opts.loadOptions });
   try {
     const declared = model.inputs.map((t) => t.name);
     for (const name of names) {

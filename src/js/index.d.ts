@@ -58,6 +58,10 @@ export interface Tensor<T extends TensorData = TensorData> {
 export interface LoadOptions {
   /** Binds input dims at load (symbolic dims, shape-dependent folding): {name: [1, 3, 224, 224]}. */
   inputShapes?: Record<string, number[]>;
+  /** Lower QDQ / QLinear graphs onto int8 ops (default true); false runs them op by op with float Q/DQ. */
+  lowering?: boolean;
+  /** Fail the load, naming the node, when a quantized node cannot run in int8. */
+  strictInt8?: boolean;
 }
 
 export interface ArenaMemory {

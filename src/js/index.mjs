@@ -399,13 +399,22 @@ function formatShape(shape) {
   return `[${shape.map((d) => (d === null ? '?' : d)).join(',')}]`;
 }
 
+// wqx_load flags (src/core/api/wasm_exports.h).
+const LOAD_NO_LOWERING = 1;
+const LOAD_STRICT_INT8 = 2;
+
 /**
  * Loads an ONNX model from bytes (Uint8Array/ArrayBuffer), a file path (Node)
  * or a URL (fetch). options.inputShapes binds input dims at load:
- * {inputName: [1, 3, 224, 224]}.
+ * {inputName: [1, 3, 224, 224]}. options.lowering (default true) lowers QDQ
+ * and QLinear graphs onto int8 ops; false runs them op by op with float
+ * Q/DQ. options.strictInt8 makes a quantized node that cannot run in int8 a
+ * load error naming it.
  */
 export async function load(source, options = {}) {
   const inputShapes = options.inputShapes ?? {};
+  const flags = (options.lowering === false ? LOAD_NO_LOWERING : 0) |
+    (options.strictInt8 ? LOAD_STRICT_INT8 : 0);
   if (inputShapes === null || typeof inputShapes !== 'object') {
     throw new WasmqError('load: inputShapes must be an object {inputName: dims}');
   }
@@ -432,7 +441,7 @@ export async function load(source, options = {}) {
     allocations.push(ranksPtr);
     const dimsPtr = allocInt32(core, shapeEntries.flatMap(([, dims]) => dims));
     allocations.push(dimsPtr);
-    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapeEntries.length, namesPtr, ranksPtr, dimsPtr);
+    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapeEntries.length, namesPtr, ranksPtr, dimsPtr, flags);
     if (!handle) throw errorFromCtx(core, ctx);
     return new Model(core, ctx, handle);
   } catch (e) {

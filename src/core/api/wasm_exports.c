@@ -60,7 +60,8 @@ WQX_EXPORT const char *wqx_error_message(const wqx_ctx *ctx) { return ctx ? ctx-
 
 WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
                                int32_t n_shapes, const char *const *shape_names,
-                               const int32_t *shape_ranks, const int32_t *shape_dims) {
+                               const int32_t *shape_ranks, const int32_t *shape_dims,
+                               int32_t flags) {
   if (!ctx)
     return NULL;
   wq_error_clear(&ctx->err);
@@ -104,7 +105,10 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
         dims64[at] = shape_dims[at];
     }
   }
-  wq_load_options opts = {.input_shapes = shapes, .n_input_shapes = (int)n_shapes};
+  wq_load_options opts = {.input_shapes = shapes,
+                          .n_input_shapes = (int)n_shapes,
+                          .no_lowering = (flags & WQX_LOAD_NO_LOWERING) != 0,
+                          .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0};
   wq_model *loaded = NULL;
   wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
   free(shapes);

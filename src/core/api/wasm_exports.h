@@ -33,12 +33,18 @@ const char *wqx_error_node(const wqx_ctx *ctx); /* "" when no node is at fault *
 const char *wqx_error_message(const wqx_ctx *ctx);
 
 /* --- model ------------------------------------------------------------- */
+/* wqx_load flags (wq_load_options fields). */
+enum {
+  WQX_LOAD_NO_LOWERING = 1, /* run QDQ/QLinear graphs op by op, float Q/DQ */
+  WQX_LOAD_STRICT_INT8 = 2, /* fail naming a quantized node that cannot be lowered */
+};
+
 /* Loads an ONNX model. Input-shape overrides: n_shapes entries, entry k names
  * shape_names[k] with rank shape_ranks[k]; the dims of all entries follow
  * each other in shape_dims. Returns NULL on failure (see ctx). */
 wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes, int32_t n_shapes,
                     const char *const *shape_names, const int32_t *shape_ranks,
-                    const int32_t *shape_dims);
+                    const int32_t *shape_dims, int32_t flags);
 void wqx_model_free(wqx_model *model);
 
 int32_t wqx_input_count(const wqx_model *model);
