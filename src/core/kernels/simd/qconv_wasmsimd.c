@@ -102,8 +102,9 @@ typedef struct {
   const wq_qconv_plan *p;
   const wq_qgemm_packed *gemm;
   const uint8_t *x;
-  int64_t channel_offset; /* g * cg */
-  uint8_t *border;        /* 4 rows of segment_len bytes for windows cut by padding */
+  int64_t channel_offset;        /* g * cg */
+  uint8_t *border;               /* 4 rows of segment_len bytes for windows cut by padding */
+  const int64_t *segment_offset; /* segment s of an interior window: base + offset[s] */
 } im2col_ctx;
 
 /* Source of segment s of output pixel (n, oh, ow): a pointer into x when
@@ -162,10 +163,22 @@ static void fill_im2col_panel(const void *ctx, int64_t row0, int64_t rows, int16
       }
     }
   }
+  /* Windows entirely inside the input read every segment at a fixed offset
+   * from their top-left pixel. */
+  const uint8_t *base[4];
+  const int64_t span_h = (p->kernel_h - 1) * p->dil_h, span_w = (p->kernel_w - 1) * p->dil_w;
+  for (int r = 0; r < 4; r++) {
+    const int64_t ih0 = oh[r] * p->stride_h - p->pad_top, iw0 = ow[r] * p->stride_w - p->pad_left;
+    base[r] =
+        ih0 >= 0 && ih0 + span_h < p->in_h && iw0 >= 0 && iw0 + span_w < p->in_w
+            ? c->x + ((n[r] * p->in_h + ih0) * p->in_w + iw0) * p->in_channels + c->channel_offset
+            : NULL;
+  }
   for (int64_t s = 0; s < k->segments; s++) {
     const void *src[4];
     for (int r = 0; r < 4; r++)
-      src[r] = segment_source(c, n[r], oh[r], ow[r], s, c->border + r * k->segment_len);
+      src[r] = base[r] ? base[r] + c->segment_offset[s]
+                       : segment_source(c, n[r], oh[r], ow[r], s, c->border + r * k->segment_len);
     wq_simd_panel_pack(panel, s * k->segment_stride, src, k->segment_len, p->x_dtype,
                        p->x_zero_point);
   }
@@ -311,15 +324,26 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
   case WQ_QCONV_GROUPED_GEMM: break;
   }
   const int64_t cg = p->in_channels / p->group, mg = p->out_channels / p->group;
-  uint8_t *border = malloc((size_t)(4 * p->k_layout.segment_len));
-  if (!border)
+  const wq_qconv_k_layout *k = &p->k_layout;
+  uint8_t *border = malloc((size_t)(4 * k->segment_len));
+  int64_t *offsets = malloc(sizeof(int64_t) * (size_t)k->segments);
+  if (!border || !offsets) {
+    free(border);
+    free(offsets);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qconv: out of memory");
+  }
+  for (int64_t s = 0; s < k->segments; s++) {
+    const int64_t tap = s * k->taps_per_segment;
+    const int64_t kh = tap / p->kernel_w, kw = tap % p->kernel_w;
+    offsets[s] = (kh * p->dil_h * p->in_w + kw * p->dil_w) * p->in_channels;
+  }
   wq_status st = WQ_OK;
   for (int64_t g = 0; g < p->group && st == WQ_OK; g++) {
-    im2col_ctx c = {p, &p->gemms[g], x, g * cg, border};
+    im2col_ctx c = {p, &p->gemms[g], x, g * cg, border, offsets};
     st = wq_simd_qgemm_run_panels(&p->gemms[g], pixels, fill_im2col_panel, &c,
                                   (uint8_t *)y + g * mg, p->out_channels, err);
   }
   free(border);
+  free(offsets);
   return st;
 }
