@@ -128,6 +128,9 @@ typedef struct {
   v128_t magic_less_zp; /* i32 bits(magic) - y_zp */
   v128_t a_zero_point;  /* i32 */
   int is_unsigned;
+  /* y_max below the dtype's maximum: clamp in float; else the saturating
+   * narrows clamp (values past 2^22 still map above the maximum). */
+  int clamp_hi;
 } wq_simd_requant;
 
 static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
@@ -138,16 +141,21 @@ static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
   q.magic_less_zp = wasm_i32x4_splat(0x4B400000 - p->y_zero_point);
   q.a_zero_point = wasm_i32x4_splat(p->a_zero_point);
   q.is_unsigned = p->y_dtype == WQ_DT_UINT8;
+  q.clamp_hi = p->y_max < (q.is_unsigned ? 255 : 127);
   return q;
 }
 
 /* Four int32 accumulators to four requantized int32 outputs (already
  * offset by y_zp and clamped). pmax(lo, v) maps NaN to lo like the
  * reference maps NaN to the minimum; after clamping |v| < 2^22, where the
- * magic add rounds to an integer with ties to even. */
+ * magic add rounds to an integer with ties to even. Without the upper clamp
+ * a larger v still gives bits above y_max (float bits grow with the value),
+ * which the saturating narrow then clamps. */
 static inline v128_t wq_simd_requant4(const wq_simd_requant *q, v128_t acc, v128_t multiplier) {
   v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), multiplier);
-  v = wasm_f32x4_pmin(q->hi, wasm_f32x4_pmax(q->lo, v));
+  v = wasm_f32x4_pmax(q->lo, v);
+  if (q->clamp_hi)
+    v = wasm_f32x4_pmin(q->hi, v);
   v = wasm_f32x4_add(v, q->magic);
   return wasm_i32x4_sub(v, q->magic_less_zp);
 }
