@@ -26,7 +26,10 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
 const SHARED = process.env.WQ_SHARED_DIR ?? join(ROOT, '..', 'shared');
 const MODELS = join(SHARED, 'models');
+// The shipped build (model timings, size) and the benchmark variant that also
+// carries the kernel timing entry points wqx_bench_* (build.sh --bench).
 const WASM = join(ROOT, 'wasm_build/out/wasmq.wasm');
+const BENCH_CORE_DIR = join(ROOT, 'wasm_build/out/bench');
 const DOT_PEAK_SRC = join(BENCH_DIR, 'dot_peak.c');
 const DOT_PEAK_WASM = join(BENCH_DIR, 'out/dot_peak.wasm');
 
@@ -72,12 +75,17 @@ function log(line) {
 // --- builds -----------------------------------------------------------------
 
 function buildWasm() {
-  log('build: wasm core (bash wasm_build/build.sh)');
-  const r = spawnSync('bash', [join(ROOT, 'wasm_build/build.sh')], { cwd: ROOT, encoding: 'utf8' });
-  if (r.status !== 0) {
-    const tail = `${r.stdout}${r.stderr}`.trim().split('\n').slice(-5).join('\n');
-    if (existsSync(WASM)) log(`build: wasm build failed, benchmarking the existing ${relative(ROOT, WASM)}:\n${tail}`);
-    else throw new Error(`wasm build failed:\n${tail}`);
+  for (const [args, wasm] of [
+    [[], WASM],
+    [['--bench'], join(BENCH_CORE_DIR, 'wasmq.wasm')],
+  ]) {
+    log(`build: wasm core (bash wasm_build/build.sh${args.map((a) => ` ${a}`).join('')})`);
+    const r = spawnSync('bash', [join(ROOT, 'wasm_build/build.sh'), ...args], { cwd: ROOT, encoding: 'utf8' });
+    if (r.status !== 0) {
+      const tail = `${r.stdout}${r.stderr}`.trim().split('\n').slice(-5).join('\n');
+      if (existsSync(wasm)) log(`build: wasm build failed, benchmarking the existing ${relative(ROOT, wasm)}:\n${tail}`);
+      else throw new Error(`wasm build failed:\n${tail}`);
+    }
   }
 }
 
@@ -302,10 +310,10 @@ async function main() {
   log(`[${done}/${total}] kernels: dot_i16x8 peak and int8 GEMM GOPS ...`);
   const kernels = dotPeakError
     ? { dotPeak: { error: dotPeakError }, gemm: [], sgemm: [], notes: [] }
-    : await runWorker({ kind: 'kernels', dotPeakWasm: DOT_PEAK_WASM, reps: 9 }, opts.timeout);
+    : await runWorker({ kind: 'kernels', dotPeakWasm: DOT_PEAK_WASM, coreDir: BENCH_CORE_DIR, reps: 9 }, opts.timeout);
   if (dotPeakError && !kernels.error) {
     // Still measure the GEMM even without our peak loop.
-    const k = await runWorker({ kind: 'kernels', dotPeakWasm: '/nonexistent', reps: 9 }, opts.timeout);
+    const k = await runWorker({ kind: 'kernels', dotPeakWasm: '/nonexistent', coreDir: BENCH_CORE_DIR, reps: 9 }, opts.timeout);
     Object.assign(kernels, { gemm: k.gemm ?? [], sgemm: k.sgemm ?? [], kernelDotPeakGops: k.kernelDotPeakGops });
   }
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s\n`);

@@ -2,7 +2,7 @@
 // process disturb each other's timings). Started by bench/run.mjs with one
 // JSON argument:
 //   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, runs, seed}
-//   {kind: 'kernels', dotPeakWasm, reps}
+//   {kind: 'kernels', dotPeakWasm, coreDir, reps}   (coreDir: the build.sh --bench variant)
 // and prints its result as the last stdout line: "BENCH_RESULT <json>".
 // Failures are results too ({error}), so the orchestrator keeps going.
 
@@ -151,8 +151,15 @@ async function benchKernels(spec) {
   } catch (e) {
     result.dotPeak = { error: e.message };
   }
-  // Our GEMM micro-kernel through the kernel library's exported entries.
+  // Our GEMM micro-kernel through the kernel library's exported entries,
+  // which only the benchmark variant of the core carries.
   const wasmq = await import(pathToFileURL(join(ROOT, 'src/js/index.mjs')).href);
+  if (spec.coreDir) {
+    wasmq.configure({
+      glueUrl: pathToFileURL(join(spec.coreDir, 'wasmq.mjs')),
+      wasmUrl: pathToFileURL(join(spec.coreDir, 'wasmq.wasm')),
+    });
+  }
   const core = await wasmq.getCore();
   const shapes = [
     [256, 256, 256],
@@ -164,7 +171,7 @@ async function benchKernels(spec) {
   for (const [m, n, k] of shapes) {
     const ops = (iters) => 2 * m * n * k * iters;
     if (typeof core._wqx_bench_qgemm !== 'function') {
-      gemmItems.push({ m, n, k, error: 'n/a (no wqx_bench_qgemm in the wasm)' });
+      gemmItems.push({ m, n, k, error: 'n/a (no wqx_bench_qgemm in the wasm: bash wasm_build/build.sh --bench)' });
     } else {
       gemmItems.push(add({ m, n, k, ops, fn: (iters) => core._wqx_bench_qgemm(m, n, k, iters) }));
     }

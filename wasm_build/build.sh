@@ -1,22 +1,47 @@
 #!/usr/bin/env bash
-# Builds the wasm core: every src/core/**/*.c except the native CLI, compiled
-# with wasm SIMD128, linked into an ES module factory `createCore` plus its
-# .wasm (wasm_build/out/wasmq.mjs + wasmq.wasm; not committed).
+# Builds the wasm core: every src/core/**/*.c except the native CLI and the
+# benchmark-only entry points, compiled with wasm SIMD128, linked into an ES
+# module factory `createCore` plus its .wasm (wasm_build/out/wasmq.mjs +
+# wasmq.wasm; not committed).
 #
-# Usage: bash wasm_build/build.sh [--force]
-# Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default wasm_build/out),
-#        WQ_WASM_OBJ (object dir, default $WQ_WASM_OUT/obj), JOBS (default 2).
+# Usage: bash wasm_build/build.sh [--force] [--bench]
+#   --bench  the benchmark variant: also links the kernel timing entry points
+#            (wqx_bench_*, src/core/kernels/simd/bench_entry.c) and writes to
+#            wasm_build/out/bench; the shipped .wasm never carries them.
+# Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default
+#        wasm_build/out, or wasm_build/out/bench with --bench), WQ_WASM_OBJ (object dir, default
+#        wasm_build/out/obj, or $WQ_WASM_OUT/obj when WQ_WASM_OUT is set), WQ_WASM_LDFLAGS (extra
+#        link flags, e.g. --profiling-funcs to read function sizes), JOBS (default 2).
 # Skips compiling an object newer than its source and every header, and skips
 # the link when both outputs are newer than every source and this script.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${WQ_WASM_OUT:-$root/wasm_build/out}"
-obj="${WQ_WASM_OBJ:-$out/obj}"
+force=0
+bench=0
+for arg in "$@"; do
+  case "$arg" in
+  --force) force=1 ;;
+  --bench) bench=1 ;;
+  *)
+    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench])" >&2
+    exit 2
+    ;;
+  esac
+done
+if [[ -n "${WQ_WASM_OUT:-}" ]]; then
+  out="$WQ_WASM_OUT"
+  obj="${WQ_WASM_OBJ:-$out/obj}"
+else
+  # Both variants compile every file with the same flags: share the objects.
+  out="$root/wasm_build/out"
+  ((bench)) && out="$root/wasm_build/out/bench"
+  obj="${WQ_WASM_OBJ:-$root/wasm_build/out/obj}"
+fi
 emcc="${EMCC:-emcc}"
 jobs="${JOBS:-2}"
-force=0
-[[ "${1:-}" == "--force" ]] && force=1
+# Benchmark-only sources (kernel timing entry points called from bench/).
+bench_sources=(src/core/kernels/simd/bench_entry.c)
 
 # emcc's JS optimizer needs acorn from Debian's node modules.
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
@@ -27,7 +52,11 @@ if ! command -v "$emcc" > /dev/null; then
 fi
 
 cd "$root"
-mapfile -t sources < <(find src/core -name '*.c' -not -path 'src/core/cli/*' | LC_ALL=C sort)
+exclude=(-not -path 'src/core/cli/*')
+if ((!bench)); then
+  for b in "${bench_sources[@]}"; do exclude+=(-not -path "$b"); done
+fi
+mapfile -t sources < <(find src/core -name '*.c' "${exclude[@]}" | LC_ALL=C sort)
 mapfile -t headers < <(find src/core -name '*.h' -o -name '*.inc' | LC_ALL=C sort)
 if [[ ${#sources[@]} -eq 0 ]]; then
   echo "wasm_build: no sources under src/core" >&2
@@ -64,24 +93,29 @@ cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
 
 # Size matters as much as speed in a browser: the hot kernels are built at
 # -O3, everything else (parsing, passes, per-dtype reference ops whose -O3
-# unrolling tripled the .wasm) at -Os.
+# unrolling tripled the .wasm) at -Os. The auto-vectorized float loops
+# (elementwise, pooling, batchnorm) are memory-bound: unrolling and
+# interleaving them bought nothing measurable (smallcnn float unchanged)
+# and cost 20 KB, so they are built without it. Prints the flags.
 opt_level() {
   if [[ -n "${WQ_WASM_OPT:-}" ]]; then # one level for every file, for comparisons
     echo "$WQ_WASM_OPT"
     return
   fi
   case "$1" in # (case globs match '/', so the order matters)
-  src/core/kernels/ref/ref_gemm_f32.c | src/core/kernels/ref/ref_conv_f32.c | \
-    src/core/kernels/ref/ew_unary.c | src/core/kernels/ref/ew_binary_float.c | \
+  src/core/kernels/ref/ew_unary.c | src/core/kernels/ref/ew_binary_float.c | \
     src/core/kernels/ref/ref_pool.c | \
-    src/core/kernels/ref/ew_norm*.c | src/core/kernels/ref/ew_batchnorm.c) echo -O3 ;;
+    src/core/kernels/ref/ew_norm*.c | src/core/kernels/ref/ew_batchnorm.c) echo -O3 -fno-unroll-loops ;;
+  src/core/kernels/ref/ref_gemm_f32.c | src/core/kernels/ref/ref_conv_f32.c) echo -O3 ;;
   src/core/kernels/ref/*) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
   *) echo -Os ;;
   esac
 }
+# emmalloc instead of dlmalloc: 7 KB smaller; runs allocate little (arena).
 ldflags=(
   -Os -msimd128
+  -sMALLOC=emmalloc
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createCore
   -sENVIRONMENT=web,worker
   -sALLOW_MEMORY_GROWTH=1
@@ -127,12 +161,14 @@ fi
 if ((${#stale[@]} > 0)); then
   echo "wasm_build: compiling ${#stale[@]} of ${#sources[@]} sources"
   # Parallel compile; any failure fails the build.
-  for src in "${stale[@]}"; do echo "$(opt_level "$src") $src"; done | xargs -P "$jobs" -I{} bash -c '
-    opt="${1%% *}"; src="${1#* }"; o="$2/${src//\//__}.o"; shift 2
-    "$@" "$opt" -c "$src" -o "$o.tmp" && mv "$o.tmp" "$o"
+  # Lines are "FLAGS|SOURCE" (the flags may be several words).
+  for src in "${stale[@]}"; do echo "$(opt_level "$src")|$src"; done | xargs -P "$jobs" -I{} bash -c '
+    read -r -a opt <<< "${1%%|*}"; src="${1#*|}"; o="$2/${src//\//__}.o"; shift 2
+    "$@" "${opt[@]}" -c "$src" -o "$o.tmp" && mv "$o.tmp" "$o"
   ' _ {} "$obj" "$emcc" "${cflags[@]}"
 fi
 
 echo "wasm_build: linking ${#objects[@]} objects"
-"$emcc" "${ldflags[@]}" "${objects[@]}" -o "$js"
+read -r -a extra_ldflags <<< "${WQ_WASM_LDFLAGS:-}"
+"$emcc" "${ldflags[@]}" "${extra_ldflags[@]}" "${objects[@]}" -o "$js"
 echo "wasm_build: wrote $js and $wasm ($(stat -c %s "$wasm") bytes)"
