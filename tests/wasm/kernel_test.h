@@ -47,5 +47,6 @@ void wq_ktest_qconv(wq_ktest *t);
 void wq_ktest_sgemm(wq_ktest *t);
 void wq_ktest_quantize(wq_ktest *t);
 void wq_ktest_nhwc(wq_ktest *t);
+void wq_ktest_qeltwise(wq_ktest *t);
 
 #endif

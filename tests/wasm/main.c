@@ -15,6 +15,7 @@ int main(int argc, char **argv) {
   wq_ktest_sgemm(&t);
   wq_ktest_quantize(&t);
   wq_ktest_nhwc(&t);
+  wq_ktest_qeltwise(&t);
   printf("%d passed, %d failed\n", t.passed, t.failed);
   return t.failed ? 1 : 0;
 }

@@ -31,7 +31,11 @@ void wq_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq_int8
 
 void wq_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_int8_pool_quant *q,
                       const void *x, void *y) {
+#ifdef __wasm_simd128__
+  wq_simd_qavgpool_nhwc(p, count_include_pad, q, x, y);
+#else
   wq_ref_qavgpool_nhwc(p, count_include_pad, q, x, y);
+#endif
 }
 
 void wq_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x, void *y) {

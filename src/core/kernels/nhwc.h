@@ -51,7 +51,12 @@ void wq_simd_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const uint8_t *x, 
 void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq_int8_pool_quant *q,
                        const void *x, void *y);
 void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x, void *y);
+void wq_simd_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_int8_pool_quant *q,
+                           const void *x, void *y);
 #endif
+
+/* The divisor of output pixel (oh, ow) of an average pool. */
+int64_t wq_pool2d_count(const wq_pool2d *p, bool count_include_pad, int64_t oh, int64_t ow);
 
 /* The quantized mean both implementations store (exactly
  * ref/int8_pool_ref.c's arithmetic). */

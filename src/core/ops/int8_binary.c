@@ -1,23 +1,20 @@
 /* QAdd and QMul (domain "wasmq"): y = quantize(dequantize(a) + or *
  * dequantize(b)) with numpy broadcasting; a, b and y are int8/uint8 with
  * per-tensor quantization parameters on their tensors. The plan hook builds
- * the 256-entry dequantization tables of a and b, so the arithmetic is
- * exactly that of DequantizeLinear → Add/Mul → QuantizeLinear run in
- * float32. Attributes: y_dtype, act_min/act_max (a fused relu/clip as a
- * clamp of the output codes). */
+ * the kernel parameters (kernels/qeltwise.h); the arithmetic is exactly
+ * that of DequantizeLinear → Add/Mul → QuantizeLinear run in float32. Attributes: y_dtype,
+ * act_min/act_max (a fused relu/clip as a clamp of the output codes). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/ref/int8_eltwise_ref.h"
+#include "../kernels/qeltwise.h"
 #include "int8_common.h"
 
 typedef struct {
   wq_dtype y_dtype;
   int32_t act_min, act_max;
   bool planned;
-  float a_real[256], b_real[256];
-  float y_scale;
-  int32_t y_zero_point, y_min, y_max;
+  wq_qbinary_params params;
 } qbinary_state;
 
 static wq_status qbinary_prepare(wq_node *node, wq_error *err) {
@@ -51,22 +48,23 @@ static wq_status qbinary_infer(const wq_node *node, const wq_value *in, wq_value
 static wq_status qbinary_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   qbinary_state *s = node->op_state;
   const wq_qparams *qa, *qb, *qy;
-  float sa, sb;
-  int32_t za, zb;
+  wq_qbinary_params *p = &s->params;
   WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qa, err));
   WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qb, err));
   WQ_TRY(wq_int8_tensor_qparams(node, g, 0, true, &qy, err));
-  WQ_TRY(wq_int8_per_tensor(node, qa, "A", &sa, &za, err));
-  WQ_TRY(wq_int8_per_tensor(node, qb, "B", &sb, &zb, err));
-  WQ_TRY(wq_int8_per_tensor(node, qy, "C", &s->y_scale, &s->y_zero_point, err));
+  WQ_TRY(wq_int8_per_tensor(node, qa, "A", &p->a_scale, &p->a_zero_point, err));
+  WQ_TRY(wq_int8_per_tensor(node, qb, "B", &p->b_scale, &p->b_zero_point, err));
+  WQ_TRY(wq_int8_per_tensor(node, qy, "C", &p->y_scale, &p->y_zero_point, err));
   if (qy->dtype != s->y_dtype)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
                    "%s: output quantization parameters are %s but y_dtype is %s", node->op_type,
                    wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
-  wq_int8_dequant_table(qa->dtype, sa, za, s->a_real);
-  wq_int8_dequant_table(qb->dtype, sb, zb, s->b_real);
-  s->y_min = s->act_min;
-  s->y_max = s->act_max;
+  p->mul = strcmp(node->op_type, "QMul") == 0;
+  p->a_dtype = qa->dtype;
+  p->b_dtype = qb->dtype;
+  p->y_dtype = s->y_dtype;
+  p->y_min = s->act_min;
+  p->y_max = s->act_max;
   s->planned = true;
   return WQ_OK;
 }
@@ -76,15 +74,12 @@ static wq_status qbinary_run(const wq_node *node, const wq_value *in, wq_value *
   const qbinary_state *s = node->op_state;
   if (!s->planned)
     return wq_int8_not_planned(node, err);
-  wq_int8_binary_params p = {.kind = node->op_type[1] == 'A' ? WQ_INT8_ADD : WQ_INT8_MUL,
-                             .a_real = s->a_real,
-                             .b_real = s->b_real,
-                             .y_scale = s->y_scale,
-                             .y_zero_point = s->y_zero_point,
-                             .y_min = s->y_min,
-                             .y_max = s->y_max,
-                             .y_dtype = s->y_dtype};
-  wq_int8_binary_ref(&p, &in[0], &in[1], &out[0]);
+  if (in[0].dtype != s->params.a_dtype || in[1].dtype != s->params.b_dtype)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "%s: inputs are %s, %s but were planned as %s, %s", node->op_type,
+                   wq_dtype_name(in[0].dtype), wq_dtype_name(in[1].dtype),
+                   wq_dtype_name(s->params.a_dtype), wq_dtype_name(s->params.b_dtype));
+  wq_qbinary(&s->params, &in[0], &in[1], &out[0]);
   return WQ_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/qeltwise.h"
 #include "../kernels/ref/int8_eltwise_ref.h"
 #include "../kernels/ref/quant_ref.h"
 #include "int8_common.h"
@@ -155,16 +156,9 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
   int64_t offset = 0;
   for (int k = 0; k < node->n_inputs; k++) {
     const int64_t row = in[k].dims[axis] * inner;
-    const uint8_t *x = in[k].data;
-    for (int64_t o = 0; o < outer; o++) {
-      uint8_t *dst = y + o * out_row + offset;
-      if (s->identity[k]) {
-        if (row > 0)
-          memcpy(dst, x + o * row, (size_t)row);
-      } else {
-        wq_int8_lookup_ref(in[k].dtype, x + o * row, row, s->tables[k], dst);
-      }
-    }
+    if (row > 0)
+      wq_copy_rows_q8(outer, row, row, out_row, s->identity[k] ? NULL : s->tables[k],
+                      in[k].dtype == WQ_DT_INT8, in[k].data, y + offset);
     offset += row;
   }
   return WQ_OK;

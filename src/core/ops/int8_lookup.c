@@ -7,7 +7,7 @@
  * DequantizeLinear → op → QuantizeLinear exactly. */
 #include <string.h>
 
-#include "../kernels/ref/int8_eltwise_ref.h"
+#include "../kernels/qeltwise.h"
 #include "int8_common.h"
 
 static wq_status qlookup_infer(const wq_node *node, const wq_value *in, wq_value *out,
@@ -26,7 +26,8 @@ static wq_status qlookup_run(const wq_node *node, const wq_value *in, wq_value *
                              wq_error *err) {
   (void)node;
   (void)err;
-  wq_int8_lookup_ref(in[0].dtype, in[0].data, wq_value_numel(&in[0]), in[1].data, out[0].data);
+  wq_lookup_q8(in[1].data, in[0].dtype == WQ_DT_INT8, wq_value_numel(&in[0]), in[0].data,
+               out[0].data);
   return WQ_OK;
 }
 

@@ -221,33 +221,58 @@ static const char *nhwc_kernel_op(const wq_graph *g, const wq_node *n) {
   return NULL;
 }
 
+/* True when tensor t holds a single element: it broadcasts the same way in
+ * either layout. */
+static bool single_element(const wq_graph *g, int t) {
+  if (t < 0 || g->tensors[t].rank < 0)
+    return false;
+  for (int d = 0; d < g->tensors[t].rank; d++)
+    if (g->tensors[t].dims[d] != 1)
+      return false;
+  return true;
+}
+
+static bool has_twin(const layout_ctx *c, int t) {
+  return t >= 0 && t < c->n_original && c->twin[t] >= 0 && movable(c->g, t);
+}
+
+static bool is_concat(const wq_node *n) {
+  return is_int8_op(n, "QConcat") || is_onnx_op(n, "Concat");
+}
+
 /* Activation inputs of a layout-agnostic op, all of which must already be
- * channels-last for the op to follow; 0 when the op is not agnostic. */
+ * channels-last for the op to follow (QAdd/QMul: or single elements, which
+ * stay as they are); 0 when the op is not agnostic. */
 static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   const wq_graph *g = c->g;
   if (n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
     return 0;
   int count = 0;
+  const bool binary = is_int8_op(n, "QAdd") || is_int8_op(n, "QMul");
   if (is_int8_op(n, "QLookup"))
     count = 1;
-  else if (is_int8_op(n, "QAdd") || is_int8_op(n, "QMul"))
+  else if (binary)
     count = 2;
-  else if (is_int8_op(n, "QConcat"))
+  else if (is_concat(n))
     count = n->n_inputs;
   else
     return 0;
   const wq_tensor *out = &g->tensors[n->outputs[0]];
+  int twins = 0;
   for (int k = 0; k < count; k++) {
     int t = n->inputs[k];
-    if (t < 0 || t >= c->n_original || c->twin[t] < 0 || !movable(g, t))
-      return 0;
-    if (g->tensors[t].rank != out->rank)
-      return 0;
-    /* Binary ops: no broadcasting across the permuted dims. */
-    if (count == 2 && memcmp(g->tensors[t].dims, out->dims, sizeof(int64_t) * (size_t)out->rank))
+    /* Binary ops broadcast: equal ranks keep numpy's rules valid after
+     * both shapes are permuted alike. */
+    if (has_twin(c, t) && g->tensors[t].rank == out->rank) {
+      twins++;
+      continue;
+    }
+    if (!binary || !single_element(g, t))
       return 0;
   }
-  if (is_int8_op(n, "QConcat")) {
+  if (twins == 0)
+    return 0;
+  if (is_concat(n)) {
     int64_t axis = 0;
     if (wq_attr_int(n, "axis", 0, &axis, NULL) != WQ_OK)
       return 0;
@@ -257,6 +282,33 @@ static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
       return 0;
   }
   return count;
+}
+
+/* The channels-last op for a data-movement node whose input is already
+ * channels-last (Resize nearest, DepthToSpace on int8 codes), or NULL. */
+static const char *follower_op(const layout_ctx *c, const wq_node *n) {
+  const wq_graph *g = c->g;
+  if (n->n_inputs < 1 || !has_twin(c, n->inputs[0]) || n->n_outputs != 1 || n->outputs[0] < 0 ||
+      !movable(g, n->outputs[0]))
+    return NULL;
+  const wq_tensor *x = &g->tensors[n->inputs[0]], *y = &g->tensors[n->outputs[0]];
+  if (x->rank != y->rank)
+    return NULL;
+  if (is_onnx_op(n, "DepthToSpace"))
+    return x->rank == 4 ? "DepthToSpaceNHWC" : NULL;
+  if (!is_onnx_op(n, "Resize"))
+    return NULL;
+  const wq_attr *mode = wq_node_attr(n, "mode");
+  const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
+  if ((mode && mode->s && strcmp(mode->s, "nearest") != 0) ||
+      (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0))
+    return NULL;
+  if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) /* N and C stay */
+    return NULL;
+  for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: known when planned */
+    if (n->inputs[k] >= 0 && !g->tensors[n->inputs[k]].is_constant)
+      return NULL;
+  return "ResizeNearestNHWC";
 }
 
 /* Rewrites QConcat's axis from C (1) to last, then prepares it again. */
@@ -285,8 +337,16 @@ static wq_status twin_output(layout_ctx *c, wq_node *n, wq_error *err) {
 
 static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
   const char *kernel_op = nhwc_kernel_op(c->g, n);
-  int agnostic = kernel_op ? 0 : agnostic_inputs(c, n);
-  if (kernel_op) {
+  const char *follow_op = kernel_op ? NULL : follower_op(c, n);
+  int agnostic = kernel_op || follow_op ? 0 : agnostic_inputs(c, n);
+  if (follow_op) {
+    n->inputs[0] = c->twin[n->inputs[0]];
+    for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: constants */
+      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+    WQ_TRY(twin_output(c, n, err));
+    WQ_TRY(retarget(n, follow_op, err));
+    WQ_TRY(add_note(n, "channels-last (NHWC)", err));
+  } else if (kernel_op) {
     int x;
     WQ_TRY(nhwc_of(c, n->inputs[0], &x, err));
     for (int k = 1; k < n->n_inputs; k++) /* weights, bias: layout-free constants */
@@ -296,13 +356,15 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
     WQ_TRY(retarget(n, kernel_op, err));
     WQ_TRY(add_note(n, "channels-last (NHWC)", err));
   } else if (agnostic) {
-    for (int k = 0; k < agnostic; k++)
-      n->inputs[k] = c->twin[n->inputs[k]];
-    for (int k = agnostic; k < n->n_inputs; k++)
-      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+    for (int k = 0; k < n->n_inputs; k++) {
+      if (k < agnostic && has_twin(c, n->inputs[k]))
+        n->inputs[k] = c->twin[n->inputs[k]];
+      else
+        WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+    }
     int rank = c->g->tensors[n->outputs[0]].rank;
     WQ_TRY(twin_output(c, n, err));
-    if (is_int8_op(n, "QConcat"))
+    if (is_concat(n))
       WQ_TRY(concat_axis_last(n, rank, err));
     WQ_TRY(add_note(n, "channels-last (NHWC), layout-agnostic", err));
   } else {

@@ -4,8 +4,11 @@
  * Nodes with a channels-last kernel switch to it — QConv -> QConvNHWC,
  * QAveragePool / QGlobalAveragePool -> Q*NHWC, MaxPool on int8/uint8 ->
  * MaxPoolNHWC — and layout-agnostic int8 ops whose activation inputs are all
- * already channels-last follow them (QLookup, QAdd/QMul on equal shapes,
- * QConcat with its axis moved from C to last). Every other reader of such a
+ * already channels-last follow them (QLookup; QAdd/QMul, broadcasting
+ * between equal-rank channels-last operands or against a single element;
+ * QConcat and Concat on int8 codes with the axis moved from C to last), as
+ * do Resize (nearest) and DepthToSpace on int8 codes, which become
+ * wasmq.ResizeNearestNHWC / DepthToSpaceNHWC (ops/int8_nhwc_move.c). Every other reader of such a
  * tensor, and every graph output, gets it back through an explicit
  * wasmq.ToNCHW node; a channels-last op reading a channels-first tensor gets
  * a wasmq.ToNHWC node. Each conversion is made once per tensor, right

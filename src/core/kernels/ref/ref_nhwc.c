@@ -52,6 +52,15 @@ static int64_t taps_within(int64_t start, int64_t dil, int64_t k, int64_t lo, in
   return last >= first ? last - first + 1 : 0;
 }
 
+int64_t wq_pool2d_count(const wq_pool2d *p, bool count_include_pad, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * p->stride_h - p->pad_top, w0 = ow * p->stride_w - p->pad_left;
+  if (count_include_pad)
+    return taps_within(h0, p->dil_h, p->kernel_h, -p->pad_top, p->in_h + p->pad_bottom - 1) *
+           taps_within(w0, p->dil_w, p->kernel_w, -p->pad_left, p->in_w + p->pad_right - 1);
+  return taps_within(h0, p->dil_h, p->kernel_h, 0, p->in_h - 1) *
+         taps_within(w0, p->dil_w, p->kernel_w, 0, p->in_w - 1);
+}
+
 void wq_ref_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_int8_pool_quant *q,
                           const void *x, void *y) {
   const int64_t C = p->channels;
@@ -59,13 +68,7 @@ void wq_ref_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_i
     for (int64_t oh = 0; oh < p->out_h; oh++)
       for (int64_t ow = 0; ow < p->out_w; ow++) {
         const int64_t h0 = oh * p->stride_h - p->pad_top, w0 = ow * p->stride_w - p->pad_left;
-        int64_t count =
-            count_include_pad
-                ? taps_within(h0, p->dil_h, p->kernel_h, -p->pad_top, p->in_h + p->pad_bottom - 1) *
-                      taps_within(w0, p->dil_w, p->kernel_w, -p->pad_left,
-                                  p->in_w + p->pad_right - 1)
-                : taps_within(h0, p->dil_h, p->kernel_h, 0, p->in_h - 1) *
-                      taps_within(w0, p->dil_w, p->kernel_w, 0, p->in_w - 1);
+        const int64_t count = wq_pool2d_count(p, count_include_pad, oh, ow);
         for (int64_t c = 0; c < C; c++) {
           int64_t sum = 0;
           for (int64_t kh = 0; kh < p->kernel_h; kh++) {

@@ -147,3 +147,119 @@ void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x
         }
       }
 }
+
+/* 16 codes of wq_qpool_mean_code from four i32x4 window sums of
+ * zero-point-free codes: the double product and quotient in f64x2, rounded
+ * to float32, then QuantizeLinear as simd/quantize_wasmsimd.c does — the
+ * same IEEE operations as the scalar reference. count > 0. */
+static v128_t mean_codes16(const v128_t *sums, int64_t count, const wq_int8_pool_quant *q) {
+  const v128_t x_scale = wasm_f64x2_splat((double)q->x_scale);
+  const v128_t divisor = wasm_f64x2_splat((double)count);
+  const v128_t y_scale = wasm_f32x4_splat(q->y_scale);
+  const v128_t lo = wasm_f32x4_splat((float)(q->y_min - q->y_zero_point));
+  const v128_t hi = wasm_f32x4_splat((float)(q->y_max - q->y_zero_point));
+  const v128_t magic = wasm_f32x4_splat(12582912.0f);
+  const v128_t magic_less_zp = wasm_i32x4_splat(0x4B400000 - q->y_zero_point);
+  v128_t codes[4];
+  for (int j = 0; j < 4; j++) {
+    v128_t d_lo = wasm_f64x2_convert_low_i32x4(sums[j]);
+    v128_t d_hi = wasm_f64x2_convert_low_i32x4(wasm_i32x4_shuffle(sums[j], sums[j], 2, 3, 2, 3));
+    d_lo = wasm_f64x2_div(wasm_f64x2_mul(d_lo, x_scale), divisor);
+    d_hi = wasm_f64x2_div(wasm_f64x2_mul(d_hi, x_scale), divisor);
+    v128_t mean = wasm_i32x4_shuffle(wasm_f32x4_demote_f64x2_zero(d_lo),
+                                     wasm_f32x4_demote_f64x2_zero(d_hi), 0, 1, 4, 5);
+    v128_t v = wasm_f32x4_div(mean, y_scale);
+    v = wasm_f32x4_pmin(hi, wasm_f32x4_pmax(lo, v));
+    codes[j] = wasm_i32x4_sub(wasm_f32x4_add(v, magic), magic_less_zp);
+  }
+  v128_t a = wasm_i16x8_narrow_i32x4(codes[0], codes[1]);
+  v128_t b = wasm_i16x8_narrow_i32x4(codes[2], codes[3]);
+  return q->y_dtype == WQ_DT_UINT8 ? wasm_u8x16_narrow_i16x8(a, b) : wasm_i8x16_narrow_i16x8(a, b);
+}
+
+/* s[0..3] += the 16 int16 lane sums in lo16, hi16 (unsigned lanes hold
+ * sums of uint8 codes, below 2^16). */
+static inline void add_widened(v128_t *s, v128_t lo16, v128_t hi16, int is_unsigned) {
+  if (is_unsigned) {
+    s[0] = wasm_i32x4_add(s[0], wasm_u32x4_extend_low_u16x8(lo16));
+    s[1] = wasm_i32x4_add(s[1], wasm_u32x4_extend_high_u16x8(lo16));
+    s[2] = wasm_i32x4_add(s[2], wasm_u32x4_extend_low_u16x8(hi16));
+    s[3] = wasm_i32x4_add(s[3], wasm_u32x4_extend_high_u16x8(hi16));
+  } else {
+    s[0] = wasm_i32x4_add(s[0], wasm_i32x4_extend_low_i16x8(lo16));
+    s[1] = wasm_i32x4_add(s[1], wasm_i32x4_extend_high_i16x8(lo16));
+    s[2] = wasm_i32x4_add(s[2], wasm_i32x4_extend_low_i16x8(hi16));
+    s[3] = wasm_i32x4_add(s[3], wasm_i32x4_extend_high_i16x8(hi16));
+  }
+}
+
+void wq_simd_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_int8_pool_quant *q,
+                           const void *x, void *y) {
+  const int64_t C = p->channels;
+  const uint8_t *x8 = x;
+  uint8_t *y8 = y;
+  const int is_unsigned = q->x_dtype == WQ_DT_UINT8;
+  const v128_t zp = wasm_i32x4_splat(q->x_zero_point);
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t oh = 0; oh < p->out_h; oh++)
+      for (int64_t ow = 0; ow < p->out_w; ow++) {
+        const int64_t h0 = oh * p->stride_h - p->pad_top, w0 = ow * p->stride_w - p->pad_left;
+        const int64_t count = wq_pool2d_count(p, count_include_pad, oh, ow);
+        const int64_t at = ((b * p->out_h + oh) * p->out_w + ow) * C;
+        if (count <= 0) { /* an empty window: quantize(0) */
+          for (int64_t c = 0; c < C; c++)
+            wq_ref_q_store(y, q->y_dtype, at + c, wq_qpool_mean_code(q, 0, 0));
+          continue;
+        }
+        for (int64_t c0 = 0; c0 < C; c0 += 16) {
+          const int64_t lanes = C - c0 < 16 ? C - c0 : 16;
+          v128_t s[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0),
+                         wasm_i32x4_splat(0)};
+          v128_t lo16 = wasm_i16x8_splat(0), hi16 = lo16;
+          int64_t taps = 0, in_window = 0;
+          for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            const int64_t ih = h0 + kh * p->dil_h;
+            if (ih < 0 || ih >= p->in_h)
+              continue;
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+              const int64_t iw = w0 + kw * p->dil_w;
+              if (iw < 0 || iw >= p->in_w)
+                continue;
+              const uint8_t *src = x8 + ((b * p->in_h + ih) * p->in_w + iw) * C + c0;
+              v128_t v;
+              if (lanes < 16) {
+                uint8_t tmp[16] = {0};
+                memcpy(tmp, src, (size_t)lanes);
+                v = wasm_v128_load(tmp);
+              } else {
+                v = wasm_v128_load(src);
+              }
+              /* int16 partial sums are exact for 128 taps of 8-bit codes */
+              lo16 = wasm_i16x8_add(lo16, is_unsigned ? wasm_u16x8_extend_low_u8x16(v)
+                                                      : wasm_i16x8_extend_low_i8x16(v));
+              hi16 = wasm_i16x8_add(hi16, is_unsigned ? wasm_u16x8_extend_high_u8x16(v)
+                                                      : wasm_i16x8_extend_high_i8x16(v));
+              in_window++;
+              if (++taps == 128) {
+                add_widened(s, lo16, hi16, is_unsigned);
+                lo16 = hi16 = wasm_i16x8_splat(0);
+                taps = 0;
+              }
+            }
+          }
+          add_widened(s, lo16, hi16, is_unsigned);
+          /* remove the zero point once per tap inside the input */
+          const v128_t zp_total = wasm_i32x4_mul(zp, wasm_i32x4_splat((int32_t)in_window));
+          for (int j = 0; j < 4; j++)
+            s[j] = wasm_i32x4_sub(s[j], zp_total);
+          v128_t codes = mean_codes16(s, count, q);
+          if (lanes < 16) {
+            uint8_t tmp[16];
+            wasm_v128_store(tmp, codes);
+            memcpy(y8 + at + c0, tmp, (size_t)lanes);
+          } else {
+            wasm_v128_store(y8 + at + c0, codes);
+          }
+        }
+      }
+}

@@ -1,0 +1,146 @@
+#include "qeltwise.h"
+
+#include <string.h>
+
+void wq_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step, const void *b,
+                    int b_step, void *y) {
+#ifdef __wasm_simd128__
+  wq_simd_qbinary_row(p, n, a, a_step, b, b_step, y);
+#else
+  wq_ref_qbinary_row(p, n, a, a_step, b, b_step, y);
+#endif
+}
+
+/* Short runs make per-call overhead dominate (a per-channel operand on
+ * channels-last data with few channels): the repeating operand is then
+ * tiled into a buffer of this many codes so one call covers several runs. */
+enum { TILE_BYTES = 256, SHORT_RUN = 64 };
+
+void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b, wq_value *y) {
+  const int rank = y->rank;
+  const int64_t total = wq_value_numel(y);
+  if (total <= 0)
+    return;
+  /* Element strides of a and b over y's dims (0 along broadcast dims). */
+  int64_t dims[WQ_MAX_RANK], as[WQ_MAX_RANK], bs[WQ_MAX_RANK];
+  int64_t sa = 1, sb = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    int da = d - (rank - a->rank), db = d - (rank - b->rank);
+    int64_t na = da >= 0 ? a->dims[da] : 1, nb = db >= 0 ? b->dims[db] : 1;
+    dims[d] = y->dims[d];
+    as[d] = na == 1 ? 0 : sa;
+    bs[d] = nb == 1 ? 0 : sb;
+    sa *= na;
+    sb *= nb;
+  }
+  /* Fold inner dims into one run while both operands keep their step
+   * (1: contiguous, 0: one code repeated). */
+  int64_t run = 1;
+  int a_step = 1, b_step = 1, outer = rank;
+  bool first = true;
+  for (; outer > 0; outer--) {
+    const int d = outer - 1;
+    if (dims[d] == 1)
+      continue;
+    if (first) {
+      a_step = as[d] != 0;
+      b_step = bs[d] != 0;
+      first = false;
+    } else if (as[d] != a_step * run || bs[d] != b_step * run) {
+      break;
+    }
+    run *= dims[d];
+  }
+  /* Tile a short repeating run: dim d splits into k steps of the run (k
+   * divides it) folded into one longer run, and dims[d] / k iterations;
+   * the operand that restarts at every step reads k copies from `tile`. */
+  int tiled = 0; /* 1: a is tiled, 2: b */
+  const int64_t unit = run;
+  if (outer > 0 && run < SHORT_RUN) {
+    const int d = outer - 1;
+    if (a_step == 1 && as[d] == 0 && bs[d] == b_step * run)
+      tiled = 1;
+    else if (b_step == 1 && bs[d] == 0 && as[d] == a_step * run)
+      tiled = 2;
+    int64_t k = TILE_BYTES / run;
+    while (k > 1 && dims[d] % k != 0)
+      k--;
+    if (tiled && k > 1) {
+      dims[d] /= k;
+      as[d] *= k;
+      bs[d] *= k;
+      run *= k;
+      if (dims[d] == 1)
+        outer--;
+    } else {
+      tiled = 0;
+    }
+  }
+  uint8_t tile[TILE_BYTES];
+  int64_t tile_from = -1;
+  const uint8_t *a8 = a->data, *b8 = b->data;
+  uint8_t *y8 = y->data;
+  int64_t coord[WQ_MAX_RANK] = {0};
+  int64_t ai = 0, bi = 0;
+  const int64_t rows = total / run;
+  for (int64_t r = 0; r < rows; r++) {
+    const uint8_t *pa = a8 + ai, *pb = b8 + bi;
+    if (tiled) {
+      const uint8_t *src = tiled == 1 ? pa : pb;
+      const int64_t from = tiled == 1 ? ai : bi;
+      if (from != tile_from) {
+        for (int64_t at = 0; at < run; at += unit)
+          memcpy(tile + at, src, (size_t)unit);
+        tile_from = from;
+      }
+      if (tiled == 1)
+        pa = tile;
+      else
+        pb = tile;
+    }
+    wq_qbinary_row(p, run, pa, a_step, pb, b_step, y8 + r * run);
+    for (int d = outer - 1; d >= 0; d--) {
+      ai += as[d];
+      bi += bs[d];
+      if (++coord[d] < dims[d])
+        break;
+      ai -= as[d] * dims[d];
+      bi -= bs[d] * dims[d];
+      coord[d] = 0;
+    }
+  }
+}
+
+void wq_lookup_q8(const uint8_t *table, bool x_signed, int64_t n, const void *x, void *y) {
+#ifdef __wasm_simd128__
+  wq_simd_lookup_q8(table, x_signed, n, x, y);
+#else
+  wq_ref_lookup_q8(table, x_signed, n, x, y);
+#endif
+}
+
+void wq_copy_rows_q8(int64_t rows, int64_t row_len, int64_t x_stride, int64_t y_stride,
+                     const uint8_t *table, bool x_signed, const void *x, void *y) {
+#ifdef __wasm_simd128__
+  wq_simd_copy_rows_q8(rows, row_len, x_stride, y_stride, table, x_signed, x, y);
+#else
+  wq_ref_copy_rows_q8(rows, row_len, x_stride, y_stride, table, x_signed, x, y);
+#endif
+}
+
+void wq_resize_nearest_nhwc_q8(const wq_resize_nhwc *r, const void *x, void *y) {
+#ifdef __wasm_simd128__
+  wq_simd_resize_nearest_nhwc_q8(r, x, y);
+#else
+  wq_ref_resize_nearest_nhwc_q8(r, x, y);
+#endif
+}
+
+void wq_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t block,
+                               bool crd, const void *x, void *y) {
+#ifdef __wasm_simd128__
+  wq_simd_depth_to_space_nhwc_q8(batch, h, w, c, block, crd, x, y);
+#else
+  wq_ref_depth_to_space_nhwc_q8(batch, h, w, c, block, crd, x, y);
+#endif
+}
