@@ -194,18 +194,18 @@ static wq_status resize_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *er
   s->src_w = st == WQ_OK ? malloc(sizeof(int32_t) * (size_t)(out_w > 0 ? out_w : 1)) : NULL;
   if (st == WQ_OK && (!s->src_h || !s->src_w))
     st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "ResizeNearestNHWC: out of memory");
-  /* Nearest resizing is separable: row and column tables rebuild the map. */
-  for (int64_t oh = 0; st == WQ_OK && oh < out_h; oh++)
-    for (int64_t ow = 0; st == WQ_OK && ow < out_w; ow++) {
-      int32_t src = map[oh * out_w + ow];
-      if (ow == 0)
-        s->src_h[oh] = (int32_t)(src / in_w);
-      if (oh == 0)
-        s->src_w[ow] = (int32_t)(src % in_w);
-      if (src < 0 || src >= pixels || src != s->src_h[oh] * in_w + s->src_w[ow])
-        st = wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
-                     "ResizeNearestNHWC: the pixel mapping is not separable");
-    }
+  /* Nearest resizing is separable: the first column and row give the
+   * source row and column of every output pixel. */
+  for (int64_t o = 0; st == WQ_OK && o < out_h + out_w; o++) {
+    int32_t src = map[o < out_h ? o * out_w : o - out_h];
+    if (src < 0 || src >= pixels)
+      st = wq_fail(err, WQ_ERR_SHAPE, node->name, "ResizeNearestNHWC: source pixel %d of %lld",
+                   (int)src, (long long)pixels);
+    else if (o < out_h)
+      s->src_h[o] = (int32_t)(src / in_w);
+    else
+      s->src_w[o - out_h] = (int32_t)(src % in_w);
+  }
   free(map);
   if (st != WQ_OK)
     return st;

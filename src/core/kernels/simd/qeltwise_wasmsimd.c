@@ -8,10 +8,10 @@
 /* ---- QAdd / QMul ------------------------------------------------------- */
 
 /* Four f32x4 of float(q - zp) * scale for 16 codes: the same IEEE
- * conversion and product as the scalar dequantization. */
-static inline void dequant16(v128_t v, bool is_unsigned, v128_t zp, v128_t scale, v128_t *f) {
-  v128_t lo = is_unsigned ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
-  v128_t hi = is_unsigned ? wasm_u16x8_extend_high_u8x16(v) : wasm_i16x8_extend_high_i8x16(v);
+ * conversion and product as the scalar dequantization. Codes arrive as
+ * int8 (uint8 ones with the top bit flipped, zp lowered by 128 to match). */
+static inline void dequant16(v128_t v, v128_t zp, v128_t scale, v128_t *f) {
+  v128_t lo = wasm_i16x8_extend_low_i8x16(v), hi = wasm_i16x8_extend_high_i8x16(v);
   v128_t w[4] = {wasm_i32x4_extend_low_i16x8(lo), wasm_i32x4_extend_high_i16x8(lo),
                  wasm_i32x4_extend_low_i16x8(hi), wasm_i32x4_extend_high_i16x8(hi)};
   for (int j = 0; j < 4; j++)
@@ -23,7 +23,10 @@ void wq_simd_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, i
   const uint8_t *a8 = a, *b8 = b;
   uint8_t *y8 = y;
   const bool a_unsigned = p->a_dtype == WQ_DT_UINT8, b_unsigned = p->b_dtype == WQ_DT_UINT8;
-  const v128_t a_zp = wasm_i32x4_splat(p->a_zero_point), b_zp = wasm_i32x4_splat(p->b_zero_point);
+  const v128_t a_flip = wasm_i8x16_splat(a_unsigned ? (int8_t)0x80 : 0);
+  const v128_t b_flip = wasm_i8x16_splat(b_unsigned ? (int8_t)0x80 : 0);
+  const v128_t a_zp = wasm_i32x4_splat(p->a_zero_point - (a_unsigned ? 128 : 0));
+  const v128_t b_zp = wasm_i32x4_splat(p->b_zero_point - (b_unsigned ? 128 : 0));
   const v128_t a_scale = wasm_f32x4_splat(p->a_scale), b_scale = wasm_f32x4_splat(p->b_scale);
   const v128_t y_scale = wasm_f32x4_splat(p->y_scale);
   /* Quantization as simd/quantize_wasmsimd.c: clamp to [y_min - zp,
@@ -37,15 +40,15 @@ void wq_simd_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, i
   v128_t fa[4], fb[4];
   /* A broadcast operand is dequantized once. */
   if (!a_step)
-    dequant16(wasm_i8x16_splat((int8_t)a8[0]), a_unsigned, a_zp, a_scale, fa);
+    dequant16(wasm_v128_xor(wasm_i8x16_splat((int8_t)a8[0]), a_flip), a_zp, a_scale, fa);
   if (!b_step)
-    dequant16(wasm_i8x16_splat((int8_t)b8[0]), b_unsigned, b_zp, b_scale, fb);
+    dequant16(wasm_v128_xor(wasm_i8x16_splat((int8_t)b8[0]), b_flip), b_zp, b_scale, fb);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     if (a_step)
-      dequant16(wasm_v128_load(a8 + i), a_unsigned, a_zp, a_scale, fa);
+      dequant16(wasm_v128_xor(wasm_v128_load(a8 + i), a_flip), a_zp, a_scale, fa);
     if (b_step)
-      dequant16(wasm_v128_load(b8 + i), b_unsigned, b_zp, b_scale, fb);
+      dequant16(wasm_v128_xor(wasm_v128_load(b8 + i), b_flip), b_zp, b_scale, fb);
     v128_t q[4];
     for (int j = 0; j < 4; j++) {
       v128_t v = p->mul ? wasm_f32x4_mul(fa[j], fb[j]) : wasm_f32x4_add(fa[j], fb[j]);
@@ -95,8 +98,9 @@ void wq_simd_lookup_q8(const uint8_t *table, bool x_signed, int64_t n, const voi
 /* ---- copies ------------------------------------------------------------ */
 
 /* memcpy for the short runs of channels-last data: 16-byte vectors with an
- * overlapping last one, or two overlapping 8- / 4-byte words. */
-static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
+ * overlapping last one, or two overlapping 8- / 4-byte words. Not inlined:
+ * one copy of it keeps the .wasm small. */
+__attribute__((noinline)) static void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
   if (n >= 16) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
@@ -170,6 +174,7 @@ void wq_simd_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t
           const uint8_t *s = src + iw * c + i * block;
           uint8_t *d = dst + iw * run;
           for (int64_t j = 0; j < block; j++)
+#pragma clang loop vectorize(disable) unroll(disable) /* a strided gather: keep it small */
             for (int64_t ch = 0; ch < oc; ch++)
               d[j * oc + ch] = s[ch * block * block + j];
         }
