@@ -177,20 +177,12 @@ static v128_t mean_codes16(const v128_t *sums, int64_t count, const wq_int8_pool
   return q->y_dtype == WQ_DT_UINT8 ? wasm_u8x16_narrow_i16x8(a, b) : wasm_i8x16_narrow_i16x8(a, b);
 }
 
-/* s[0..3] += the 16 int16 lane sums in lo16, hi16 (unsigned lanes hold
- * sums of uint8 codes, below 2^16). */
-static inline void add_widened(v128_t *s, v128_t lo16, v128_t hi16, int is_unsigned) {
-  if (is_unsigned) {
-    s[0] = wasm_i32x4_add(s[0], wasm_u32x4_extend_low_u16x8(lo16));
-    s[1] = wasm_i32x4_add(s[1], wasm_u32x4_extend_high_u16x8(lo16));
-    s[2] = wasm_i32x4_add(s[2], wasm_u32x4_extend_low_u16x8(hi16));
-    s[3] = wasm_i32x4_add(s[3], wasm_u32x4_extend_high_u16x8(hi16));
-  } else {
-    s[0] = wasm_i32x4_add(s[0], wasm_i32x4_extend_low_i16x8(lo16));
-    s[1] = wasm_i32x4_add(s[1], wasm_i32x4_extend_high_i16x8(lo16));
-    s[2] = wasm_i32x4_add(s[2], wasm_i32x4_extend_low_i16x8(hi16));
-    s[3] = wasm_i32x4_add(s[3], wasm_i32x4_extend_high_i16x8(hi16));
-  }
+/* s[0..3] += the 16 int16 lane sums in lo16, hi16. */
+static inline void add_widened(v128_t *s, v128_t lo16, v128_t hi16) {
+  s[0] = wasm_i32x4_add(s[0], wasm_i32x4_extend_low_i16x8(lo16));
+  s[1] = wasm_i32x4_add(s[1], wasm_i32x4_extend_high_i16x8(lo16));
+  s[2] = wasm_i32x4_add(s[2], wasm_i32x4_extend_low_i16x8(hi16));
+  s[3] = wasm_i32x4_add(s[3], wasm_i32x4_extend_high_i16x8(hi16));
 }
 
 void wq_simd_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_int8_pool_quant *q,
@@ -198,8 +190,11 @@ void wq_simd_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_
   const int64_t C = p->channels;
   const uint8_t *x8 = x;
   uint8_t *y8 = y;
+  /* uint8 codes are summed as int8 with the top bit flipped (q - 128), the
+   * zero point lowered by 128 to match: one signed path for both. */
   const int is_unsigned = q->x_dtype == WQ_DT_UINT8;
-  const v128_t zp = wasm_i32x4_splat(q->x_zero_point);
+  const v128_t flip = wasm_i8x16_splat(is_unsigned ? (int8_t)0x80 : 0);
+  const v128_t zp = wasm_i32x4_splat(q->x_zero_point - (is_unsigned ? 128 : 0));
   for (int64_t b = 0; b < p->batch; b++)
     for (int64_t oh = 0; oh < p->out_h; oh++)
       for (int64_t ow = 0; ow < p->out_w; ow++) {
@@ -235,19 +230,18 @@ void wq_simd_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_
                 v = wasm_v128_load(src);
               }
               /* int16 partial sums are exact for 128 taps of 8-bit codes */
-              lo16 = wasm_i16x8_add(lo16, is_unsigned ? wasm_u16x8_extend_low_u8x16(v)
-                                                      : wasm_i16x8_extend_low_i8x16(v));
-              hi16 = wasm_i16x8_add(hi16, is_unsigned ? wasm_u16x8_extend_high_u8x16(v)
-                                                      : wasm_i16x8_extend_high_i8x16(v));
+              v = wasm_v128_xor(v, flip);
+              lo16 = wasm_i16x8_add(lo16, wasm_i16x8_extend_low_i8x16(v));
+              hi16 = wasm_i16x8_add(hi16, wasm_i16x8_extend_high_i8x16(v));
               in_window++;
               if (++taps == 128) {
-                add_widened(s, lo16, hi16, is_unsigned);
+                add_widened(s, lo16, hi16);
                 lo16 = hi16 = wasm_i16x8_splat(0);
                 taps = 0;
               }
             }
           }
-          add_widened(s, lo16, hi16, is_unsigned);
+          add_widened(s, lo16, hi16);
           /* remove the zero point once per tap inside the input */
           const v128_t zp_total = wasm_i32x4_mul(zp, wasm_i32x4_splat((int32_t)in_window));
           for (int j = 0; j < 4; j++)
