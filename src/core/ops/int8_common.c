@@ -1,5 +1,9 @@
 #include "int8_common.h"
 
+#include "../kernels/ref/quant_ref.h"
+
+#include <stdlib.h>
+
 wq_status wq_int8_read_y_dtype(const wq_node *node, bool allow_int32, wq_dtype *out,
                                wq_error *err) {
   int64_t code;
@@ -89,4 +93,49 @@ wq_status wq_int8_constant_input(const wq_node *node, const wq_graph *g, int k, 
 wq_status wq_int8_not_planned(const wq_node *node, wq_error *err) {
   return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
                  "%s: run before its plan hook read the quantization parameters", node->op_type);
+}
+
+wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const wq_value *wv,
+                                  const wq_qparams *qw, float in_scale, float out_scale,
+                                  bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
+                                  float **multiplier, wq_error *err) {
+  if (!wq_qparams_is_per_tensor(qw) && wq_qparams_channel_axis(qw) != 0) {
+    char desc[160];
+    wq_qparams_describe(qw, desc, sizeof desc);
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "%s: w must be quantized per tensor or per output channel (axis 0), has %s",
+                   node->op_type, desc);
+  }
+  const int64_t rows = wv->dims[0], numel = wq_value_numel(wv);
+  const int64_t per_row = numel / (rows > 0 ? rows : 1);
+  const size_t row_count = (size_t)(rows > 0 ? rows : 1);
+  const wq_tensor *bias_tensor = NULL;
+  if (node->n_inputs > 2 && node->inputs[2] >= 0) {
+    WQ_TRY(wq_int8_constant_input(node, g, 2, "bias", &bias_tensor, err));
+    if (bias_tensor->dtype != WQ_DT_INT32 || bias_tensor->rank != 1 || bias_tensor->dims[0] != rows)
+      return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: bias must be int32 [%lld]", node->op_type,
+                     (long long)rows);
+  }
+  free(*w), free(*w_sums), free(*bias), free(*multiplier);
+  *bias = NULL, *multiplier = NULL;
+  *w = malloc((size_t)(numel > 0 ? numel : 1) * sizeof **w);
+  *w_sums = calloc(row_count, sizeof **w_sums);
+  if (bias_tensor)
+    *bias = malloc(row_count * sizeof **bias);
+  if (requantize)
+    *multiplier = malloc(row_count * sizeof **multiplier);
+  if (!*w || !*w_sums || (bias_tensor && !*bias) || (requantize && !*multiplier))
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+  wq_ref_q_center(wv->data, numel, qw, *w);
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < per_row; i++)
+      sum += (*w)[r * per_row + i];
+    (*w_sums)[r] = (int32_t)sum;
+    if (bias_tensor)
+      (*bias)[r] = ((const int32_t *)bias_tensor->data)[r];
+    if (requantize)
+      (*multiplier)[r] = (in_scale * qw->scale[wq_qparams_index_of(qw, r * per_row)]) / out_scale;
+  }
+  return WQ_OK;
 }

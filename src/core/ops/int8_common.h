@@ -42,6 +42,18 @@ wq_status wq_int8_per_tensor(const wq_node *node, const wq_qparams *qp, const ch
 wq_status wq_int8_constant_input(const wq_node *node, const wq_graph *g, int k, const char *what,
                                  const wq_tensor **out, wq_error *err);
 
+/* The constant weights of QConv/QGemm, prepared once at plan time: `wv`
+ * (input 1, quantized by `qw` per tensor or per row along axis 0) viewed as
+ * [rows, numel/rows] is centered (w - zp_w) into *w, its row sums into *w_sums
+ * (the zero-point correction of the SIMD kernels), the optional int32 bias at
+ * input 2 ([rows]) copied into *bias, and, when `requantize`, the per-row
+ * multiplier (in_scale * s_w[row]) / out_scale into *multiplier. Arrays the
+ * pointers already hold are freed first; the caller owns the new ones. */
+wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const wq_value *wv,
+                                  const wq_qparams *qw, float in_scale, float out_scale,
+                                  bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
+                                  float **multiplier, wq_error *err);
+
 /* Error for an op run before its plan hook. */
 wq_status wq_int8_not_planned(const wq_node *node, wq_error *err);
 

@@ -148,44 +148,9 @@ static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
                      "QConv: y quantization parameters are %s but y_dtype is %s",
                      wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
   }
-  int axis = wq_qparams_channel_axis(qw);
-  if (!wq_qparams_is_per_tensor(qw) && axis != 0) {
-    char desc[160];
-    wq_qparams_describe(qw, desc, sizeof desc);
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
-                   "QConv: w must be quantized per tensor or per output channel, has %s", desc);
-  }
-  const int64_t M = wv.dims[0], numel = wq_value_numel(&wv), per_m = numel / (M > 0 ? M : 1);
-  const wq_tensor *bias = NULL;
-  if (node->n_inputs > 2 && node->inputs[2] >= 0) {
-    WQ_TRY(wq_int8_constant_input(node, g, 2, "bias", &bias, err));
-    if (bias->dtype != WQ_DT_INT32 || bias->rank != 1 || bias->dims[0] != M)
-      return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias must be int32 [%lld]",
-                     (long long)M);
-  }
-  free(s->w), free(s->bias), free(s->w_sums), free(s->multiplier);
-  s->bias = NULL, s->multiplier = NULL;
-  s->w = malloc((size_t)(numel > 0 ? numel : 1) * sizeof *s->w);
-  s->w_sums = calloc((size_t)(M > 0 ? M : 1), sizeof *s->w_sums);
-  if (bias)
-    s->bias = malloc((size_t)(M > 0 ? M : 1) * sizeof *s->bias);
-  if (s->y_dtype != WQ_DT_INT32)
-    s->multiplier = malloc((size_t)(M > 0 ? M : 1) * sizeof *s->multiplier);
-  if (!s->w || !s->w_sums || (bias && !s->bias) || (s->y_dtype != WQ_DT_INT32 && !s->multiplier))
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
-  wq_ref_q_center(wv.data, numel, qw, s->w);
-  for (int64_t m = 0; m < M; m++) {
-    int64_t sum = 0;
-    for (int64_t i = 0; i < per_m; i++)
-      sum += s->w[m * per_m + i];
-    s->w_sums[m] = (int32_t)sum;
-    if (bias)
-      s->bias[m] = ((const int32_t *)bias->data)[m];
-    if (s->multiplier) {
-      float sw = qw->scale[wq_qparams_index_of(qw, m * per_m)];
-      s->multiplier[m] = (sx * sw) / sy;
-    }
-  }
+  const int64_t M = wv.dims[0], numel = wq_value_numel(&wv);
+  WQ_TRY(wq_int8_prepare_weights(node, g, &wv, qw, sx, sy, s->y_dtype != WQ_DT_INT32, &s->w,
+                                 &s->w_sums, &s->bias, &s->multiplier, err));
   s->M = M;
   s->weight_numel = numel;
   s->planned = true;

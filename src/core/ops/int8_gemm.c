@@ -149,41 +149,9 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
                      "QGemm: y quantization parameters are %s but y_dtype is %s",
                      wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
   }
-  if (!wq_qparams_is_per_tensor(qw) && wq_qparams_channel_axis(qw) != 0) {
-    char desc[160];
-    wq_qparams_describe(qw, desc, sizeof desc);
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
-                   "QGemm: w [N, K] must be quantized per tensor or per row, has %s", desc);
-  }
-  const int64_t N = wv.dims[0], K = wv.dims[1], numel = N * K;
-  const wq_tensor *bias = NULL;
-  if (node->n_inputs > 2 && node->inputs[2] >= 0) {
-    WQ_TRY(wq_int8_constant_input(node, g, 2, "bias", &bias, err));
-    if (bias->dtype != WQ_DT_INT32 || bias->rank != 1 || bias->dims[0] != N)
-      return wq_fail(err, WQ_ERR_SHAPE, node->name, "QGemm: bias must be int32 [%lld]",
-                     (long long)N);
-  }
-  free(s->w), free(s->bias), free(s->w_sums), free(s->multiplier);
-  s->bias = NULL, s->multiplier = NULL;
-  s->w = malloc((size_t)(numel > 0 ? numel : 1) * sizeof *s->w);
-  s->w_sums = calloc((size_t)(N > 0 ? N : 1), sizeof *s->w_sums);
-  if (bias)
-    s->bias = malloc((size_t)(N > 0 ? N : 1) * sizeof *s->bias);
-  if (s->y_dtype != WQ_DT_INT32)
-    s->multiplier = malloc((size_t)(N > 0 ? N : 1) * sizeof *s->multiplier);
-  if (!s->w || !s->w_sums || (bias && !s->bias) || (s->y_dtype != WQ_DT_INT32 && !s->multiplier))
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QGemm: out of memory");
-  wq_ref_q_center(wv.data, numel, qw, s->w);
-  for (int64_t n = 0; n < N; n++) {
-    int64_t sum = 0;
-    for (int64_t k = 0; k < K; k++)
-      sum += s->w[n * K + k];
-    s->w_sums[n] = (int32_t)sum;
-    if (bias)
-      s->bias[n] = ((const int32_t *)bias->data)[n];
-    if (s->multiplier)
-      s->multiplier[n] = (sa * qw->scale[wq_qparams_index_of(qw, n * K)]) / sy;
-  }
+  const int64_t N = wv.dims[0], K = wv.dims[1];
+  WQ_TRY(wq_int8_prepare_weights(node, g, &wv, qw, sa, sy, s->y_dtype != WQ_DT_INT32, &s->w,
+                                 &s->w_sums, &s->bias, &s->multiplier, err));
   s->N = N;
   s->K = K;
   wq_qgemm_packed_free(&s->packed);
