@@ -1,7 +1,7 @@
 // One benchmark measurement in a fresh Node process (sessions sharing a
 // process disturb each other's timings). Started by bench/run.mjs with one
 // JSON argument:
-//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, runs, seed}
+//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, runs, seed, coreDir?}
 //   {kind: 'kernels', dotPeakWasm, coreDir, reps}   (coreDir: the build.sh --bench variant)
 // and prints its result as the last stdout line: "BENCH_RESULT <json>".
 // Failures are results too ({error}), so the orchestrator keeps going.
@@ -38,8 +38,20 @@ async function timeRuns(runOnce, warmup, runs) {
   return times;
 }
 
-async function benchOurs(spec) {
+/** Our JS API, on the core in spec.coreDir when given (else the shipped build). */
+async function loadWasmq(spec) {
   const wasmq = await import(pathToFileURL(join(ROOT, 'src/js/index.mjs')).href);
+  if (spec.coreDir) {
+    wasmq.configure({
+      glueUrl: pathToFileURL(join(spec.coreDir, 'wasmq.mjs')),
+      wasmUrl: pathToFileURL(join(spec.coreDir, 'wasmq.wasm')),
+    });
+  }
+  return wasmq;
+}
+
+async function benchOurs(spec) {
+  const wasmq = await loadWasmq(spec);
   const t0 = performance.now();
   const model = await wasmq.load(spec.model, { ...spec.loadOptions, inputShapes: spec.inputShapes });
   const loadMs = performance.now() - t0;
@@ -153,13 +165,7 @@ async function benchKernels(spec) {
   }
   // Our GEMM micro-kernel through the kernel library's exported entries,
   // which only the benchmark variant of the core carries.
-  const wasmq = await import(pathToFileURL(join(ROOT, 'src/js/index.mjs')).href);
-  if (spec.coreDir) {
-    wasmq.configure({
-      glueUrl: pathToFileURL(join(spec.coreDir, 'wasmq.mjs')),
-      wasmUrl: pathToFileURL(join(spec.coreDir, 'wasmq.wasm')),
-    });
-  }
+  const wasmq = await loadWasmq(spec);
   const core = await wasmq.getCore();
   const shapes = [
     [256, 256, 256],

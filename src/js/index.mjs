@@ -201,10 +201,21 @@ function readTensorInfo(core, model, kind, i) {
   return Object.freeze({ name, dtype: dtypeNameOfCode(code), shape: shape && Object.freeze(shape) });
 }
 
+// Per-input int32 dims slots in the staging block (WQ_MAX_RANK).
+const MAX_RANK = 8;
+
 class Model {
   #core;
   #ctx;
   #handle;
+  #inputNames; // Set of input names
+  #feedInfo; // per input: {info, dtype (undefined if not feedable), staticDims (null if symbolic), count}
+  // Wasm memory the inputs are staged in, kept across runs (the core reads
+  // inputs during a run and keeps nothing): per input a data buffer and its
+  // capacity, and one block of MAX_RANK int32 dims per input.
+  #stagingPtrs = [];
+  #stagingBytes = [];
+  #dimsPtr = 0;
 
   constructor(core, ctx, handle) {
     this.#core = core;
@@ -213,6 +224,11 @@ class Model {
     const count = (kind) => core[`_wqx_${kind}_count`](handle);
     this.inputs = Object.freeze(Array.from({ length: count('input') }, (_, i) => readTensorInfo(core, handle, 'input', i)));
     this.outputs = Object.freeze(Array.from({ length: count('output') }, (_, i) => readTensorInfo(core, handle, 'output', i)));
+    this.#inputNames = new Set(this.inputs.map((t) => t.name));
+    this.#feedInfo = this.inputs.map((info) => {
+      const staticDims = info.shape && info.shape.every((d) => typeof d === 'number') ? Object.freeze(info.shape.slice()) : null;
+      return { info, dtype: DTYPES[info.dtype], staticDims, count: staticDims ? numel(staticDims) : -1 };
+    });
   }
 
   #live() {
@@ -224,18 +240,16 @@ class Model {
     if (feeds === null || typeof feeds !== 'object') {
       throw new WasmqError(`run: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
     }
-    const names = this.inputs.map((t) => t.name);
     for (const key of Object.keys(feeds)) {
-      if (!names.includes(key)) {
-        throw new WasmqError(`run: unknown input '${key}' (model inputs: ${names.join(', ')})`);
+      if (!this.#inputNames.has(key)) {
+        throw new WasmqError(`run: unknown input '${key}' (model inputs: ${[...this.#inputNames].join(', ')})`);
       }
     }
     const bound = new Map(); // symbolic dim name -> value, consistent across inputs
-    return this.inputs.map((info) => {
+    return this.#feedInfo.map(({ info, dtype, staticDims, count: staticCount }) => {
       let feed = feeds[info.name];
       if (feed === undefined) throw new WasmqError(`run: missing input '${info.name}'`);
       if (ArrayBuffer.isView(feed)) feed = { data: feed }; // bare TypedArray: dims from the declaration
-      const dtype = DTYPES[info.dtype];
       if (!dtype) {
         throw new WasmqError(`run: input '${info.name}' has dtype ${info.dtype}, which the runtime cannot feed`, { code: 'WQ_ERR_UNSUPPORTED' });
       }
@@ -246,33 +260,15 @@ class Model {
         });
       }
       let dims = feed.dims;
+      let count = staticCount;
       if (dims === undefined) {
-        if (!info.shape || !info.shape.every((d) => typeof d === 'number')) {
+        if (!staticDims) {
           throw new WasmqError(`run: input '${info.name}' has shape ${formatShape(info.shape)}; pass dims`);
         }
-        dims = info.shape.slice();
+        dims = staticDims; // the declared shape is valid as it stands
+      } else if (!(staticDims && sameDims(dims, staticDims))) {
+        count = checkDims(info, dims, bound);
       }
-      validateDims(dims, `run: input '${info.name}'`);
-      if (info.shape) {
-        const mismatch = () =>
-          new WasmqError(`run: input '${info.name}' has dims [${dims.join(',')}], model expects ${formatShape(info.shape)}`, {
-            code: 'WQ_ERR_SHAPE',
-          });
-        if (dims.length !== info.shape.length) throw mismatch();
-        info.shape.forEach((want, d) => {
-          if (typeof want === 'number' && want !== dims[d]) throw mismatch();
-          if (typeof want === 'string') {
-            if (bound.has(want) && bound.get(want) !== dims[d]) {
-              throw new WasmqError(
-                `run: input '${info.name}' dim ${d} ('${want}') is ${dims[d]} but another input bound '${want}' to ${bound.get(want)}`,
-                { code: 'WQ_ERR_SHAPE' },
-              );
-            }
-            bound.set(want, dims[d]);
-          }
-        });
-      }
-      const count = numel(dims);
       if (data.length !== count) {
         throw new WasmqError(`run: input '${info.name}' dims [${dims.join(',')}] need ${count} elements, data has ${data.length}`, {
           code: 'WQ_ERR_SHAPE',
@@ -280,6 +276,20 @@ class Model {
       }
       return { info, dtype, dims, data };
     });
+  }
+
+  /** The staging buffer of input i, at least `bytes` long (grown as needed). */
+  #stagingFor(i, bytes) {
+    if (this.#stagingPtrs[i] && this.#stagingBytes[i] >= bytes) return this.#stagingPtrs[i];
+    const core = this.#core;
+    if (this.#stagingPtrs[i]) core._wqx_free(this.#stagingPtrs[i]);
+    this.#stagingPtrs[i] = 0;
+    this.#stagingBytes[i] = 0;
+    const ptr = core._wqx_malloc(bytes);
+    if (!ptr) throw new WasmqError(`out of wasm memory allocating ${bytes} bytes`, { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    this.#stagingPtrs[i] = ptr;
+    this.#stagingBytes[i] = bytes;
+    return ptr;
   }
 
   /**
@@ -291,27 +301,26 @@ class Model {
     this.#live();
     const staged = this.#validateFeeds(feeds);
     const core = this.#core;
-    const allocations = [];
-    try {
-      staged.forEach((s, i) => {
-        const bytes = new Uint8Array(s.data.buffer, s.data.byteOffset, s.data.byteLength);
-        const dataPtr = allocBytes(core, bytes);
-        allocations.push(dataPtr);
-        const dimsPtr = allocInt32(core, s.dims);
-        allocations.push(dimsPtr);
-        if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
-          throw errorFromCtx(core, this.#ctx);
-        }
-      });
-      if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
-      const results = {};
-      this.outputs.forEach((info, i) => {
-        results[info.name] = this.#copyResult(i);
-      });
-      return results;
-    } finally {
-      for (const p of allocations) core._wqx_free(p);
+    if (!this.#dimsPtr && staged.length > 0) {
+      this.#dimsPtr = core._wqx_malloc(staged.length * MAX_RANK * 4);
+      if (!this.#dimsPtr) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
     }
+    for (let i = 0; i < staged.length; i++) {
+      const s = staged[i];
+      const bytes = s.data.byteLength;
+      const dataPtr = this.#stagingFor(i, bytes);
+      const dimsPtr = this.#dimsPtr + i * MAX_RANK * 4;
+      // Views taken after the allocation: growing memory replaces the buffer.
+      core.HEAPU8.set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
+      core.HEAP32.set(s.dims, dimsPtr >> 2);
+      if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
+        throw errorFromCtx(core, this.#ctx);
+      }
+    }
+    if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+    const results = {};
+    for (let i = 0; i < this.outputs.length; i++) results[this.outputs[i].name] = this.#copyResult(i);
+    return results;
   }
 
   #copyResult(i) {
@@ -324,7 +333,8 @@ class Model {
     if (!dtype || rank < 0) {
       throw new WasmqError(`run: output '${name}' came back as ${dtypeNameOfCode(code)} rank ${rank}`, { code: 'WQ_ERR_UNSUPPORTED' });
     }
-    const dims = Array.from({ length: rank }, (_, d) => core._wqx_result_dim(h, i, d));
+    const dims = new Array(rank);
+    for (let d = 0; d < rank; d++) dims[d] = core._wqx_result_dim(h, i, d);
     const count = numel(dims);
     const ptr = core._wqx_result_data(h, i);
     if (!ptr && count > 0) throw new WasmqError(`run: output '${name}' has no data`, { code: 'WQ_ERR_INVALID_MODEL' });
@@ -383,6 +393,11 @@ class Model {
   /** Frees the model's wasm memory; any later use throws WQ_ERR_DISPOSED. Idempotent. */
   dispose() {
     if (!this.#handle) return;
+    for (const p of this.#stagingPtrs) if (p) this.#core._wqx_free(p);
+    if (this.#dimsPtr) this.#core._wqx_free(this.#dimsPtr);
+    this.#stagingPtrs = [];
+    this.#stagingBytes = [];
+    this.#dimsPtr = 0;
     this.#core._wqx_model_free(this.#handle);
     this.#core._wqx_ctx_free(this.#ctx);
     this.#handle = 0;
@@ -392,6 +407,40 @@ class Model {
   get disposed() {
     return !this.#handle;
   }
+}
+
+function sameDims(dims, want) {
+  if (!Array.isArray(dims) || dims.length !== want.length) return false;
+  for (let d = 0; d < want.length; d++) if (dims[d] !== want[d]) return false;
+  return true;
+}
+
+/**
+ * Validates dims given for an input against its declaration (binding
+ * symbolic dims consistently through `bound`); returns the element count.
+ */
+function checkDims(info, dims, bound) {
+  validateDims(dims, `run: input '${info.name}'`);
+  if (info.shape) {
+    const mismatch = () =>
+      new WasmqError(`run: input '${info.name}' has dims [${dims.join(',')}], model expects ${formatShape(info.shape)}`, {
+        code: 'WQ_ERR_SHAPE',
+      });
+    if (dims.length !== info.shape.length) throw mismatch();
+    info.shape.forEach((want, d) => {
+      if (typeof want === 'number' && want !== dims[d]) throw mismatch();
+      if (typeof want === 'string') {
+        if (bound.has(want) && bound.get(want) !== dims[d]) {
+          throw new WasmqError(
+            `run: input '${info.name}' dim ${d} ('${want}') is ${dims[d]} but another input bound '${want}' to ${bound.get(want)}`,
+            { code: 'WQ_ERR_SHAPE' },
+          );
+        }
+        bound.set(want, dims[d]);
+      }
+    });
+  }
+  return numel(dims);
 }
 
 function formatShape(shape) {

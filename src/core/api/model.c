@@ -13,11 +13,13 @@
 #include "model_internal.h"
 
 static void free_results(wq_model *m) {
-  if (!m->results)
+  if (!m->results || !m->result_owned)
     return;
   for (int i = 0; i < m->ir->graph->n_outputs; i++) {
-    free(m->results[i].data);
+    if (m->result_owned[i])
+      free(m->results[i].data);
     m->results[i].data = NULL;
+    m->result_owned[i] = false;
   }
 }
 
@@ -30,6 +32,7 @@ void wq_model_free(wq_model *m) {
       wq_exec_values_release(m->ir->graph->n_tensors, m->values, m->owned);
   }
   free(m->results);
+  free(m->result_owned);
   free(m->values);
   free(m->owned);
   wq_exec_plan_free(&m->plan);
@@ -183,8 +186,12 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   m->values = calloc(nt, sizeof *m->values);
   m->owned = calloc(nt, sizeof *m->owned);
   m->results = calloc((size_t)g->n_outputs + 1, sizeof *m->results);
-  if (!m->values || !m->owned || !m->results)
+  m->result_owned = calloc((size_t)g->n_outputs + 1, sizeof *m->result_owned);
+  if (!m->values || !m->owned || !m->results || !m->result_owned)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int t = 0; t < g->n_tensors; t++)
+    if (g->tensors[t].is_constant)
+      m->values[t] = wq_tensor_value(&g->tensors[t]);
   return WQ_OK;
 }
 
@@ -236,9 +243,20 @@ typedef struct {
   int64_t value;
 } dim_binding;
 
+/* The error for an input whose shape differs from its declaration. */
+static wq_status shape_mismatch(const wq_tensor *decl, const wq_value *v, int dim, wq_error *err) {
+  char got[128], want[128];
+  wq_dims_format(v->dims, v->rank, got, sizeof got);
+  wq_dims_format(decl->dims, decl->rank, want, sizeof want);
+  if (dim < 0)
+    return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must have shape %s, got %s", decl->name,
+                   want, got);
+  return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must have shape %s, got %s (dim %d)",
+                 decl->name, want, got, dim);
+}
+
 static wq_status check_run_input(const wq_tensor *decl, const wq_value *v, dim_binding *bindings,
                                  int *n_bindings, int max_bindings, wq_error *err) {
-  char got[128], want[128];
   if (decl->dtype != WQ_DT_UNDEFINED && v->dtype != decl->dtype)
     return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must be %s, got %s", decl->name,
                    wq_dtype_name(decl->dtype), wq_dtype_name(v->dtype));
@@ -246,15 +264,11 @@ static wq_status check_run_input(const wq_tensor *decl, const wq_value *v, dim_b
     return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "input '%s': dtype %s is not supported",
                    decl->name, wq_dtype_name(v->dtype));
   WQ_TRY(wq_shape_check(v->dims, v->rank, NULL, decl->name, err));
-  wq_dims_format(v->dims, v->rank, got, sizeof got);
-  wq_dims_format(decl->dims, decl->rank, want, sizeof want);
   if (decl->rank >= 0 && decl->rank != v->rank)
-    return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must have shape %s, got %s", decl->name,
-                   want, got);
+    return shape_mismatch(decl, v, -1, err);
   for (int d = 0; decl->rank >= 0 && d < v->rank; d++) {
     if (decl->dims[d] >= 0 && decl->dims[d] != v->dims[d])
-      return wq_fail(err, WQ_ERR_SHAPE, NULL, "input '%s' must have shape %s, got %s (dim %d)",
-                     decl->name, want, got, d);
+      return shape_mismatch(decl, v, d, err);
     const char *param = decl->dim_params[d];
     if (decl->dims[d] >= 0 || !param)
       continue;
@@ -283,7 +297,9 @@ static wq_status collect_results(wq_model *m, wq_error *err) {
     wq_value v = m->values[t];
     if (m->owned[t]) {
       m->owned[t] = false; /* ownership moves to the result */
-      m->values[t].data = NULL;
+      m->result_owned[i] = true;
+    } else if (m->plan.producer[t] >= 0) {
+      /* In the plan's output buffers (or listed twice): valid until the next run. */
     } else {
       /* A constant or an input passed straight through: copy it. */
       size_t nbytes = wq_value_nbytes(&v);
@@ -293,6 +309,7 @@ static wq_status collect_results(wq_model *m, wq_error *err) {
       if (nbytes)
         memcpy(copy, v.data, nbytes);
       v.data = copy;
+      m->result_owned[i] = true;
     }
     m->results[i] = v;
   }
@@ -310,11 +327,13 @@ wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err
   for (int i = 0; i < n; i++)
     WQ_TRY(check_run_input(&g->tensors[g->inputs[i]], &inputs[i], bindings, &n_bindings, 32, err));
   wq_exec_values_release(g->n_tensors, m->values, m->owned);
+  /* Constants were filled in at load and no run writes them. */
   for (int t = 0; t < g->n_tensors; t++) {
     const wq_tensor *tensor = &g->tensors[t];
+    if (tensor->is_constant)
+      continue;
     m->values[t] = wq_tensor_value(tensor);
-    if (!tensor->is_constant)
-      m->values[t].data = NULL;
+    m->values[t].data = NULL;
   }
   for (int i = 0; i < n; i++)
     m->values[g->inputs[i]] = inputs[i];

@@ -17,7 +17,8 @@ struct wq_model {
   wq_exec_plan plan;
   wq_value *values; /* one per tensor, reused by every run */
   bool *owned;
-  wq_value *results; /* one per graph output, data owned */
+  wq_value *results;  /* one per graph output */
+  bool *result_owned; /* results[i].data is ours to free (else the plan's buffer) */
   int nodes_in_file;
   int nodes_folded;
   op_count *histogram; /* ops as written in the file */

@@ -29,6 +29,10 @@ struct wq_arena_entry {
   int n_tensors;   /* tensors placed */
   wq_arena_summary summary;
   unsigned long last_used;
+  /* at_load entries: every node's output shapes (data NULL), per output
+   * (plan->out_base), recorded by the first complete run with this plan. */
+  wq_value *templates;
+  bool templates_ready;
 };
 
 /* Makes sure an error raised inside an op names the node it came from. */
@@ -47,6 +51,7 @@ static void entry_clear(struct wq_arena_entry *e) {
   free(e->key);
   free(e->offsets);
   free(e->sizes);
+  free(e->templates);
   memset(e, 0, sizeof *e);
 }
 
@@ -78,11 +83,15 @@ static wq_status build_entry(wq_exec_plan *plan, struct wq_arena_entry *e, const
   e->key = malloc(key_words * sizeof *e->key);
   e->offsets = malloc(nt * sizeof *e->offsets);
   e->sizes = malloc(nt * sizeof *e->sizes);
+  size_t n_templates = (size_t)plan->out_base[g->n_nodes] + 1;
+  if (at_load)
+    e->templates = calloc(n_templates, sizeof *e->templates);
   wq_lifetime *lifetimes = malloc(nt * sizeof *lifetimes);
   size_t *offsets = malloc(nt * sizeof *offsets);
   int *tensor_of = malloc(nt * sizeof *tensor_of);
   wq_status st = WQ_OK;
-  if (!e->key || !e->offsets || !e->sizes || !lifetimes || !offsets || !tensor_of) {
+  if (!e->key || !e->offsets || !e->sizes || (at_load && !e->templates) || !lifetimes || !offsets ||
+      !tensor_of) {
     st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory planning the arena");
     goto done;
   }
@@ -152,10 +161,41 @@ static bool static_sizes(const wq_exec_plan *plan, size_t *sizes) {
   return true;
 }
 
+/* Buffers for the graph outputs of the load-time plan (their static sizes),
+ * kept across runs. Outputs of unknown size are left out (malloc'ed per run). */
+static wq_status plan_outputs(wq_exec_plan *plan, wq_error *err) {
+  const wq_graph *g = plan->graph;
+  size_t total = 0;
+  for (int i = 0; i < g->n_outputs; i++) {
+    int t = g->outputs[i];
+    if (plan->producer[t] < 0 || plan->output_offsets[t] != WQ_NOT_IN_ARENA)
+      continue; /* an input or constant passed through, or listed twice */
+    wq_value v = wq_tensor_value(&g->tensors[t]);
+    if (v.rank < 0 || !wq_value_shape_known(&v) || !wq_dtype_supported(v.dtype) ||
+        wq_shape_check(v.dims, v.rank, NULL, "", NULL) != WQ_OK)
+      continue;
+    size_t bytes = wq_value_nbytes(&v);
+    size_t padded = (bytes + WQ_ARENA_ALIGN - 1) / WQ_ARENA_ALIGN * WQ_ARENA_ALIGN;
+    if (padded < bytes || total > SIZE_MAX - WQ_ARENA_ALIGN - padded)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "graph outputs are too large");
+    plan->output_offsets[t] = total;
+    plan->output_sizes[t] = bytes;
+    total += padded;
+  }
+  plan->outputs_block = malloc(total + WQ_ARENA_ALIGN);
+  if (!plan->outputs_block)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory for %zu bytes of graph outputs",
+                   total);
+  uintptr_t at = (uintptr_t)plan->outputs_block;
+  plan->outputs = plan->outputs_block + ((WQ_ARENA_ALIGN - at % WQ_ARENA_ALIGN) % WQ_ARENA_ALIGN);
+  return WQ_OK;
+}
+
 static wq_status plan_at_load(wq_exec_plan *plan, wq_error *err) {
   const wq_graph *g = plan->graph;
   if (!static_sizes(plan, plan->run_sizes))
     return WQ_OK;
+  WQ_TRY(plan_outputs(plan, err));
   int64_t *key = malloc(((size_t)g->n_inputs * WQ_KEY_STRIDE + 1) * sizeof *key);
   wq_value *views = calloc((size_t)g->n_tensors + 1, sizeof *views);
   wq_status st = WQ_OK;
@@ -174,6 +214,21 @@ static wq_status plan_at_load(wq_exec_plan *plan, wq_error *err) {
   return st;
 }
 
+/* Dtypes whose values are never indices, sizes or axes: floats, and the
+ * 8-bit codes of quantized activations. An op's infer may validate the data
+ * of other (integer) inputs, so a node reading those keeps calling it. */
+static bool carries_no_indices(wq_dtype dtype) {
+  switch (dtype) {
+  case WQ_DT_FLOAT:
+  case WQ_DT_DOUBLE:
+  case WQ_DT_FLOAT16:
+  case WQ_DT_BFLOAT16:
+  case WQ_DT_INT8:
+  case WQ_DT_UINT8: return true;
+  default: return false;
+  }
+}
+
 wq_status wq_exec_plan_init(wq_exec_plan *plan, const wq_graph *g, wq_error *err) {
   memset(plan, 0, sizeof *plan);
   plan->graph = g;
@@ -183,13 +238,29 @@ wq_status wq_exec_plan_init(wq_exec_plan *plan, const wq_graph *g, wq_error *err
   plan->producer = malloc(sizeof(int) * nt);
   plan->run_sizes = malloc(sizeof(size_t) * nt);
   plan->plans = calloc(WQ_ARENA_CACHE, sizeof *plan->plans);
-  if (!plan->last_use || !plan->producer || !plan->run_sizes || !plan->plans) {
+  plan->out_base = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+  plan->may_skip_infer = calloc((size_t)g->n_nodes + 1, sizeof *plan->may_skip_infer);
+  plan->output_offsets = malloc(sizeof(size_t) * nt);
+  plan->output_sizes = calloc(nt, sizeof(size_t));
+  if (!plan->last_use || !plan->producer || !plan->run_sizes || !plan->plans || !plan->out_base ||
+      !plan->may_skip_infer || !plan->output_offsets || !plan->output_sizes) {
     wq_exec_plan_free(plan);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory planning execution");
   }
   for (int t = 0; t < g->n_tensors; t++) {
     plan->last_use[t] = -1;
     plan->producer[t] = -1;
+    plan->output_offsets[t] = WQ_NOT_IN_ARENA;
+  }
+  plan->out_base[0] = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    plan->out_base[i + 1] = plan->out_base[i] + g->nodes[i].n_outputs;
+    plan->may_skip_infer[i] = true;
+    for (int k = 0; k < g->nodes[i].n_inputs; k++) {
+      int t = g->nodes[i].inputs[k];
+      if (t >= 0 && !g->tensors[t].is_constant && !carries_no_indices(g->tensors[t].dtype))
+        plan->may_skip_infer[i] = false;
+    }
   }
   for (int i = 0; i < g->n_nodes; i++) {
     for (int k = 0; k < g->nodes[i].n_inputs; k++)
@@ -214,6 +285,11 @@ void wq_exec_plan_free(wq_exec_plan *plan) {
   free(plan->producer);
   free(plan->run_sizes);
   free(plan->arena_block);
+  free(plan->out_base);
+  free(plan->may_skip_infer);
+  free(plan->output_offsets);
+  free(plan->output_sizes);
+  free(plan->outputs_block);
   memset(plan, 0, sizeof *plan);
 }
 
@@ -242,6 +318,82 @@ typedef struct {
   size_t capacity;
 } output_slot;
 
+/* Gives each output of `node` (shape already set in out[]) its buffer: the
+ * slot when it fits, else a fresh allocation (allocated[k] set; *outgrown
+ * set when a slot was too small). Poisons the buffers when asked. On failure
+ * nothing stays allocated. */
+static wq_status place_outputs(const wq_node *node, wq_value *out, const output_slot *slots,
+                               bool poison, bool *allocated, bool *outgrown, wq_error *err) {
+  for (int k = 0; k < node->n_outputs; k++) {
+    if (node->outputs[k] < 0 && out[k].dtype == WQ_DT_UNDEFINED)
+      continue;
+    size_t nbytes = wq_value_nbytes(&out[k]);
+    if (slots && slots[k].data && nbytes <= slots[k].capacity) {
+      out[k].data = slots[k].data;
+    } else {
+      if (slots && slots[k].data && outgrown)
+        *outgrown = true;
+      /* Zero-sized tensors still get a valid pointer so kernels need no NULL checks. */
+      out[k].data = calloc(nbytes ? nbytes : 1, 1);
+      if (!out[k].data) {
+        for (int j = 0; j < k; j++)
+          if (allocated[j]) {
+            free(out[j].data);
+            allocated[j] = false;
+          }
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory for %zu bytes",
+                       node->op_type, nbytes);
+      }
+      allocated[k] = true;
+    }
+    if (poison)
+      memset(out[k].data, WQ_POISON_BYTE, nbytes);
+  }
+  return WQ_OK;
+}
+
+/* Validates the output shapes infer gave (known, within limits, executable
+ * dtypes). */
+static wq_status check_outputs(const wq_node *node, const wq_value *out, wq_error *err) {
+  for (int k = 0; k < node->n_outputs; k++) {
+    if (node->outputs[k] < 0 && out[k].dtype == WQ_DT_UNDEFINED)
+      continue;
+    if (out[k].rank < 0 || !wq_value_shape_known(&out[k]))
+      return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: output %d shape could not be inferred",
+                     node->op_type, k);
+    if (wq_shape_check(out[k].dims, out[k].rank, NULL, "", NULL) != WQ_OK) {
+      /* Only a failure pays for formatting the name. */
+      char what[64];
+      snprintf(what, sizeof what, "%s output %d", node->op_type, k);
+      return wq_shape_check(out[k].dims, out[k].rank, node->name, what, err);
+    }
+    if (!wq_dtype_supported(out[k].dtype))
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: output dtype %s is not supported",
+                     node->op_type, wq_dtype_name(out[k].dtype));
+  }
+  return WQ_OK;
+}
+
+/* Places the outputs (shapes set in out[]) and runs the kernel. On failure
+ * nothing stays allocated. */
+static wq_status place_and_run(const wq_node *node, const wq_value *in, wq_value *out,
+                               const output_slot *slots, bool poison, bool *allocated,
+                               bool *outgrown, wq_error *err) {
+  wq_status st = place_outputs(node, out, slots, poison, allocated, outgrown, err);
+  if (st == WQ_OK)
+    st = node->op->run(node, in, out, err);
+  if (st != WQ_OK) {
+    for (int k = 0; k < node->n_outputs; k++) {
+      if (allocated[k])
+        free(out[k].data);
+      out[k].data = NULL;
+      allocated[k] = false;
+    }
+    return attribute_error(node, st, err);
+  }
+  return WQ_OK;
+}
+
 /* wq_run_node with optional slots (NULL: every output allocated). Sets
  * allocated[k] when out[k].data was malloc'ed here, and *outgrown when an
  * output did not fit its slot and was allocated instead. */
@@ -253,56 +405,11 @@ static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_val
     allocated[k] = false;
   }
   wq_status st = node->op->infer(node, in, out, err);
+  if (st == WQ_OK)
+    st = check_outputs(node, out, err);
   if (st != WQ_OK)
     return attribute_error(node, st, err);
-  for (int k = 0; k < node->n_outputs; k++) {
-    if (node->outputs[k] < 0 && out[k].dtype == WQ_DT_UNDEFINED)
-      continue;
-    char what[64];
-    snprintf(what, sizeof what, "%s output %d", node->op_type, k);
-    if (out[k].rank < 0 || !wq_value_shape_known(&out[k])) {
-      st = wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: output %d shape could not be inferred",
-                   node->op_type, k);
-      goto fail;
-    }
-    st = wq_shape_check(out[k].dims, out[k].rank, node->name, what, err);
-    if (st != WQ_OK)
-      goto fail;
-    if (!wq_dtype_supported(out[k].dtype)) {
-      st = wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: output dtype %s is not supported",
-                   node->op_type, wq_dtype_name(out[k].dtype));
-      goto fail;
-    }
-    size_t nbytes = wq_value_nbytes(&out[k]);
-    if (slots && slots[k].data && nbytes <= slots[k].capacity) {
-      out[k].data = slots[k].data;
-    } else {
-      if (slots && slots[k].data && outgrown)
-        *outgrown = true;
-      /* Zero-sized tensors still get a valid pointer so kernels need no NULL checks. */
-      out[k].data = calloc(nbytes ? nbytes : 1, 1);
-      if (!out[k].data) {
-        st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory for %zu bytes",
-                     node->op_type, nbytes);
-        goto fail;
-      }
-      allocated[k] = true;
-    }
-    if (poison)
-      memset(out[k].data, WQ_POISON_BYTE, nbytes);
-  }
-  st = node->op->run(node, in, out, err);
-  if (st != WQ_OK)
-    goto fail;
-  return WQ_OK;
-fail:
-  for (int k = 0; k < node->n_outputs; k++) {
-    if (allocated[k])
-      free(out[k].data);
-    out[k].data = NULL;
-    allocated[k] = false;
-  }
-  return attribute_error(node, st, err);
+  return place_and_run(node, in, out, slots, poison, allocated, outgrown, err);
 }
 
 wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
@@ -390,6 +497,11 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
   bool outgrown = false;
   for (int t = 0; t < g->n_tensors; t++)
     plan->run_sizes[t] = WQ_NOT_PRODUCED;
+  /* The load-time plan keeps the graph outputs in its own buffers, and once
+   * a run recorded every node's output shapes, skips their inference. */
+  bool at_load = entry && entry->at_load;
+  wq_value *templates = at_load ? entry->templates : NULL;
+  bool reuse_shapes = at_load && entry->templates_ready;
 
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     const wq_node *node = &g->nodes[i];
@@ -433,10 +545,26 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
       if (entry && t >= 0 && entry->offsets[t] != WQ_NOT_IN_ARENA) {
         slots[k].data = plan->arena + entry->offsets[t];
         slots[k].capacity = entry->sizes[t];
+      } else if (at_load && t >= 0 && plan->output_offsets[t] != WQ_NOT_IN_ARENA) {
+        slots[k].data = plan->outputs + plan->output_offsets[t];
+        slots[k].capacity = plan->output_sizes[t];
       }
     }
-    if (st == WQ_OK)
+    if (st == WQ_OK && reuse_shapes && plan->may_skip_infer[i]) {
+      const wq_value *shapes = templates + plan->out_base[i];
+      for (int k = 0; k < node->n_outputs; k++) {
+        out[k] = shapes[k];
+        allocated[k] = false;
+      }
+      st = place_and_run(node, in, out, slots, plan->poison, allocated, &outgrown, err);
+    } else if (st == WQ_OK) {
       st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, err);
+      if (st == WQ_OK && templates && !reuse_shapes)
+        for (int k = 0; k < node->n_outputs; k++) {
+          templates[plan->out_base[i] + k] = out[k];
+          templates[plan->out_base[i] + k].data = NULL;
+        }
+    }
     if (st == WQ_OK) {
       for (int k = 0; k < node->n_outputs; k++) {
         int t = node->outputs[k];
@@ -475,6 +603,10 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
   if (st == WQ_OK && plan->use_arena) {
     if (entry && !outgrown) {
       plan->stats.arena_runs++;
+      if (reuse_shapes)
+        plan->stats.shape_reuse_runs++;
+      else if (templates)
+        entry->templates_ready = true;
     } else {
       plan->stats.recording_runs++;
       /* The run itself succeeded: a plan that cannot be built (out of

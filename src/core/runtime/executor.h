@@ -7,7 +7,16 @@
  * their last consumer) and records each tensor's size. Plans are cached by
  * input shapes. Graph outputs always get their own buffers so they survive
  * the run. A tensor whose run-time size exceeds its planned slot (a
- * data-dependent shape) falls back to malloc, and the plan is rebuilt. */
+ * data-dependent shape) falls back to malloc, and the plan is rebuilt.
+ *
+ * Static fast path: when the plan was made at load (every shape static),
+ * the first run records each node's inferred output shapes, and later runs
+ * (whose input shapes then necessarily equal the declared ones) reuse them
+ * instead of calling infer again. The shapes cannot differ: load-time
+ * inference already derived them without the non-constant data. Nodes with
+ * a non-constant integer input (indices, shape tensors: data an op may
+ * validate in infer) still run infer every time. Graph outputs of such a
+ * plan live in buffers the plan keeps, so a run allocates nothing. */
 #ifndef WQ_RUNTIME_EXECUTOR_H
 #define WQ_RUNTIME_EXECUTOR_H
 
@@ -27,6 +36,7 @@ typedef struct {
   int plans_built;       /* plans computed so far (load + re-plans) */
   int arena_runs;        /* runs that executed in a planned arena */
   int recording_runs;    /* runs on malloc'ed buffers that recorded sizes */
+  int shape_reuse_runs;  /* arena runs that reused the recorded shapes (no infer) */
 } wq_arena_stats;
 
 struct wq_arena_entry;
@@ -44,7 +54,15 @@ typedef struct {
   struct wq_arena_entry *plans; /* cache by input shapes, WQ_ARENA_CACHE slots */
   unsigned long clock;          /* run counter, for least-recently-used eviction */
   size_t *run_sizes;            /* bytes each tensor took in the current run */
-  unsigned char *arena_block;   /* malloc'ed; arena is its first aligned byte */
+  int *out_base;                /* per node: index of its first output in per-output tables */
+  bool *may_skip_infer;         /* per node: no non-constant integer input (see above) */
+  /* Graph outputs of the load-time plan: per tensor offset into
+   * outputs_block (SIZE_MAX if none) and capacity. */
+  size_t *output_offsets;
+  size_t *output_sizes;
+  unsigned char *outputs_block; /* malloc'ed; outputs is its first aligned byte */
+  unsigned char *outputs;
+  unsigned char *arena_block; /* malloc'ed; arena is its first aligned byte */
   unsigned char *arena;
   size_t arena_capacity;
   wq_arena_stats stats;
@@ -59,6 +77,8 @@ void wq_exec_plan_free(wq_exec_plan *plan);
  * graph inputs must be filled in (owned[i] false), every other entry is
  * produced here. Buffers the executor allocates are marked owned[i] = true;
  * intermediates are freed after their last use, graph outputs are kept.
+ * A graph output produced with owned[i] false lives in the plan's own
+ * buffers: valid until the next run or wq_exec_plan_free.
  * On failure every owned buffer except graph outputs is freed and err names
  * the node; the caller frees what is left with wq_exec_values_release. */
 wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error *err);
