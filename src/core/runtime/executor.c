@@ -17,6 +17,9 @@
 /* Key words per graph input: dtype, rank, dims. */
 #define WQ_KEY_STRIDE (2 + WQ_MAX_RANK)
 #define WQ_POISON_BYTE 0xA5
+/* Placement of the graph outputs block (see plan_outputs). */
+#define WQ_OUTPUTS_PAGE 4096u
+#define WQ_OUTPUTS_PAGE_OFFSET (2048u + 64u)
 
 /* One arena plan, valid for one set of input dtypes and shapes. */
 struct wq_arena_entry {
@@ -176,18 +179,24 @@ static wq_status plan_outputs(wq_exec_plan *plan, wq_error *err) {
       continue;
     size_t bytes = wq_value_nbytes(&v);
     size_t padded = (bytes + WQ_ARENA_ALIGN - 1) / WQ_ARENA_ALIGN * WQ_ARENA_ALIGN;
-    if (padded < bytes || total > SIZE_MAX - WQ_ARENA_ALIGN - padded)
+    if (padded < bytes || total > SIZE_MAX - WQ_OUTPUTS_PAGE - padded)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "graph outputs are too large");
     plan->output_offsets[t] = total;
     plan->output_sizes[t] = bytes;
     total += padded;
   }
-  plan->outputs_block = malloc(total + WQ_ARENA_ALIGN);
+  /* The caller copies outputs out into fresh buffers, which usually start at
+   * (or 16 bytes past) a page boundary: a source a few bytes before its
+   * destination modulo 4096 stalls the copy's loads on stores they only seem
+   * to alias. Half a page past a page boundary is clear of that. */
+  plan->outputs_block = malloc(total + WQ_OUTPUTS_PAGE);
   if (!plan->outputs_block)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory for %zu bytes of graph outputs",
                    total);
   uintptr_t at = (uintptr_t)plan->outputs_block;
-  plan->outputs = plan->outputs_block + ((WQ_ARENA_ALIGN - at % WQ_ARENA_ALIGN) % WQ_ARENA_ALIGN);
+  plan->outputs =
+      plan->outputs_block +
+      (WQ_OUTPUTS_PAGE + WQ_OUTPUTS_PAGE_OFFSET - at % WQ_OUTPUTS_PAGE) % WQ_OUTPUTS_PAGE;
   return WQ_OK;
 }
 
