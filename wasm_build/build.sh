@@ -91,14 +91,16 @@ join() {
 
 cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
 
-# Size matters as much as speed in a browser: the hot int8 kernels are built
-# at -O3, everything else (parsing, passes, per-dtype reference ops whose -O3
-# unrolling tripled the .wasm) at -Os. The float kernels (auto-vectorized
-# elementwise, pooling and batchnorm loops; conv im2col/depthwise; the f32x4
-# GEMM, unrolled by hand) are built at -O3 without compiler unrolling and
-# interleaving: it bought nothing measurable on the float models and cost
-# 27 KB. (The int8 SIMD kernels do lose speed without it: qgemm 256^3 drops
-# from 88% to 83% of the dot peak.) Prints the flags.
+# Size matters as much as speed in a browser: the hot kernels are built at
+# -O3, everything else (parsing, passes, per-dtype reference ops whose -O3
+# unrolling tripled the .wasm) at -Os. The auto-vectorized float loops
+# (elementwise, pooling, batchnorm) and the float conv's im2col/depthwise are
+# built at -O3 without compiler unrolling and interleaving: it bought nothing
+# measurable on the float models and cost 24 KB. The SIMD kernels keep it:
+# without it qgemm 256^3 drops from 88% to 83% of the dot peak and small
+# float GEMMs (openwakeword) run 60% slower. The int8 GEMM/conv entry points
+# (kernels/qgemm.c, qconv.c) only check, plan at load and dispatch: -Os.
+# Prints the flags.
 opt_level() {
   if [[ -n "${WQ_WASM_OPT:-}" ]]; then # one level for every file, for comparisons
     echo "$WQ_WASM_OPT"
@@ -108,10 +110,13 @@ opt_level() {
   src/core/kernels/ref/ew_unary.c | src/core/kernels/ref/ew_binary_float.c | \
     src/core/kernels/ref/ref_pool.c | src/core/kernels/ref/ew_norm*.c | \
     src/core/kernels/ref/ew_batchnorm.c | src/core/kernels/ref/ref_gemm_f32.c | \
-    src/core/kernels/ref/ref_conv_f32.c | src/core/kernels/simd/sgemm_wasmsimd.c)
+    src/core/kernels/ref/ref_conv_f32.c)
     echo -O3 -fno-unroll-loops
     ;;
-  src/core/kernels/ref/*) echo -Os ;;
+  # Binary ops on the other dtypes (integers, double: index arithmetic, rare
+  # in models) instantiate one loop per op and dtype: -Oz halves them.
+  src/core/kernels/ref/ew_binary.c) echo -Oz ;;
+  src/core/kernels/ref/* | src/core/kernels/qgemm.c | src/core/kernels/qconv.c) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
   *) echo -Os ;;
   esac
