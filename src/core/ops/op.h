@@ -33,7 +33,11 @@ typedef struct wq_op {
    * data == NULL), sets dtype, rank and dims of out[0..node->n_outputs).
    * When an output shape depends on input data that is not known, it sets
    * the output dtype and rank = -1 and returns WQ_OK. Must never write data.
-   * Must validate everything the kernel relies on (ranks, dims, dtypes). */
+   * Must validate everything the kernel relies on (ranks, dims, dtypes).
+   * On a static plan the executor runs infer once and reuses the shapes, so
+   * infer is skipped on later runs except for nodes with a non-constant
+   * integer input (indices, sizes): a check of such input DATA that the
+   * kernel needs must live in run (Gather re-checks its indices there). */
   wq_status (*infer)(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err);
 
   /* Float/integer reference kernel: every in[i].data is present; out[i] has

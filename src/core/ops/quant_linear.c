@@ -2,6 +2,7 @@
  * the ONNX node forms (opset 10 per-tensor, 13 axis, 19 saturate, 21
  * block_size/output_dtype, 23 precision) and the wq_qparams-based reference
  * kernels. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -46,6 +47,25 @@ static wq_status node_qparams(const wq_node *node, const quant_linear_attrs *a, 
                               wq_error *err) {
   return wq_qparams_from_onnx(qp, qdtype, data->rank, data->dims, scale, zero_point, a->axis,
                               a->block_size, node->name, what, err);
+}
+
+/* Per-tensor 8-bit Q/DQ are the boundaries of every int8 region, run every
+ * inference: read the scalar scale and zero point directly instead of
+ * building (and formatting) a wq_qparams per run. Anything else — or a scale
+ * the general path must reject — returns false and takes that path. */
+static bool scalar_qparams_8bit(const wq_node *node, const wq_value *in, wq_dtype qdtype,
+                                float *scale, int32_t *zero_point) {
+  if ((qdtype != WQ_DT_INT8 && qdtype != WQ_DT_UINT8) || wq_value_numel(&in[1]) != 1)
+    return false;
+  const wq_value *zp = node->n_inputs > 2 && wq_value_present(&in[2]) ? &in[2] : NULL;
+  if (zp && (zp->dtype != qdtype || wq_value_numel(zp) != 1))
+    return false;
+  float s = *(const float *)in[1].data;
+  if (!(isfinite(s) && s >= FLT_MIN)) /* finite, positive, not subnormal */
+    return false;
+  *scale = s;
+  *zero_point = zp ? (int32_t)wq_value_get_int(zp, 0) : 0;
+  return true;
 }
 
 /* ---- QuantizeLinear ---------------------------------------------------- */
@@ -93,6 +113,14 @@ static wq_status quantize_infer(const wq_node *node, const wq_value *in, wq_valu
 
 static wq_status quantize_run(const wq_node *node, const wq_value *in, wq_value *out,
                               wq_error *err) {
+  float scale;
+  int32_t zero_point;
+  if (scalar_qparams_8bit(node, in, out[0].dtype, &scale, &zero_point)) {
+    int32_t qmin = out[0].dtype == WQ_DT_INT8 ? -128 : 0, qmax = qmin + 255;
+    wq_quantize_f32_q8(in[0].data, wq_value_numel(&in[0]), scale, zero_point, out[0].dtype, qmin,
+                       qmax, out[0].data);
+    return WQ_OK;
+  }
   quant_linear_attrs a;
   WQ_TRY(read_attrs(node, &a, err));
   wq_qparams qp;
@@ -146,6 +174,13 @@ static wq_status dequantize_infer(const wq_node *node, const wq_value *in, wq_va
 
 static wq_status dequantize_run(const wq_node *node, const wq_value *in, wq_value *out,
                                 wq_error *err) {
+  float scale;
+  int32_t zero_point;
+  if (scalar_qparams_8bit(node, in, in[0].dtype, &scale, &zero_point)) {
+    wq_dequantize_q8_f32(in[0].data, wq_value_numel(&in[0]), scale, zero_point, in[0].dtype,
+                         out[0].data);
+    return WQ_OK;
+  }
   quant_linear_attrs a;
   WQ_TRY(read_attrs(node, &a, err));
   wq_qparams qp;

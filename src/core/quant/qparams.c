@@ -33,6 +33,12 @@ static int64_t known_numel(const wq_value *v) { return wq_value_numel(v); }
 static bool value_given(const wq_value *v) { return v != NULL && wq_value_present(v); }
 
 /* Fills qp's shape part (dims, blocks, strides, count). */
+/* dims as "[2,3]" in buf, for error messages. */
+static const char *dims_text(const int64_t *dims, int rank, char buf[96]) {
+  wq_dims_format(dims, rank, buf, 96);
+  return buf;
+}
+
 static wq_status set_layout(wq_qparams *qp, int rank, const int64_t *data_dims,
                             const int64_t *scale_dims, const int64_t *block, const char *node,
                             const char *what, wq_error *err) {
@@ -40,16 +46,14 @@ static wq_status set_layout(wq_qparams *qp, int rank, const int64_t *data_dims,
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node, "%s: data rank %d is outside 0..%d", what, rank,
                    WQ_MAX_RANK);
   qp->rank = rank;
-  char sd[96], dd[96];
-  wq_dims_format(scale_dims, rank, sd, sizeof sd);
-  wq_dims_format(data_dims, rank, dd, sizeof dd);
+  char sd[96], dd[96]; /* formatted only on the failure paths below */
   for (int i = 0; i < rank; i++) {
     int64_t d = data_dims[i], s = scale_dims[i];
     qp->data_dims[i] = d;
     qp->scale_dims[i] = s;
     if (s < 0 || (s == 0 && d != 0))
       return wq_fail(err, WQ_ERR_SHAPE, node, "%s: scale shape %s has an invalid dim %d (%lld)",
-                     what, sd, i, (long long)s);
+                     what, dims_text(scale_dims, rank, sd), i, (long long)s);
     if (s <= 1) {
       /* One parameter along this dim (or an empty dim): the block is the
        * whole dim, which may be unknown until run time. */
@@ -57,13 +61,14 @@ static wq_status set_layout(wq_qparams *qp, int rank, const int64_t *data_dims,
       if (block && s == 1 && d > 0 && block[i] > 0 && block[i] < d)
         return wq_fail(err, WQ_ERR_SHAPE, node,
                        "%s: block %lld along dim %d needs %lld scales, scale shape %s has 1", what,
-                       (long long)block[i], i, (long long)((d + block[i] - 1) / block[i]), sd);
+                       (long long)block[i], i, (long long)((d + block[i] - 1) / block[i]),
+                       dims_text(scale_dims, rank, sd));
       continue;
     }
     if (d < 0)
       return wq_fail(err, WQ_ERR_SHAPE, node,
                      "%s: data dim %d is unknown but the scale shape %s has %lld entries along it",
-                     what, i, sd, (long long)s);
+                     what, i, dims_text(scale_dims, rank, sd), (long long)s);
     if (block) {
       int64_t b = block[i];
       if (b <= 0)
@@ -73,14 +78,16 @@ static wq_status set_layout(wq_qparams *qp, int rank, const int64_t *data_dims,
         return wq_fail(err, WQ_ERR_SHAPE, node,
                        "%s: data shape %s with block %lld along dim %d needs %lld scales, scale "
                        "shape %s has %lld",
-                       what, dd, (long long)b, i, (long long)((d + b - 1) / b), sd, (long long)s);
+                       what, dims_text(data_dims, rank, dd), (long long)b, i,
+                       (long long)((d + b - 1) / b), dims_text(scale_dims, rank, sd), (long long)s);
       qp->block[i] = b;
     } else {
       if (d % s != 0)
         return wq_fail(err, WQ_ERR_SHAPE, node,
                        "%s: scale shape %s does not divide data shape %s into whole blocks (dim "
                        "%d: %lld / %lld)",
-                       what, sd, dd, i, (long long)d, (long long)s);
+                       what, dims_text(scale_dims, rank, sd), dims_text(data_dims, rank, dd), i,
+                       (long long)d, (long long)s);
       qp->block[i] = d / s;
     }
   }
