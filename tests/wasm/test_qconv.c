@@ -11,13 +11,40 @@ static wq_dtype random_q8(wq_ktest *t) { return wq_ktest_int(t, 0, 1) ? WQ_DT_UI
 static int32_t q8_lo(wq_dtype d) { return d == WQ_DT_UINT8 ? 0 : -128; }
 static int32_t q8_hi(wq_dtype d) { return d == WQ_DT_UINT8 ? 255 : 127; }
 
-typedef enum { SHAPE_POINTWISE, SHAPE_GROUP1, SHAPE_DEPTHWISE, SHAPE_GROUPED } shape_kind;
+/* SHAPE_DEPTHWISE_NET: the depthwise shapes networks use (3x3 mostly, also
+ * 5x5, 1xk, kx1 and 2x2; stride 1 or 2; rarely dilated), which take the
+ * specialised 3-tap stride-1 path and both tap pairings; widths up to 20
+ * cover every remainder of the 4-pixel blocks. */
+typedef enum {
+  SHAPE_POINTWISE,
+  SHAPE_GROUP1,
+  SHAPE_DEPTHWISE,
+  SHAPE_GROUPED,
+  SHAPE_DEPTHWISE_NET
+} shape_kind;
 
 /* Random geometry of the given kind; false when the output would be empty. */
 static int random_geometry(wq_ktest *t, shape_kind kind, wq_qconv_desc *d) {
   wq_conv_geometry *g = &d->geo;
   memset(g, 0, sizeof *g);
   g->n_spatial = wq_ktest_int(t, 0, 4) == 0 ? 1 : 2;
+  if (kind == SHAPE_DEPTHWISE_NET) {
+    static const int kernels[][2] = {{3, 3}, {3, 3}, {3, 3}, {5, 5},
+                                     {1, 3}, {3, 1}, {2, 2}, {1, 5}};
+    const int *k = kernels[wq_ktest_int(t, 0, 7)];
+    const int64_t stride = wq_ktest_int(t, 1, 2);
+    const int64_t dilation = wq_ktest_int(t, 0, 5) == 0 ? 2 : 1;
+    for (int i = 0; i < g->n_spatial; i++) {
+      g->in[i] = wq_ktest_int(t, 1, 20);
+      g->kernel[i] = k[i + 2 - g->n_spatial];
+      g->stride[i] = stride;
+      g->dilation[i] = dilation;
+      g->pad_begin[i] =
+          wq_ktest_int(t, 0, 3) ? (g->kernel[i] - 1) * dilation / 2 : wq_ktest_int(t, 0, 2);
+      g->pad_end[i] = wq_ktest_int(t, 0, 3) ? g->pad_begin[i] : wq_ktest_int(t, 0, 2);
+    }
+    return wq_conv_geometry_resolve(g, WQ_AUTO_PAD_NOTSET, false) < 0;
+  }
   for (int i = 0; i < g->n_spatial; i++) {
     g->in[i] = wq_ktest_int(t, 1, 13);
     if (kind == SHAPE_POINTWISE) {
@@ -46,7 +73,10 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
     d.in_channels = wq_ktest_int(t, 1, 67);
     d.out_channels = wq_ktest_int(t, 1, 67);
     break;
-  case SHAPE_DEPTHWISE: d.in_channels = d.out_channels = d.group = wq_ktest_int(t, 1, 67); break;
+  case SHAPE_DEPTHWISE:
+  case SHAPE_DEPTHWISE_NET:
+    d.in_channels = d.out_channels = d.group = wq_ktest_int(t, 1, 67);
+    break;
   case SHAPE_GROUPED: {
     d.group = wq_ktest_int(t, 2, 6);
     d.in_channels = d.group * wq_ktest_int(t, 1, 11);
@@ -137,9 +167,10 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
 
 void wq_ktest_qconv(wq_ktest *t) {
   char what[400];
-  static const shape_kind kinds[] = {SHAPE_POINTWISE, SHAPE_GROUP1, SHAPE_DEPTHWISE, SHAPE_GROUPED};
-  for (int k = 0; k < 4; k++)
-    for (int c = 0; c < 60; c++) {
+  static const shape_kind kinds[] = {SHAPE_POINTWISE, SHAPE_GROUP1, SHAPE_DEPTHWISE, SHAPE_GROUPED,
+                                     SHAPE_DEPTHWISE_NET};
+  for (int k = 0; k < 5; k++)
+    for (int c = 0; c < (kinds[k] == SHAPE_DEPTHWISE_NET ? 150 : 60); c++) {
       int ok = run_case(t, kinds[k], what, sizeof what);
       wq_ktest_case(t, ok, what);
     }

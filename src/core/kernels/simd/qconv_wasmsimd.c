@@ -1,7 +1,7 @@
 /* wasm SIMD128 NHWC int8 convolutions: GEMM-based algorithms feed the
  * packed GEMM (qgemm_wasmsimd.c) with im2col panels built per block of 4
  * output pixels; depthwise runs channels across lanes, two taps per
- * i32x4.dot_i16x8_s. */
+ * i32x4.dot_i16x8_s, on activations interleaved once per input row. */
 #include <stdlib.h>
 #include <string.h>
 #include <wasm_simd128.h>
@@ -9,7 +9,7 @@
 #include "qconv_simd.h"
 #include "qgemm_ukernel.h"
 
-enum { DW_LANES = 16, WQ_QCONV_DW_MAX_TAPS = 64 };
+enum { DW_LANES = 16 };
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -57,29 +57,60 @@ static wq_status pack_group_gemm(wq_qconv_plan *p, const wq_qconv_desc *d, int64
   return st;
 }
 
-/* Depthwise weights: per chunk of 16 channels, per tap pair tp, 32 int16:
- * w16[((c / 16) * pairs + tp) * 32 + (c % 16) * 2 + i] = W(c, tap 2tp + i)
- * - w_zp(c) (0 past the last tap and channel); the bias absorbs -x_zp * sum_t (W - w_zp) so raw
- * activations can be multiplied (padding taps read x_zp and contribute exactly 0). */
+/* Depthwise pairs two taps per i32x4.dot_i16x8_s lane pair. The pairs are
+ * interleaved once per input row into int8 "pair rows" (below), so the pixel
+ * loop only loads (widening), dots and adds. Pairs run down the kernel's columns (taps kh,
+ * kh + 1 of one kw) unless pairing along its rows wastes fewer slots (an odd
+ * kernel height against an even width, e.g. 1-D kernels). */
+typedef struct {
+  bool vertical;
+  int64_t rows;     /* pair rows per output row: ceil(KH / 2) or KH */
+  int64_t taps;     /* pairs per pair row: KW or ceil(KW / 2) */
+  int64_t row_step; /* input rows between pair rows */
+  int64_t col_step; /* pair-row columns between taps */
+  int64_t cols;     /* pair-row width in columns (input column = column - pad_left) */
+  int64_t stride;   /* columns per chunk: cols and the spare ones 4-pixel blocks read */
+} dw_pairing;
+
+static dw_pairing dw_pairing_of(const wq_qconv_plan *p) {
+  dw_pairing d;
+  d.vertical = p->kernel_w * (p->kernel_h & 1) <= p->kernel_h * (p->kernel_w & 1);
+  d.rows = d.vertical ? (p->kernel_h + 1) / 2 : p->kernel_h;
+  d.taps = d.vertical ? p->kernel_w : (p->kernel_w + 1) / 2;
+  d.row_step = d.vertical ? 2 * p->dil_h : p->dil_h;
+  d.col_step = d.vertical ? p->dil_w : 2 * p->dil_w;
+  d.cols = (p->out_w - 1) * p->stride_w + (d.taps - 1) * d.col_step + 1;
+  d.stride = d.cols + 3 * p->stride_w;
+  return d;
+}
+
+/* Depthwise weights: per chunk of 16 channels, pair row r, tap t, 32 int16:
+ * w16[((chunk * rows + r) * taps + t) * 32 + (c % 16) * 2 + i] = W(c, tap i
+ * of the pair) - w_zp(c), 0 past the kernel and the channels. The bias
+ * absorbs -x_zp * sum (W - w_zp) (x_zp - 128 for uint8, whose codes the
+ * pair rows flip) so raw activations can be multiplied
+ * (padding reads x_zp and contributes exactly 0). */
 static wq_status pack_depthwise(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node,
                                 wq_error *err) {
   const int64_t C = d->in_channels, c16 = round_up(C, DW_LANES);
-  const int64_t taps = p->kernel_h * p->kernel_w, pairs = (taps + 1) / 2;
+  const dw_pairing dp = dw_pairing_of(p);
+  const int32_t x_zero_point = d->x_zero_point - (d->x_dtype == WQ_DT_UINT8 ? 128 : 0);
   WQ_TRY(wq_qconv_channel_data(p, d, c16, node, err));
-  p->weights.w16 = calloc((size_t)(pairs * c16 * 2), sizeof(int16_t));
+  p->weights.w16 = calloc((size_t)(dp.rows * dp.taps * c16 * 2), sizeof(int16_t));
   if (!p->weights.w16)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   for (int64_t c = 0; c < C; c++) {
     uint32_t sum = 0;
-    for (int64_t t = 0; t < taps; t++) {
-      int32_t v = wq_qconv_stored_weight(d, p, c, 0, t / p->kernel_w, t % p->kernel_w) -
-                  p->weights.w_zero_point[c];
-      p->weights
-          .w16[((c / DW_LANES) * pairs + t / 2) * 2 * DW_LANES + (c % DW_LANES) * 2 + (t & 1)] =
-          (int16_t)v;
-      sum += (uint32_t)v;
-    }
-    p->weights.bias[c] = (int32_t)((uint32_t)p->weights.bias[c] - (uint32_t)d->x_zero_point * sum);
+    for (int64_t kh = 0; kh < p->kernel_h; kh++)
+      for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+        int32_t v = wq_qconv_stored_weight(d, p, c, 0, kh, kw) - p->weights.w_zero_point[c];
+        int64_t r = dp.vertical ? kh / 2 : kh, t = dp.vertical ? kw : kw / 2;
+        int64_t i = dp.vertical ? kh & 1 : kw & 1;
+        p->weights.w16[(((c / DW_LANES) * dp.rows + r) * dp.taps + t) * 2 * DW_LANES +
+                       (c % DW_LANES) * 2 + i] = (int16_t)v;
+        sum += (uint32_t)v;
+      }
+    p->weights.bias[c] = (int32_t)((uint32_t)p->weights.bias[c] - (uint32_t)x_zero_point * sum);
   }
   return WQ_OK;
 }
@@ -186,129 +217,182 @@ static void fill_im2col_panel(const void *ctx, int64_t row0, int64_t rows, int16
   wq_simd_panel_fill(panel, written, c->gemm->k_padded, p->x_zero_point);
 }
 
-/* 16 channels of one output pixel: the bias plus, per tap pair, the two
- * taps' raw bytes interleaved, widened and dotted with the pair's weights.
- * is_unsigned is a constant at each call site, so the loop specialises. */
-static inline void dw_chunk(const uint8_t *const *src, int64_t offset, int64_t pairs,
-                            const int16_t *w, const int32_t *bias, const int is_unsigned,
-                            v128_t acc[4]) {
-  v128_t a0 = wasm_v128_load(bias), a1 = wasm_v128_load(bias + 4);
-  v128_t a2 = wasm_v128_load(bias + 8), a3 = wasm_v128_load(bias + 12);
-  for (int64_t tp = 0; tp < pairs; tp++) {
-    v128_t x0 = wasm_v128_load(src[2 * tp] + offset), x1 = wasm_v128_load(src[2 * tp + 1] + offset);
-    v128_t lo = wasm_i8x16_shuffle(x0, x1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    v128_t hi =
-        wasm_i8x16_shuffle(x0, x1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    v128_t v0, v1, v2, v3;
-    if (is_unsigned) {
-      v0 = wasm_u16x8_extend_low_u8x16(lo);
-      v1 = wasm_u16x8_extend_high_u8x16(lo);
-      v2 = wasm_u16x8_extend_low_u8x16(hi);
-      v3 = wasm_u16x8_extend_high_u8x16(hi);
-    } else {
-      v0 = wasm_i16x8_extend_low_i8x16(lo);
-      v1 = wasm_i16x8_extend_high_i8x16(lo);
-      v2 = wasm_i16x8_extend_low_i8x16(hi);
-      v3 = wasm_i16x8_extend_high_i8x16(hi);
+/* One pair row: for input row ih (the pair's first tap) and every column,
+ * per chunk of 16 channels the two taps' activations interleaved:
+ * row[(chunk * stride + col) * 32 + (c % 16) * 2 + i]. Inputs outside the
+ * image read the zero-point row. uint8 codes are flipped to int8 (x - 128;
+ * pack_depthwise lowers the zero point to match), so one signed widening
+ * load serves both types. */
+static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, const uint8_t *image,
+                              int64_t ih, int8_t *row) {
+  const int64_t C = p->in_channels, chunks = round_up(C, DW_LANES) / DW_LANES;
+  const int64_t ih1 = ih + (dp->vertical ? p->dil_h : 0), dw = dp->vertical ? 0 : p->dil_w;
+  const uint8_t *row0 = ih >= 0 && ih < p->in_h ? image + ih * p->in_w * C : NULL;
+  const uint8_t *row1 = ih1 >= 0 && ih1 < p->in_h ? image + ih1 * p->in_w * C : NULL;
+  const v128_t flip = wasm_i8x16_splat(p->x_dtype == WQ_DT_UINT8 ? -128 : 0);
+  uint8_t tail[2][DW_LANES];
+  memset(tail, 0, sizeof tail);
+  for (int64_t col = 0; col < dp->cols; col++) {
+    const int64_t iw0 = col - p->pad_left, iw1 = iw0 + dw;
+    const uint8_t *s0 = row0 && iw0 >= 0 && iw0 < p->in_w ? row0 + iw0 * C : p->pad_row;
+    const uint8_t *s1 = row1 && iw1 >= 0 && iw1 < p->in_w ? row1 + iw1 * C : p->pad_row;
+    int8_t *dst = row + col * 2 * DW_LANES;
+    for (int64_t c0 = 0; c0 < chunks * DW_LANES; c0 += DW_LANES, dst += dp->stride * 2 * DW_LANES) {
+      const uint8_t *a = s0 + c0, *b = s1 + c0;
+      if (c0 + DW_LANES > C) { /* the channel tail: lanes past C meet zero weights */
+        memcpy(tail[0], a, (size_t)(C - c0));
+        memcpy(tail[1], b, (size_t)(C - c0));
+        a = tail[0];
+        b = tail[1];
+      }
+      const v128_t x0 = wasm_v128_xor(wasm_v128_load(a), flip);
+      const v128_t x1 = wasm_v128_xor(wasm_v128_load(b), flip);
+      v128_t lo =
+          wasm_i8x16_shuffle(x0, x1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      v128_t hi =
+          wasm_i8x16_shuffle(x0, x1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      wasm_v128_store(dst, lo);
+      wasm_v128_store(dst + 16, hi);
     }
-    a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(v0, wasm_v128_load(w)));
-    a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(v1, wasm_v128_load(w + 8)));
-    a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(v2, wasm_v128_load(w + 16)));
-    a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(v3, wasm_v128_load(w + 24)));
-    w += 2 * DW_LANES;
   }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
+}
+
+#define DW_DOT(acc, data, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(data, w))
+
+/* One output row of one 16-channel chunk in blocks of 4 pixels x 4
+ * channels (4 accumulators; the loads of one pair row stay within x64's 16
+ * vector registers even when V8 hoists them all). With 3 adjacent taps and
+ * stride 1 (3x3 kernels) the 6 columns a block reads are loaded once and
+ * each feeds up to 3 taps. rows[r] points at pair row r's chunk. */
+static void dw_row_chunk(const wq_qconv_plan *p, const dw_pairing *dp, const int8_t *const *rows,
+                         const int16_t *w, const int32_t *bias, const float *multiplier,
+                         const wq_simd_requant *q, uint8_t *out, int64_t valid) {
+  const int64_t C = p->in_channels, pixel_step = p->stride_w * 2 * DW_LANES;
+  const int64_t tap_step = dp->col_step * 2 * DW_LANES;
+  const bool three_adjacent = dp->taps == 3 && pixel_step == 2 * DW_LANES && dp->col_step == 1;
+  for (int64_t ow = 0; ow < p->out_w; ow += 4) {
+    int32_t result[4][DW_LANES]; /* requantized, per pixel */
+#pragma clang loop unroll(disable)
+    for (int v = 0; v < 4; v++) {
+      v128_t a0 = wasm_v128_load(bias + 4 * v), a1 = a0, a2 = a0, a3 = a0;
+      const int16_t *wt = w + 8 * v;
+      for (int64_t r = 0; r < dp->rows; r++) {
+        const int8_t *d = rows[r] + ow * pixel_step + 8 * v;
+        if (three_adjacent) {
+          const v128_t w0 = wasm_v128_load(wt), w1 = wasm_v128_load(wt + 32);
+          const v128_t w2 = wasm_v128_load(wt + 64);
+          v128_t c = wasm_i16x8_load8x8(d);
+          DW_DOT(a0, c, w0);
+          c = wasm_i16x8_load8x8(d + 32);
+          DW_DOT(a0, c, w1);
+          DW_DOT(a1, c, w0);
+          c = wasm_i16x8_load8x8(d + 64);
+          DW_DOT(a0, c, w2);
+          DW_DOT(a1, c, w1);
+          DW_DOT(a2, c, w0);
+          c = wasm_i16x8_load8x8(d + 96);
+          DW_DOT(a1, c, w2);
+          DW_DOT(a2, c, w1);
+          DW_DOT(a3, c, w0);
+          c = wasm_i16x8_load8x8(d + 128);
+          DW_DOT(a2, c, w2);
+          DW_DOT(a3, c, w1);
+          DW_DOT(a3, wasm_i16x8_load8x8(d + 160), w2);
+          wt += 3 * 2 * DW_LANES;
+          continue;
+        }
+        for (int64_t t = 0; t < dp->taps; t++, wt += 2 * DW_LANES, d += tap_step) {
+          const v128_t wv = wasm_v128_load(wt);
+          DW_DOT(a0, wasm_i16x8_load8x8(d), wv);
+          DW_DOT(a1, wasm_i16x8_load8x8(d + pixel_step), wv);
+          DW_DOT(a2, wasm_i16x8_load8x8(d + 2 * pixel_step), wv);
+          DW_DOT(a3, wasm_i16x8_load8x8(d + 3 * pixel_step), wv);
+        }
+      }
+      const v128_t m = wasm_v128_load(multiplier + 4 * v);
+      wasm_v128_store(&result[0][4 * v], wq_simd_requant4(q, a0, m));
+      wasm_v128_store(&result[1][4 * v], wq_simd_requant4(q, a1, m));
+      wasm_v128_store(&result[2][4 * v], wq_simd_requant4(q, a2, m));
+      wasm_v128_store(&result[3][4 * v], wq_simd_requant4(q, a3, m));
+    }
+    for (int64_t i = 0; i < 4 && ow + i < p->out_w; i++) {
+      const v128_t bytes =
+          wq_simd_narrow16(q, wasm_v128_load(result[i]), wasm_v128_load(result[i] + 4),
+                           wasm_v128_load(result[i] + 8), wasm_v128_load(result[i] + 12));
+      if (valid == DW_LANES) {
+        wasm_v128_store(out + (ow + i) * C, bytes);
+      } else {
+        uint8_t tmp[DW_LANES];
+        wasm_v128_store(tmp, bytes);
+        memcpy(out + (ow + i) * C, tmp, (size_t)valid);
+      }
+    }
+  }
 }
 
 static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t *y,
                                wq_error *err) {
-  const int64_t C = p->in_channels, c16 = round_up(C, DW_LANES);
-  const int64_t taps = p->kernel_h * p->kernel_w, pairs = (taps + 1) / 2;
-  const int64_t tail = C % DW_LANES, full = C - tail;
-  /* Per pixel: a source pointer per tap (an even count; the extra tap reads
-   * the zero-point row against zero weights); for the channel tail, copies
-   * padded to 16 lanes. */
-  const uint8_t **src = malloc(sizeof *src * (size_t)(4 * pairs));
-  uint8_t *tail_rows = tail ? malloc((size_t)(2 * pairs * DW_LANES)) : NULL;
-  if (!src || (tail && !tail_rows)) {
-    free((void *)src);
-    free(tail_rows);
+  const int64_t C = p->in_channels, c16 = round_up(C, DW_LANES), chunks = c16 / DW_LANES;
+  const dw_pairing dp = dw_pairing_of(p);
+  /* A cache of 2 * rows pair rows tagged by input row: with stride 1 each
+   * pair row is built once and serves every output row that needs it. */
+  const int64_t slots = 2 * dp.rows, row_len = dp.stride * c16 * 2;
+  int8_t *pair_mem = calloc((size_t)(slots * row_len) + 64, 1);
+  int8_t *pair_rows = (int8_t *)(((uintptr_t)pair_mem + 63) & ~(uintptr_t)63);
+  int64_t *tag = malloc(sizeof(int64_t) * (size_t)(slots + dp.rows));
+  const int8_t **rows = malloc(sizeof *rows * (size_t)dp.rows);
+  if (!pair_mem || !tag || !rows) {
+    free(pair_mem);
+    free(tag);
+    free((void *)rows);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qconv: out of memory");
   }
+  int64_t *slot_of = tag + slots; /* slot of each pair row of the current output row */
   wq_qgemm_packed requant_view = {
       .y_min = p->y_min, .y_max = p->y_max, .y_zero_point = p->y_zero_point, .y_dtype = p->y_dtype};
   const wq_simd_requant q = wq_simd_requant_init(&requant_view);
-  const int is_unsigned_x = p->x_dtype == WQ_DT_UINT8;
-  const uint8_t **tail_src = src + 2 * pairs;
-  for (int64_t t = taps; t < 2 * pairs; t++)
-    src[t] = p->pad_row;
-  /* Offsets of the taps from the window's top-left input pixel. */
-  int64_t tap_offset[WQ_QCONV_DW_MAX_TAPS];
-  const bool offsets = taps <= WQ_QCONV_DW_MAX_TAPS;
-  for (int64_t t = 0; offsets && t < taps; t++)
-    tap_offset[t] = ((t / p->kernel_w) * p->dil_h * p->in_w + (t % p->kernel_w) * p->dil_w) * C;
-  const int64_t span_h = (p->kernel_h - 1) * p->dil_h, span_w = (p->kernel_w - 1) * p->dil_w;
-  for (int64_t n = 0; n < p->batch; n++)
+  for (int64_t n = 0; n < p->batch; n++) {
+    const uint8_t *image = x + n * p->in_h * p->in_w * C;
+    for (int64_t s = 0; s < slots; s++)
+      tag[s] = INT64_MIN;
     for (int64_t oh = 0; oh < p->out_h; oh++) {
       const int64_t ih0 = oh * p->stride_h - p->pad_top;
-      const bool rows_inside = ih0 >= 0 && ih0 + span_h < p->in_h;
-      for (int64_t ow = 0; ow < p->out_w; ow++) {
-        const int64_t iw0 = ow * p->stride_w - p->pad_left;
-        if (offsets && rows_inside && iw0 >= 0 && iw0 + span_w < p->in_w) {
-          const uint8_t *base = x + ((n * p->in_h + ih0) * p->in_w + iw0) * C;
-          for (int64_t t = 0; t < taps; t++)
-            src[t] = base + tap_offset[t];
-        } else {
-          int64_t t = 0;
-          for (int64_t kh = 0; kh < p->kernel_h; kh++) {
-            const int64_t ih = ih0 + kh * p->dil_h;
-            const bool row_inside = ih >= 0 && ih < p->in_h;
-            const uint8_t *row = x + (n * p->in_h + ih) * p->in_w * C;
-            for (int64_t kw = 0; kw < p->kernel_w; kw++, t++) {
-              const int64_t iw = iw0 + kw * p->dil_w;
-              src[t] = row_inside && iw >= 0 && iw < p->in_w ? row + iw * C : p->pad_row;
-            }
-          }
+      for (int64_t r = 0; r < dp.rows; r++) {
+        slot_of[r] = -1;
+        for (int64_t s = 0; s < slots; s++)
+          if (tag[s] == ih0 + r * dp.row_step)
+            slot_of[r] = s;
+      }
+      for (int64_t r = 0; r < dp.rows; r++) {
+        if (slot_of[r] >= 0)
+          continue;
+        int64_t pick = -1; /* the oldest row no pair row of this output row uses */
+        for (int64_t s = 0; s < slots; s++) {
+          bool used = false;
+          for (int64_t u = 0; u < dp.rows; u++)
+            used = used || slot_of[u] == s;
+          if (!used && (pick < 0 || tag[s] < tag[pick]))
+            pick = s;
         }
-        uint8_t *out = y + ((n * p->out_h + oh) * p->out_w + ow) * C;
-        for (int64_t c0 = 0; c0 < c16; c0 += DW_LANES) {
-          const bool partial = c0 == full;
-          const uint8_t *const *chunk_src = src;
-          int64_t offset = c0;
-          if (partial) { /* the channel tail, copied into 16-lane rows */
-            for (int64_t t = 0; t < 2 * pairs; t++) {
-              memset(tail_rows + t * DW_LANES, p->x_zero_point & 0xFF, DW_LANES);
-              memcpy(tail_rows + t * DW_LANES, src[t] + c0, (size_t)tail);
-              tail_src[t] = tail_rows + t * DW_LANES;
-            }
-            chunk_src = tail_src;
-            offset = 0;
-          }
-          const int16_t *w = p->weights.w16 + (c0 / DW_LANES) * pairs * 2 * DW_LANES;
-          v128_t acc[4];
-          if (is_unsigned_x)
-            dw_chunk(chunk_src, offset, pairs, w, p->weights.bias + c0, 1, acc);
-          else
-            dw_chunk(chunk_src, offset, pairs, w, p->weights.bias + c0, 0, acc);
-          v128_t o[4];
-          for (int i = 0; i < 4; i++)
-            o[i] = wq_simd_requant4(&q, acc[i], wasm_v128_load(p->weights.multiplier + c0 + 4 * i));
-          v128_t bytes = wq_simd_narrow16(&q, o[0], o[1], o[2], o[3]);
-          if (partial) {
-            uint8_t tmp[DW_LANES];
-            wasm_v128_store(tmp, bytes);
-            memcpy(out + c0, tmp, (size_t)tail);
-          } else {
-            wasm_v128_store(out + c0, bytes);
-          }
-        }
+        const int64_t ih = ih0 + r * dp.row_step;
+        dw_build_pair_row(p, &dp, image, ih, pair_rows + pick * row_len);
+        tag[pick] = ih;
+        slot_of[r] = pick;
+      }
+      uint8_t *out = y + (n * p->out_h + oh) * p->out_w * C;
+      for (int64_t k = 0; k < chunks; k++) {
+        for (int64_t r = 0; r < dp.rows; r++)
+          rows[r] = pair_rows + slot_of[r] * row_len + k * dp.stride * 2 * DW_LANES;
+        const int64_t c0 = k * DW_LANES;
+        dw_row_chunk(p, &dp, rows, p->weights.w16 + k * dp.rows * dp.taps * 2 * DW_LANES,
+                     p->weights.bias + c0, p->weights.multiplier + c0, &q, out + c0,
+                     C - c0 < DW_LANES ? C - c0 : DW_LANES);
       }
     }
-  free((void *)src);
-  free(tail_rows);
+  }
+  free(pair_mem);
+  free(tag);
+  free((void *)rows);
   return WQ_OK;
 }
 
