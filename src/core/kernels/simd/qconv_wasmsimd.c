@@ -217,103 +217,117 @@ static void fill_im2col_panel(const void *ctx, int64_t row0, int64_t rows, int16
   wq_simd_panel_fill(panel, written, c->gemm->k_padded, p->x_zero_point);
 }
 
+/* Interleaves `columns` pixels' 16 bytes from a and b (advancing by the
+ * steps; 0 repeats the zero-point row), flipping uint8 codes to int8. */
+static void dw_interleave(const uint8_t *a, int64_t a_step, const uint8_t *b, int64_t b_step,
+                          int8_t *dst, int64_t columns, v128_t flip) {
+  for (int64_t i = 0; i < columns; i++, a += a_step, b += b_step, dst += 2 * DW_LANES) {
+    const v128_t x0 = wasm_v128_xor(wasm_v128_load(a), flip);
+    const v128_t x1 = wasm_v128_xor(wasm_v128_load(b), flip);
+    wasm_v128_store(
+        dst, wasm_i8x16_shuffle(x0, x1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
+    wasm_v128_store(dst + 16, wasm_i8x16_shuffle(x0, x1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13,
+                                                 29, 14, 30, 15, 31));
+  }
+}
+
+/* Columns from input column iw on for which a row's source (the row, or
+ * the zero-point row past its edges) stays the same. */
+static int64_t dw_same_source(const uint8_t *row, int64_t iw, int64_t in_w) {
+  return !row ? INT64_MAX : iw < 0 ? -iw : iw < in_w ? in_w - iw : INT64_MAX;
+}
+
 /* One pair row: for input row ih (the pair's first tap) and every column,
  * per chunk of 16 channels the two taps' activations interleaved:
  * row[(chunk * stride + col) * 32 + (c % 16) * 2 + i]. Inputs outside the
- * image read the zero-point row. uint8 codes are flipped to int8 (x - 128;
- * pack_depthwise lowers the zero point to match), so one signed widening
- * load serves both types. */
+ * image read the zero-point row; runs of columns whose sources advance
+ * alike go through dw_interleave at once. uint8 codes are flipped to int8
+ * (x - 128; pack_depthwise lowers the zero point to match), so one signed
+ * widening load serves both types. */
 static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, const uint8_t *image,
                               int64_t ih, int8_t *row) {
-  const int64_t C = p->in_channels, chunks = round_up(C, DW_LANES) / DW_LANES;
+  const int64_t C = p->in_channels;
   const int64_t ih1 = ih + (dp->vertical ? p->dil_h : 0), dw = dp->vertical ? 0 : p->dil_w;
   const uint8_t *row0 = ih >= 0 && ih < p->in_h ? image + ih * p->in_w * C : NULL;
   const uint8_t *row1 = ih1 >= 0 && ih1 < p->in_h ? image + ih1 * p->in_w * C : NULL;
   const v128_t flip = wasm_i8x16_splat(p->x_dtype == WQ_DT_UINT8 ? -128 : 0);
-  uint8_t tail[2][DW_LANES];
-  memset(tail, 0, sizeof tail);
-  for (int64_t col = 0; col < dp->cols; col++) {
-    const int64_t iw0 = col - p->pad_left, iw1 = iw0 + dw;
-    const uint8_t *s0 = row0 && iw0 >= 0 && iw0 < p->in_w ? row0 + iw0 * C : p->pad_row;
-    const uint8_t *s1 = row1 && iw1 >= 0 && iw1 < p->in_w ? row1 + iw1 * C : p->pad_row;
-    int8_t *dst = row + col * 2 * DW_LANES;
-    for (int64_t c0 = 0; c0 < chunks * DW_LANES; c0 += DW_LANES, dst += dp->stride * 2 * DW_LANES) {
-      const uint8_t *a = s0 + c0, *b = s1 + c0;
-      if (c0 + DW_LANES > C) { /* the channel tail: lanes past C meet zero weights */
-        memcpy(tail[0], a, (size_t)(C - c0));
-        memcpy(tail[1], b, (size_t)(C - c0));
-        a = tail[0];
-        b = tail[1];
+  for (int64_t c0 = 0; c0 < C; c0 += DW_LANES, row += dp->stride * 2 * DW_LANES) {
+    const bool tail = c0 + DW_LANES > C; /* lanes past C meet zero weights */
+    for (int64_t col = 0, n; col < dp->cols; col += n) {
+      const int64_t iw0 = col - p->pad_left, iw1 = iw0 + dw;
+      const bool in0 = row0 && iw0 >= 0 && iw0 < p->in_w, in1 = row1 && iw1 >= 0 && iw1 < p->in_w;
+      const uint8_t *a = (in0 ? row0 + iw0 * C : p->pad_row) + c0;
+      const uint8_t *b = (in1 ? row1 + iw1 * C : p->pad_row) + c0;
+      n = dp->cols - col;
+      if (tail) { /* one column at a time through copies */
+        uint8_t copy[2][DW_LANES] = {{0}};
+        memcpy(copy[0], a, (size_t)(C - c0));
+        memcpy(copy[1], b, (size_t)(C - c0));
+        dw_interleave(copy[0], 0, copy[1], 0, row + col * 2 * DW_LANES, n = 1, flip);
+        continue;
       }
-      const v128_t x0 = wasm_v128_xor(wasm_v128_load(a), flip);
-      const v128_t x1 = wasm_v128_xor(wasm_v128_load(b), flip);
-      v128_t lo =
-          wasm_i8x16_shuffle(x0, x1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-      v128_t hi =
-          wasm_i8x16_shuffle(x0, x1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-      wasm_v128_store(dst, lo);
-      wasm_v128_store(dst + 16, hi);
+      const int64_t run0 = dw_same_source(row0, iw0, p->in_w);
+      const int64_t run1 = dw_same_source(row1, iw1, p->in_w);
+      n = n < run0 ? n : run0;
+      n = n < run1 ? n : run1;
+      dw_interleave(a, in0 ? C : 0, b, in1 ? C : 0, row + col * 2 * DW_LANES, n, flip);
     }
   }
 }
 
 #define DW_DOT(acc, data, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(data, w))
 
+/* Three adjacent taps of one pair row for 4 pixels at stride 1: the 6
+ * columns they read are loaded once and each feeds every tap that reads it
+ * (pixel i, tap col - i). */
+static inline void dw_three_taps(const int8_t *d, const int16_t *wt, v128_t a[4]) {
+  const v128_t w[3] = {wasm_v128_load(wt), wasm_v128_load(wt + 32), wasm_v128_load(wt + 64)};
+#pragma clang loop unroll(full)
+  for (int col = 0; col < 6; col++) {
+    const v128_t c = wasm_i16x8_load8x8(d + 32 * col);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < 4; i++)
+      if (col - i >= 0 && col - i < 3)
+        DW_DOT(a[i], c, w[col - i]);
+  }
+}
+
 /* One output row of one 16-channel chunk in blocks of 4 pixels x 4
  * channels (4 accumulators; the loads of one pair row stay within x64's 16
- * vector registers even when V8 hoists them all). With 3 adjacent taps and
- * stride 1 (3x3 kernels) the 6 columns a block reads are loaded once and
- * each feeds up to 3 taps. rows[r] points at pair row r's chunk. */
+ * vector registers even when V8 hoists them all). 3 adjacent taps at stride
+ * 1 (3x3 kernels) take dw_three_taps. rows[r] points at pair row r's chunk. */
 static void dw_row_chunk(const wq_qconv_plan *p, const dw_pairing *dp, const int8_t *const *rows,
                          const int16_t *w, const int32_t *bias, const float *multiplier,
                          const wq_simd_requant *q, uint8_t *out, int64_t valid) {
   const int64_t C = p->in_channels, pixel_step = p->stride_w * 2 * DW_LANES;
   const int64_t tap_step = dp->col_step * 2 * DW_LANES;
-  const bool three_adjacent = dp->taps == 3 && pixel_step == 2 * DW_LANES && dp->col_step == 1;
+  const bool three_adjacent = dp->taps == 3 && dp->col_step == 1 && p->stride_w == 1;
   for (int64_t ow = 0; ow < p->out_w; ow += 4) {
     int32_t result[4][DW_LANES]; /* requantized, per pixel */
 #pragma clang loop unroll(disable)
     for (int v = 0; v < 4; v++) {
-      v128_t a0 = wasm_v128_load(bias + 4 * v), a1 = a0, a2 = a0, a3 = a0;
+      v128_t a[4];
+      a[0] = a[1] = a[2] = a[3] = wasm_v128_load(bias + 4 * v);
       const int16_t *wt = w + 8 * v;
       for (int64_t r = 0; r < dp->rows; r++) {
         const int8_t *d = rows[r] + ow * pixel_step + 8 * v;
         if (three_adjacent) {
-          const v128_t w0 = wasm_v128_load(wt), w1 = wasm_v128_load(wt + 32);
-          const v128_t w2 = wasm_v128_load(wt + 64);
-          v128_t c = wasm_i16x8_load8x8(d);
-          DW_DOT(a0, c, w0);
-          c = wasm_i16x8_load8x8(d + 32);
-          DW_DOT(a0, c, w1);
-          DW_DOT(a1, c, w0);
-          c = wasm_i16x8_load8x8(d + 64);
-          DW_DOT(a0, c, w2);
-          DW_DOT(a1, c, w1);
-          DW_DOT(a2, c, w0);
-          c = wasm_i16x8_load8x8(d + 96);
-          DW_DOT(a1, c, w2);
-          DW_DOT(a2, c, w1);
-          DW_DOT(a3, c, w0);
-          c = wasm_i16x8_load8x8(d + 128);
-          DW_DOT(a2, c, w2);
-          DW_DOT(a3, c, w1);
-          DW_DOT(a3, wasm_i16x8_load8x8(d + 160), w2);
+          dw_three_taps(d, wt, a);
           wt += 3 * 2 * DW_LANES;
           continue;
         }
         for (int64_t t = 0; t < dp->taps; t++, wt += 2 * DW_LANES, d += tap_step) {
           const v128_t wv = wasm_v128_load(wt);
-          DW_DOT(a0, wasm_i16x8_load8x8(d), wv);
-          DW_DOT(a1, wasm_i16x8_load8x8(d + pixel_step), wv);
-          DW_DOT(a2, wasm_i16x8_load8x8(d + 2 * pixel_step), wv);
-          DW_DOT(a3, wasm_i16x8_load8x8(d + 3 * pixel_step), wv);
+          DW_DOT(a[0], wasm_i16x8_load8x8(d), wv);
+          DW_DOT(a[1], wasm_i16x8_load8x8(d + pixel_step), wv);
+          DW_DOT(a[2], wasm_i16x8_load8x8(d + 2 * pixel_step), wv);
+          DW_DOT(a[3], wasm_i16x8_load8x8(d + 3 * pixel_step), wv);
         }
       }
       const v128_t m = wasm_v128_load(multiplier + 4 * v);
-      wasm_v128_store(&result[0][4 * v], wq_simd_requant4(q, a0, m));
-      wasm_v128_store(&result[1][4 * v], wq_simd_requant4(q, a1, m));
-      wasm_v128_store(&result[2][4 * v], wq_simd_requant4(q, a2, m));
-      wasm_v128_store(&result[3][4 * v], wq_simd_requant4(q, a3, m));
+#pragma clang loop unroll(full)
+      for (int i = 0; i < 4; i++)
+        wasm_v128_store(&result[i][4 * v], wq_simd_requant4(q, a[i], m));
     }
     for (int64_t i = 0; i < 4 && ow + i < p->out_w; i++) {
       const v128_t bytes =
