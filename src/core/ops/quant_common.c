@@ -176,3 +176,19 @@ wq_status wq_quant_check_qlinear_inputs(const wq_node *node, const wq_value *in,
   snprintf(name, sizeof name, "%s_zero_point", b);
   return wq_quant_expect_dtype(node, name, in[5].dtype, WQ_QDT_BIT(in[3].dtype), err);
 }
+
+const wq_value *wq_quant_optional_input(const wq_node *node, const wq_value *in, int i) {
+  return node->n_inputs > i && wq_value_present(&in[i]) ? &in[i] : NULL;
+}
+
+wq_status wq_quant_check_integer_inputs(const wq_node *node, const wq_value *in, const char *a,
+                                        const char *b, const char *a_zero_point,
+                                        const char *b_zero_point, wq_error *err) {
+  WQ_TRY(wq_quant_expect_dtype(node, a, in[0].dtype, WQ_QDT_8BIT, err));
+  WQ_TRY(wq_quant_expect_dtype(node, b, in[1].dtype, WQ_QDT_8BIT, err));
+  if (wq_quant_optional_input(node, in, 2))
+    WQ_TRY(wq_quant_expect_dtype(node, a_zero_point, in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
+  if (wq_quant_optional_input(node, in, 3))
+    WQ_TRY(wq_quant_expect_dtype(node, b_zero_point, in[3].dtype, WQ_QDT_BIT(in[1].dtype), err));
+  return WQ_OK;
+}

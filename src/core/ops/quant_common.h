@@ -49,6 +49,16 @@ wq_status wq_qconv_operand_qparams(wq_qparams *qp, const wq_node *node, const ch
 wq_status wq_quant_check_qlinear_inputs(const wq_node *node, const wq_value *in, const char *a,
                                         const char *b, wq_error *err);
 
+/* Input i when the node has it and it is not an omitted optional input. */
+const wq_value *wq_quant_optional_input(const wq_node *node, const wq_value *in, int i);
+
+/* Dtype checks shared by ConvInteger and MatMulInteger: 8-bit data operands
+ * `a` and `b` (inputs 0 and 1) and optional zero points (inputs 2 and 3) of
+ * the same dtype as their operand. */
+wq_status wq_quant_check_integer_inputs(const wq_node *node, const wq_value *in, const char *a,
+                                        const char *b, const char *a_zero_point,
+                                        const char *b_zero_point, wq_error *err);
+
 bool wq_quant_values_known(const wq_value *in, int n_inputs);
 
 #endif

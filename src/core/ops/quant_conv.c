@@ -59,13 +59,9 @@ static wq_status qconv_shapes(const wq_node *node, const wq_value *x, const wq_v
   return WQ_OK;
 }
 
-static const wq_value *optional_input(const wq_node *node, const wq_value *in, int i) {
-  return node->n_inputs > i && wq_value_present(&in[i]) ? &in[i] : NULL;
-}
-
 static bool inputs_shape_known(const wq_node *node, const wq_value *in) {
   for (int i = 0; i < node->n_inputs; i++)
-    if (optional_input(node, in, i) && !wq_value_shape_known(&in[i]))
+    if (wq_quant_optional_input(node, in, i) && !wq_value_shape_known(&in[i]))
       return false;
   return true;
 }
@@ -145,7 +141,7 @@ static wq_status qlinear_conv_params_build(const wq_node *node, const wq_value *
 static wq_status qlinear_conv_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                     wq_error *err) {
   WQ_TRY(wq_quant_check_qlinear_inputs(node, in, "x", "w", err));
-  const wq_value *bias = optional_input(node, in, 8);
+  const wq_value *bias = wq_quant_optional_input(node, in, 8);
   if (bias)
     WQ_TRY(wq_quant_expect_dtype(node, "B", bias->dtype, WQ_QDT_BIT(WQ_DT_INT32), err));
   out[0].dtype = in[7].dtype;
@@ -174,7 +170,7 @@ static wq_status qlinear_conv_run(const wq_node *node, const wq_value *in, wq_va
   WQ_TRY(qconv_shapes(node, &in[0], &in[3], &shape_out, &s, &known, err));
   qlinear_conv_params p;
   WQ_TRY(qlinear_conv_params_build(node, in, &out[0], &p, err));
-  const wq_value *bias = optional_input(node, in, 8);
+  const wq_value *bias = wq_quant_optional_input(node, in, 8);
   int64_t n_out = wq_value_numel(&out[0]);
   qconv_buffers b;
   wq_status st = qconv_compute(node, &s, &in[0], &p.x, &in[3], &p.w,
@@ -216,9 +212,9 @@ const wq_op wq_op_qlinear_conv = {.op_type = "QLinearConv",
 static wq_status conv_integer_params(const wq_node *node, const wq_value *in, wq_qparams *qx,
                                      wq_qparams *qw, wq_error *err) {
   WQ_TRY(wq_qconv_operand_qparams(qx, node, "x_zero_point", 1, &in[0], NULL,
-                                  optional_input(node, in, 2), err));
+                                  wq_quant_optional_input(node, in, 2), err));
   wq_status st = wq_qconv_operand_qparams(qw, node, "w_zero_point", 0, &in[1], NULL,
-                                          optional_input(node, in, 3), err);
+                                          wq_quant_optional_input(node, in, 3), err);
   if (st != WQ_OK)
     wq_qparams_free(qx);
   return st;
@@ -226,12 +222,7 @@ static wq_status conv_integer_params(const wq_node *node, const wq_value *in, wq
 
 static wq_status conv_integer_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                     wq_error *err) {
-  WQ_TRY(wq_quant_expect_dtype(node, "x", in[0].dtype, WQ_QDT_8BIT, err));
-  WQ_TRY(wq_quant_expect_dtype(node, "w", in[1].dtype, WQ_QDT_8BIT, err));
-  if (optional_input(node, in, 2))
-    WQ_TRY(wq_quant_expect_dtype(node, "x_zero_point", in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
-  if (optional_input(node, in, 3))
-    WQ_TRY(wq_quant_expect_dtype(node, "w_zero_point", in[3].dtype, WQ_QDT_BIT(in[1].dtype), err));
+  WQ_TRY(wq_quant_check_integer_inputs(node, in, "x", "w", "x_zero_point", "w_zero_point", err));
   out[0].dtype = WQ_DT_INT32;
   wq_qconv_shape s;
   bool known;

@@ -142,16 +142,12 @@ const wq_op wq_op_qlinear_matmul = {.op_type = "QLinearMatMul",
 
 /* ---- MatMulInteger ----------------------------------------------------- */
 
-static const wq_value *optional_input(const wq_node *node, const wq_value *in, int i) {
-  return node->n_inputs > i && wq_value_present(&in[i]) ? &in[i] : NULL;
-}
-
 static wq_status matmul_integer_params(const wq_node *node, const wq_value *in, wq_qparams *qa,
                                        wq_qparams *qb, wq_error *err) {
   WQ_TRY(wq_qmatmul_operand_qparams(qa, node, "a_zero_point", WQ_QMATMUL_PER_ROW, &in[0], NULL,
-                                    optional_input(node, in, 2), err));
+                                    wq_quant_optional_input(node, in, 2), err));
   wq_status st = wq_qmatmul_operand_qparams(qb, node, "b_zero_point", WQ_QMATMUL_PER_COLUMN, &in[1],
-                                            NULL, optional_input(node, in, 3), err);
+                                            NULL, wq_quant_optional_input(node, in, 3), err);
   if (st != WQ_OK)
     wq_qparams_free(qa);
   return st;
@@ -159,18 +155,13 @@ static wq_status matmul_integer_params(const wq_node *node, const wq_value *in, 
 
 static wq_status matmul_integer_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                       wq_error *err) {
-  WQ_TRY(wq_quant_expect_dtype(node, "A", in[0].dtype, WQ_QDT_8BIT, err));
-  WQ_TRY(wq_quant_expect_dtype(node, "B", in[1].dtype, WQ_QDT_8BIT, err));
-  if (optional_input(node, in, 2))
-    WQ_TRY(wq_quant_expect_dtype(node, "a_zero_point", in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
-  if (optional_input(node, in, 3))
-    WQ_TRY(wq_quant_expect_dtype(node, "b_zero_point", in[3].dtype, WQ_QDT_BIT(in[1].dtype), err));
+  WQ_TRY(wq_quant_check_integer_inputs(node, in, "A", "B", "a_zero_point", "b_zero_point", err));
   out[0].dtype = WQ_DT_INT32;
   wq_qmatmul_geometry g;
   bool known;
   WQ_TRY(matmul_shapes(node, &in[0], &in[1], &out[0], &g, &known, err));
   for (int i = 2; i < node->n_inputs; i++)
-    if (optional_input(node, in, i) && !wq_value_shape_known(&in[i]))
+    if (wq_quant_optional_input(node, in, i) && !wq_value_shape_known(&in[i]))
       known = false;
   if (!known)
     return WQ_OK;
