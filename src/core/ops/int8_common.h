@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "../quant/qparams.h"
+#include "nn_window.h"
 #include "op.h"
 
 #define WQ_INT8_DOMAIN "wasmq"
@@ -53,6 +54,13 @@ wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const 
                                   const wq_qparams *qw, float in_scale, float out_scale,
                                   bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
                                   float **multiplier, wq_error *err);
+
+/* The attributes of QConv and QConvNHWC: window (kernel, pads, strides,
+ * dilations), group >= 1, y_dtype (int32 only when allow_int32) and the
+ * fused clamp. */
+wq_status wq_int8_conv_attrs_parse(const wq_node *node, bool allow_int32, wq_window_attrs *win,
+                                   int64_t *group, wq_dtype *y_dtype, int32_t *act_min,
+                                   int32_t *act_max, wq_error *err);
 
 /* Error for an op run before its plan hook. */
 wq_status wq_int8_not_planned(const wq_node *node, wq_error *err);

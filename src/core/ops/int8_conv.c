@@ -46,16 +46,8 @@ static wq_status qconv_prepare(wq_node *node, wq_error *err) {
   qconv_state *s = calloc(1, sizeof *s);
   if (!s)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
-  wq_status st = wq_window_attrs_parse(node, &s->win, err);
-  if (st == WQ_OK)
-    st = wq_attr_int(node, "group", 1, &s->group, err);
-  if (st == WQ_OK && s->group < 1)
-    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "QConv: group %lld must be >= 1",
-                 (long long)s->group);
-  if (st == WQ_OK)
-    st = wq_int8_read_y_dtype(node, true, &s->y_dtype, err);
-  if (st == WQ_OK)
-    st = wq_int8_read_act_range(node, s->y_dtype, &s->act_min, &s->act_max, err);
+  wq_status st = wq_int8_conv_attrs_parse(node, true, &s->win, &s->group, &s->y_dtype, &s->act_min,
+                                          &s->act_max, err);
   if (st != WQ_OK) {
     free(s);
     return st;
