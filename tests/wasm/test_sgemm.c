@@ -60,6 +60,13 @@ void wq_ktest_sgemm(wq_ktest *t) {
     int ok = run_case(t, m, n, k, what, sizeof what);
     wq_ktest_case(t, ok, what);
   }
+  /* Fewer rows than a register tile (the unpacked batch-1 paths), with
+   * column chunks and k tails: n past 512 columns, k not a multiple of 4. */
+  for (int c = 0; c < 12; c++) {
+    int64_t m = wq_ktest_int(t, 1, 3), n = wq_ktest_int(t, 1, 1100), k = wq_ktest_int(t, 1, 530);
+    int ok = run_case(t, m, n, k, what, sizeof what);
+    wq_ktest_case(t, ok, what);
+  }
   int ok = run_case(t, 100, 600, 700, what, sizeof what); /* several cache blocks */
   wq_ktest_case(t, ok, what);
 }

@@ -1,7 +1,8 @@
 /* f32x4 GEMM: B is packed into 8-column panels and A into 4-row panels per
  * cache block; a 4x8 register tile accumulates with f32x4 mul + add (SIMD128
  * has no fused multiply-add, so each product rounds like the scalar code).
- * A batch-1 product (m == 1) skips A packing and streams B rows. */
+ * Products of fewer than 4 rows (batch 1) skip packing: B streams by rows,
+ * or by columns as dot products when stored transposed. */
 #include <stdlib.h>
 #include <string.h>
 #include <wasm_simd128.h>
@@ -145,35 +146,98 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
   }
 }
 
-/* m == 1 with a row-contiguous B: y = alpha * a * B + beta * y, streaming
- * B's rows once. */
+/* Columns of y a batch-1 row pass accumulates at once (2 KB on the stack). */
+enum { GEMV_COLS = 512 };
+
+/* c = alpha * a * B + beta * c for one row a, B row-major (b_col_stride 1):
+ * per chunk of columns, y += a[p] * B[p, :] four rows of B per pass, so B
+ * streams through contiguously once (a 16-column strip down all k rows
+ * strode a whole row per load and ran 6x slower on 1x1024x1024). Each
+ * column sums its products in p order, like the reference. */
 static void gemv_rows(int64_t n, int64_t k, float alpha, const float *a, int64_t a_col_stride,
                       const float *b, int64_t b_row_stride, float beta, float *c) {
+  float acc[GEMV_COLS] __attribute__((aligned(16)));
+  for (int64_t j0 = 0; j0 < n; j0 += GEMV_COLS) {
+    int64_t nc = n - j0 < GEMV_COLS ? n - j0 : GEMV_COLS;
+    int64_t nv = nc & ~(int64_t)3;
+    memset(acc, 0, sizeof(float) * (size_t)nc);
+    const float *bj = b + j0;
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+      const float *r = bj + p * b_row_stride;
+      v128_t av[8];
+      for (int q = 0; q < 8; q++)
+        av[q] = wasm_f32x4_splat(a[(p + q) * a_col_stride]);
+      int64_t j = 0;
+      for (; j < nv; j += 4) {
+        v128_t v = wasm_v128_load(acc + j);
+        for (int q = 0; q < 8; q++)
+          v = wasm_f32x4_add(v, wasm_f32x4_mul(av[q], wasm_v128_load(r + q * b_row_stride + j)));
+        wasm_v128_store(acc + j, v);
+      }
+      for (; j < nc; j++) {
+        float v = acc[j];
+        for (int q = 0; q < 8; q++)
+          v += a[(p + q) * a_col_stride] * r[q * b_row_stride + j];
+        acc[j] = v;
+      }
+    }
+    for (; p < k; p++) {
+      float s = a[p * a_col_stride];
+      const float *r = bj + p * b_row_stride;
+      for (int64_t j = 0; j < nc; j++)
+        acc[j] += s * r[j];
+    }
+    float *cj = c + j0;
+    for (int64_t j = 0; j < nc; j++)
+      cj[j] = beta != 0.0f ? alpha * acc[j] + beta * cj[j] : alpha * acc[j];
+  }
+}
+
+static float hsum(v128_t v) {
+  v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+  v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane(v, 0);
+}
+
+/* c = alpha * a * B + beta * c for one contiguous row a, B stored
+ * transposed (b_row_stride 1, as Gemm transB=1 weights are): each output is
+ * a dot product over a contiguous column of B, four at once in f32x4
+ * partial sums. No packing: B is read once, in memory order. */
+static void gemv_dots(int64_t n, int64_t k, float alpha, const float *a, const float *b,
+                      int64_t b_col_stride, float beta, float *c) {
+  int64_t kv = k & ~(int64_t)3;
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
+  for (; j + 4 <= n; j += 4) {
+    const float *b0 = b + j * b_col_stride, *b1 = b0 + b_col_stride;
+    const float *b2 = b1 + b_col_stride, *b3 = b2 + b_col_stride;
     v128_t s0 = wasm_f32x4_splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t p = 0; p < k; p++) {
-      const float *row = b + p * b_row_stride + j;
-      v128_t av = wasm_f32x4_splat(a[p * a_col_stride]);
-      s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(av, wasm_v128_load(row)));
-      s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(av, wasm_v128_load(row + 4)));
-      s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(av, wasm_v128_load(row + 8)));
-      s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(av, wasm_v128_load(row + 12)));
+    for (int64_t p = 0; p < kv; p += 4) {
+      v128_t av = wasm_v128_load(a + p);
+      s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(av, wasm_v128_load(b0 + p)));
+      s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(av, wasm_v128_load(b1 + p)));
+      s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(av, wasm_v128_load(b2 + p)));
+      s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(av, wasm_v128_load(b3 + p)));
     }
-    v128_t acc[4] = {s0, s1, s2, s3};
-    for (int q = 0; q < 4; q++) {
-      v128_t v = wasm_f32x4_mul(acc[q], wasm_f32x4_splat(alpha));
-      if (beta != 0.0f)
-        v = wasm_f32x4_add(v,
-                           wasm_f32x4_mul(wasm_f32x4_splat(beta), wasm_v128_load(c + j + 4 * q)));
-      wasm_v128_store(c + j + 4 * q, v);
+    float d[4] = {hsum(s0), hsum(s1), hsum(s2), hsum(s3)};
+    for (int64_t p = kv; p < k; p++) {
+      d[0] += a[p] * b0[p];
+      d[1] += a[p] * b1[p];
+      d[2] += a[p] * b2[p];
+      d[3] += a[p] * b3[p];
     }
+    for (int q = 0; q < 4; q++)
+      c[j + q] = beta != 0.0f ? alpha * d[q] + beta * c[j + q] : alpha * d[q];
   }
   for (; j < n; j++) {
-    float s = 0.0f;
-    for (int64_t p = 0; p < k; p++)
-      s += a[p * a_col_stride] * b[p * b_row_stride + j];
-    c[j] = beta != 0.0f ? alpha * s + beta * c[j] : alpha * s;
+    const float *bj = b + j * b_col_stride;
+    v128_t s = wasm_f32x4_splat(0.0f);
+    for (int64_t p = 0; p < kv; p += 4)
+      s = wasm_f32x4_add(s, wasm_f32x4_mul(wasm_v128_load(a + p), wasm_v128_load(bj + p)));
+    float d = hsum(s);
+    for (int64_t p = kv; p < k; p++)
+      d += a[p] * bj[p];
+    c[j] = beta != 0.0f ? alpha * d + beta * c[j] : alpha * d;
   }
 }
 
@@ -187,8 +251,17 @@ wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const floa
     scale_c(m, n, beta, c, ldc);
     return WQ_OK;
   }
-  if (m == 1 && b_col_stride == 1) {
-    gemv_rows(n, k, alpha, a, a_col_stride, b, b_row_stride, beta, c);
+  /* Fewer rows than a register tile: row by row, B unpacked (packing would
+   * cost as much as the product). */
+  if (m < MR && b_col_stride == 1) {
+    for (int64_t i = 0; i < m; i++)
+      gemv_rows(n, k, alpha, a + i * a_row_stride, a_col_stride, b, b_row_stride, beta,
+                c + i * ldc);
+    return WQ_OK;
+  }
+  if (m < MR && b_row_stride == 1 && a_col_stride == 1) {
+    for (int64_t i = 0; i < m; i++)
+      gemv_dots(n, k, alpha, a + i * a_row_stride, b, b_col_stride, beta, c + i * ldc);
     return WQ_OK;
   }
   int64_t kc_max = k < KC ? k : KC;
