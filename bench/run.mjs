@@ -4,23 +4,27 @@
 // against this machine's i32x4.dot_i16x8_s peak, and the .wasm size.
 //
 //   npm run bench [-- --json FILE] [--models REGEX] [--runs N] [--warmup N]
-//                 [--no-build] [--timeout SECONDS]
+//                 [--warmup-ms MS] [--rounds N] [--no-build] [--timeout SECONDS]
 //
 // Every measurement (one model in one runtime, or the kernel set) runs in a
-// fresh Node process. Inputs are seeded random (never zeros). Each cell
-// shows the median over the timed runs and [p10, p90]. A benchmark, not a
-// test: it asserts nothing about time; a failure prints in its cell and the
-// run goes on. Timings on shared machines are noisy: compare the ratios of
-// one run, not absolute times across runs.
+// fresh Node process. The cells are measured in --rounds interleaved sweeps
+// (ours, ORT, ours, ORT, ...; each round a fresh process timing runs/rounds
+// runs), so a busy moment of a shared machine hits both runtimes alike; each
+// warms up for --warmup runs and at least --warmup-ms (V8 tiers hot wasm up
+// late). Inputs are seeded random (never zeros). Each cell shows the median
+// over all timed runs and [p10, p90]. A benchmark, not a test: it asserts
+// nothing about time; a failure prints in its cell and the run goes on.
+// Timings on shared machines are noisy: compare the ratios of one run, not
+// absolute times across runs; the load average is printed beside them.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
-import { tensorProtoDims } from './common.mjs';
+import { summarize, tensorProtoDims } from './common.mjs';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
@@ -46,7 +50,7 @@ const INPUT_SHAPES = {
 const INT8_LOAD_OPTIONS = {};
 
 function parseArgs(argv) {
-  const opts = { json: null, models: null, runs: 50, warmup: 10, build: true, timeout: 600 };
+  const opts = { json: null, models: null, runs: 60, warmup: 10, warmupMs: 1000, rounds: 3, build: true, timeout: 600 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -57,14 +61,18 @@ function parseArgs(argv) {
     else if (a === '--models') opts.models = new RegExp(value());
     else if (a === '--runs') opts.runs = Number(value());
     else if (a === '--warmup') opts.warmup = Number(value());
+    else if (a === '--warmup-ms') opts.warmupMs = Number(value());
+    else if (a === '--rounds') opts.rounds = Number(value());
     else if (a === '--timeout') opts.timeout = Number(value());
     else if (a === '--no-build') opts.build = false;
     else if (a === '--help' || a === '-h') {
-      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 14).join('\n').replace(/^\/\/ ?/gm, ''));
+      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 18).join('\n').replace(/^\/\/ ?/gm, ''));
       process.exit(0);
     } else throw new Error(`unknown option ${a} (see --help)`);
   }
-  if (!(opts.runs >= 1) || !(opts.warmup >= 0)) throw new Error('--runs must be >= 1 and --warmup >= 0');
+  if (!(opts.runs >= 1) || !(opts.warmup >= 0) || !(opts.warmupMs >= 0) || !(opts.rounds >= 1)) {
+    throw new Error('--runs and --rounds must be >= 1, --warmup and --warmup-ms >= 0');
+  }
   return opts;
 }
 
@@ -288,24 +296,33 @@ async function main() {
         inputShapes: r.inputShapes,
         loadOptions: kind === 'ours' && int8 ? INT8_LOAD_OPTIONS : {},
         warmup: opts.warmup,
-        runs: opts.runs,
+        warmupMs: opts.warmupMs,
+        runs: Math.max(1, Math.ceil(opts.runs / opts.rounds)),
         seed: 20240611,
       });
     }
   }
 
+  // Rounds of every cell in turn: each cell's runs spread over the whole
+  // benchmark, next to the other runtime's runs of the same model.
   const results = new Map();
-  const total = cells.size + 1;
+  const total = cells.size * opts.rounds + 1;
   let done = 0;
   const started = performance.now();
-  for (const [key, spec] of cells) {
-    done++;
-    const label = `${spec.kind === 'ours' ? 'wasmq   ' : 'ORT-web '} ${relative(MODELS, spec.model)}`;
-    log(`[${done}/${total}] ${label} ...`);
-    const r = await runWorker(spec, opts.timeout);
-    results.set(key, r);
-    log(`[${done}/${total}] ${label}: ${r.error ? `error: ${r.error}` : `${fmtMs(r)} ms`}`);
+  const loadBefore = loadavg();
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const [key, spec] of cells) {
+      done++;
+      const label = `${spec.kind === 'ours' ? 'wasmq   ' : 'ORT-web '} ${relative(MODELS, spec.model)}`;
+      const r = await runWorker(spec, opts.timeout);
+      const prev = results.get(key);
+      if (!prev || r.error) results.set(key, prev?.error ? prev : r.error || !prev ? r : prev);
+      else prev.times.push(...r.times);
+      log(`[${done}/${total}] round ${round + 1} ${label}: ${r.error ? `error: ${r.error}` : `${fmtMs(r)} ms`}`);
+    }
   }
+  for (const r of results.values()) if (!r.error && r.times) Object.assign(r, summarize(r.times), { rounds: opts.rounds });
+  const loadAfter = loadavg();
   done++;
   log(`[${done}/${total}] kernels: dot_i16x8 peak and int8 GEMM GOPS ...`);
   const kernels = dotPeakError
@@ -349,8 +366,11 @@ async function main() {
   const ortVersion = [...results.values()].find((r) => r.version)?.version ?? '?';
   console.log(
     `wasmq benchmark — Node ${process.version}, ${cpu}, onnxruntime-web ${ortVersion} (wasm, SIMD, 1 thread); ` +
-      `${opts.warmup} warm-ups + ${opts.runs} timed runs per cell, fresh process per cell`,
+      `per cell ${opts.rounds} interleaved rounds (fresh process each) of >= ${opts.warmup} warm-ups and >= ${opts.warmupMs} ms warm-up, ` +
+      `then ${Math.ceil(opts.runs / opts.rounds)} timed runs`,
   );
+  const fmtLoad = (l) => l.map((v) => v.toFixed(2)).join(' ');
+  console.log(`load average (1/5/15 min): ${fmtLoad(loadBefore)} before, ${fmtLoad(loadAfter)} after (${cpus().length} CPUs)`);
   console.log('milliseconds per run: median [p10, p90]; speedups are ORT-web median / ours median\n');
   printTable(
     ['model', 'ours int8', 'ours float', 'ORT-web int8', 'ORT-web float', 'int8 vs ORT int8', 'float vs ORT float', 'int8 vs ORT float'],
@@ -431,7 +451,8 @@ async function main() {
       node: process.version,
       cpu,
       onnxruntimeWeb: ortVersion,
-      config: { warmup: opts.warmup, runs: opts.runs, seed: 20240611 },
+      config: { warmup: opts.warmup, warmupMs: opts.warmupMs, rounds: opts.rounds, runs: opts.runs, seed: 20240611 },
+      loadAverage: { before: loadBefore, after: loadAfter },
       rows: table.map((t) => ({
         name: t.row.name,
         float: t.row.float && relative(MODELS, t.row.float),
@@ -439,7 +460,7 @@ async function main() {
         inputShapes: t.row.inputShapes,
         oursInt8Lowered: t.lowered,
         ...Object.fromEntries(
-          Object.entries(t.cells).map(([k, c]) => [k, c ? (({ output, ...rest }) => ({ ...rest, outputDims: output?.dims }))(c) : null]),
+          Object.entries(t.cells).map(([k, c]) => [k, c ? (({ output, times, ...rest }) => ({ ...rest, outputDims: output?.dims }))(c) : null]),
         ),
         agreementInt8: agreement(t.cells.oursInt8, t.cells.ortInt8),
         agreementFloat: agreement(t.cells.oursFloat, t.cells.ortFloat),

@@ -1,7 +1,7 @@
 // One benchmark measurement in a fresh Node process (sessions sharing a
 // process disturb each other's timings). Started by bench/run.mjs with one
 // JSON argument:
-//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, runs, seed, coreDir?}
+//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, warmupMs, runs, seed, coreDir?}
 //   {kind: 'kernels', dotPeakWasm, coreDir, reps}   (coreDir: the build.sh --bench variant)
 // and prints its result as the last stdout line: "BENCH_RESULT <json>".
 // Failures are results too ({error}), so the orchestrator keeps going.
@@ -27,8 +27,15 @@ function dimsFor(name, declared, inputShapes) {
   return declared;
 }
 
-async function timeRuns(runOnce, warmup, runs) {
-  for (let i = 0; i < warmup; i++) await runOnce();
+/**
+ * Warm-up: at least `warmup` runs and at least `warmupMs` of running, so V8
+ * has moved the hot wasm functions from its baseline tier to the optimizing
+ * one (that takes hundreds of runs of a 0.1 ms model on a busy machine) for
+ * both runtimes alike.
+ */
+async function timeRuns(runOnce, warmup, runs, warmupMs = 0) {
+  const warmStart = performance.now();
+  for (let i = 0; i < warmup || performance.now() - warmStart < warmupMs; i++) await runOnce();
   const times = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
@@ -61,11 +68,12 @@ async function benchOurs(spec) {
     feeds[info.name] = { data: randomInput(info.dtype, dims, spec.seed + 7919 * i), dims };
   });
   let last;
-  const times = await timeRuns(async () => (last = await model.run(feeds)), spec.warmup, spec.runs);
+  const times = await timeRuns(async () => (last = await model.run(feeds)), spec.warmup, spec.runs, spec.warmupMs);
   const first = last[model.outputs[0].name];
   const result = {
     loadMs,
     ...summarize(times),
+    times,
     output: { name: model.outputs[0].name, dims: first.dims, sample: sample(first.data) },
     memory: { ...model.memory },
     nodes: nodeKinds(model),
@@ -100,11 +108,12 @@ async function benchOrt(spec) {
     feeds[info.name] = new ort.Tensor(info.type, randomInput(info.type, dims, spec.seed + 7919 * i), dims);
   });
   let last;
-  const times = await timeRuns(async () => (last = await session.run(feeds)), spec.warmup, spec.runs);
+  const times = await timeRuns(async () => (last = await session.run(feeds)), spec.warmup, spec.runs, spec.warmupMs);
   const first = last[session.outputNames[0]];
   const result = {
     loadMs,
     ...summarize(times),
+    times,
     output: { name: session.outputNames[0], dims: [...first.dims], sample: sample(first.data) },
     version: ort.env.versions?.web,
   };
