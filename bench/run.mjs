@@ -415,6 +415,19 @@ async function main() {
   }
   if (arena.length) console.log(`\narena (intermediates):\n${arena.join('\n')}`);
 
+  // Fixed cost per node (profiled runs after the timed ones, so slower than the medians).
+  const us = (ms) => `${(ms * 1e3).toFixed(1)} µs`;
+  const perNode = [];
+  for (const [key, r] of results) {
+    const p = r.perNode;
+    if (!key.startsWith('ours:') || !p?.nodes) continue;
+    perNode.push(
+      `  ${relative(MODELS, key.slice(5)).padEnd(48)} ${String(p.nodes).padStart(4)} nodes: kernels ${us(p.kernelMs)}, ` +
+        `executor ${us(p.nodeMs - p.kernelMs)} (${us((p.nodeMs - p.kernelMs) / p.nodes)}/node), outside nodes ${us(p.runMs - p.nodeMs)}`,
+    );
+  }
+  if (perNode.length) console.log(`\nours, per run (profiled runs): kernel time, fixed cost per node, JS and staging:\n${perNode.join('\n')}`);
+
   // Kernels.
   console.log('\nint8 kernels (best of 9 interleaved rounds, GOPS = 2 ops per multiply-add):');
   const peak = kernels.dotPeak?.gops;

@@ -70,16 +70,36 @@ async function benchOurs(spec) {
   let last;
   const times = await timeRuns(async () => (last = await model.run(feeds)), spec.warmup, spec.runs, spec.warmupMs);
   const first = last[model.outputs[0].name];
+  const perNode = await profileNodes(model, feeds, Math.min(spec.runs, 50));
   const result = {
     loadMs,
     ...summarize(times),
     times,
+    perNode,
     output: { name: model.outputs[0].name, dims: first.dims, sample: sample(first.data) },
     memory: { ...model.memory },
     nodes: nodeKinds(model),
   };
   model.dispose();
   return result;
+}
+
+/**
+ * Where a run's time goes, from runs timed per node after the measured ones:
+ * per run, the kernels, the executor's fixed cost around them (inputs,
+ * shapes, placement) and what lies outside the nodes (JS staging, copies).
+ */
+async function profileNodes(model, feeds, runs) {
+  if (typeof model.profile !== 'function') return null;
+  model.profile(true);
+  const t0 = performance.now();
+  for (let i = 0; i < runs; i++) await model.run(feeds);
+  const runMs = (performance.now() - t0) / runs;
+  const times = model.nodeTimes();
+  model.profile(false);
+  const nodeMs = times.reduce((s, t) => s + t.ms, 0) / runs;
+  const kernelMs = times.reduce((s, t) => s + t.kernelMs, 0) / runs;
+  return { nodes: times.length, runMs, nodeMs, kernelMs };
 }
 
 /** How many nodes run as int8 ops, float ops and Q/DQ conversions after lowering. */

@@ -81,6 +81,7 @@ exported_functions=(
   _wqx_case_check _wqx_case_report _wqx_describe_lowered
   _wqx_arena_planned _wqx_arena_bytes _wqx_arena_lower_bound _wqx_arena_unshared_bytes
   _wqx_arena_tensor_count
+  _wqx_profile _wqx_node_count _wqx_node_op _wqx_node_name _wqx_node_ms
 )
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
 

@@ -96,6 +96,13 @@ export interface Model {
    * when every shape is static). Throws 'WQ_ERR_DISPOSED' after dispose().
    */
   readonly memory: ArenaMemory;
+  /** Per-node timing of the runs that follow: true starts (clearing the counts), false stops. */
+  profile(on: boolean): void;
+  /**
+   * Milliseconds per node of the executed (lowered) graph summed over the runs
+   * since profile(true); ms - kernelMs is the executor's fixed cost per node.
+   */
+  nodeTimes(): Array<{ op: string; name: string; ms: number; kernelMs: number }>;
   /** Frees the model's wasm memory. Later calls throw WasmqError 'WQ_ERR_DISPOSED'. Idempotent. */
   dispose(): void;
 }

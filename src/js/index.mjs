@@ -405,6 +405,36 @@ class Model {
     });
   }
 
+  /**
+   * Per-node timing of the runs that follow: profile(true) starts (clearing
+   * the counts), profile(false) stops.
+   */
+  profile(on) {
+    this.#live();
+    if (this.#core._wqx_profile(this.#ctx, this.#handle, on ? 1 : 0) !== 0) throw errorFromCtx(this.#core, this.#ctx);
+  }
+
+  /**
+   * Milliseconds per node of the executed (lowered) graph, summed over the
+   * runs since profile(true): [{op, name, ms, kernelMs}]. ms - kernelMs is
+   * the executor's fixed cost for the node (inputs, shapes, placement).
+   */
+  nodeTimes() {
+    this.#live();
+    const core = this.#core;
+    const h = this.#handle;
+    const times = [];
+    for (let i = 0, n = core._wqx_node_count(h); i < n; i++) {
+      times.push({
+        op: readString(core, core._wqx_node_op(h, i)),
+        name: readString(core, core._wqx_node_name(h, i)),
+        ms: core._wqx_node_ms(h, i, 0),
+        kernelMs: core._wqx_node_ms(h, i, 1),
+      });
+    }
+    return times;
+  }
+
   /** Frees the model's wasm memory; any later use throws WQ_ERR_DISPOSED. Idempotent. */
   dispose() {
     if (!this.#handle) return;

@@ -118,3 +118,32 @@ test('symbolic input: staging grows and shrinks with the input, results equal fr
     model.dispose();
   }
 });
+
+test('per-node timing: one entry per executed node, kernel time within node time, results unchanged', async () => {
+  const model = await load(path.join(MODELS, 'mnist-8', 'model.onnx'));
+  try {
+    const feeds = feedsFor(model, 5);
+    const plain = await model.run(feeds);
+    model.profile(true);
+    for (let i = 0; i < 3; i++) assertSameOutputs(await model.run(feeds), plain, `profiled run ${i}`);
+    const times = model.nodeTimes();
+    // The lowered graph lists the same nodes in the same order.
+    const ops = [...model.describeLowered().matchAll(/^\s*\[[^\]]+\]\s+(\S+)/gm)].map((m) => m[1]);
+    assert.deepEqual(
+      times.map((t) => t.op),
+      ops,
+    );
+    for (const t of times) {
+      assert.ok(t.kernelMs >= 0 && t.ms >= t.kernelMs, `${t.name}: ${t.ms} ms in all, ${t.kernelMs} ms in the kernel`);
+    }
+    assert.ok(times.find((t) => t.op === 'Conv').kernelMs > 0, 'the convolutions took measurable time');
+    // Turning it on again clears the counts; off leaves them as they were.
+    model.profile(true);
+    assert.ok(model.nodeTimes().every((t) => t.ms === 0));
+    model.profile(false);
+    await model.run(feeds);
+    assert.ok(model.nodeTimes().every((t) => t.ms === 0));
+  } finally {
+    model.dispose();
+  }
+});

@@ -364,4 +364,35 @@ const wq_value *wq_model_result(const wq_model *m, int i) {
   return &m->results[i];
 }
 
+wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err) {
+  free(m->plan.node_ms);
+  m->plan.node_ms = NULL;
+  m->plan.now_ms = NULL;
+  if (!now_ms)
+    return WQ_OK;
+  m->plan.node_ms = calloc(2 * (size_t)m->ir->graph->n_nodes + 1, sizeof *m->plan.node_ms);
+  if (!m->plan.node_ms)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory for node timings");
+  m->plan.now_ms = now_ms;
+  return WQ_OK;
+}
+
+double wq_model_node_ms(const wq_model *m, int i, int kind) {
+  if (!m->plan.node_ms || i < 0 || i >= m->ir->graph->n_nodes || kind < 0 || kind > 1)
+    return 0.0;
+  return m->plan.node_ms[2 * i + kind];
+}
+
+int wq_model_node_count(const wq_model *m) { return m->ir->graph->n_nodes; }
+
+const char *wq_model_node_op(const wq_model *m, int i) {
+  const wq_graph *g = m->ir->graph;
+  return i >= 0 && i < g->n_nodes && g->nodes[i].op_type ? g->nodes[i].op_type : "";
+}
+
+const char *wq_model_node_name(const wq_model *m, int i) {
+  const wq_graph *g = m->ir->graph;
+  return i >= 0 && i < g->n_nodes && g->nodes[i].name ? g->nodes[i].name : "";
+}
+
 char *wq_model_describe_lowered(const wq_model *m) { return wq_lower_describe(m->ir->graph); }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__EMSCRIPTEN__)
 #include <emscripten/emscripten.h>
@@ -329,6 +330,41 @@ WQX_EXPORT double wqx_arena_unshared_bytes(const wqx_model *model) {
 
 WQX_EXPORT int32_t wqx_arena_tensor_count(const wqx_model *model) {
   return memory_of(model).n_tensors;
+}
+
+#if defined(__EMSCRIPTEN__)
+static double clock_ms(void) { return emscripten_get_now(); }
+#else
+static double clock_ms(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+#endif
+
+WQX_EXPORT int32_t wqx_profile(wqx_ctx *ctx, wqx_model *model, int32_t on) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!model)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "profile: no model");
+  return wq_model_profile(model->model, on ? clock_ms : NULL, &ctx->err);
+}
+
+WQX_EXPORT int32_t wqx_node_count(const wqx_model *model) {
+  return model ? wq_model_node_count(model->model) : 0;
+}
+
+WQX_EXPORT const char *wqx_node_op(const wqx_model *model, int32_t i) {
+  return model ? wq_model_node_op(model->model, i) : "";
+}
+
+WQX_EXPORT const char *wqx_node_name(const wqx_model *model, int32_t i) {
+  return model ? wq_model_node_name(model->model, i) : "";
+}
+
+WQX_EXPORT double wqx_node_ms(const wqx_model *model, int32_t i, int32_t kind) {
+  return model ? wq_model_node_ms(model->model, i, kind) : 0.0;
 }
 
 WQX_EXPORT char *wqx_describe(const wqx_model *model) {

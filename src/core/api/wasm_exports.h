@@ -81,6 +81,15 @@ double wqx_arena_lower_bound(const wqx_model *model);
 double wqx_arena_unshared_bytes(const wqx_model *model);
 int32_t wqx_arena_tensor_count(const wqx_model *model);
 
+/* Per-node timing (wq_model_profile with the JS clock): on != 0 starts
+ * (clearing the counts), 0 stops. Then node i's op type, name and summed
+ * milliseconds (kind 0 in all, 1 in its kernel). */
+int32_t wqx_profile(wqx_ctx *ctx, wqx_model *model, int32_t on);
+int32_t wqx_node_count(const wqx_model *model);
+const char *wqx_node_op(const wqx_model *model, int32_t i);
+const char *wqx_node_name(const wqx_model *model, int32_t i);
+double wqx_node_ms(const wqx_model *model, int32_t i, int32_t kind);
+
 /* wq_model_describe; free with wqx_free. */
 char *wqx_describe(const wqx_model *model);
 /* wq_model_describe_lowered (one entry per node: int8 op or why it stayed

@@ -65,6 +65,18 @@ typedef struct {
 } wq_memory_info;
 void wq_model_memory(const wq_model *m, wq_memory_info *out);
 
+/* Per-node timing of the runs that follow (now_ms: the caller's
+ * millisecond clock; NULL turns it off). Turning it on clears the counts.
+ * wq_model_node_ms gives, for node i of the executed (lowered) graph, the
+ * milliseconds it took in all (kind 0) or in its kernel (kind 1) summed
+ * over the timed runs: the difference is the executor's fixed cost. */
+wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err);
+double wq_model_node_ms(const wq_model *m, int i, int kind);
+/* Nodes of the executed graph, and node i's op type and name ("" past the end). */
+int wq_model_node_count(const wq_model *m);
+const char *wq_model_node_op(const wq_model *m, int i);
+const char *wq_model_node_name(const wq_model *m, int i);
+
 /* After lowering, one entry per node: the int8 op it became with the
  * quantization parameters of its tensors, or why it stayed float. A
  * malloc'ed string the caller frees (NULL when out of memory). */

@@ -299,6 +299,7 @@ void wq_exec_plan_free(wq_exec_plan *plan) {
   free(plan->output_offsets);
   free(plan->output_sizes);
   free(plan->outputs_block);
+  free(plan->node_ms);
   memset(plan, 0, sizeof *plan);
 }
 
@@ -383,14 +384,20 @@ static wq_status check_outputs(const wq_node *node, const wq_value *out, wq_erro
   return WQ_OK;
 }
 
-/* Places the outputs (shapes set in out[]) and runs the kernel. On failure
- * nothing stays allocated. */
+/* Places the outputs (shapes set in out[]) and runs the kernel, adding its
+ * time to *kernel_ms when timed. On failure nothing stays allocated. */
 static wq_status place_and_run(const wq_node *node, const wq_value *in, wq_value *out,
                                const output_slot *slots, bool poison, bool *allocated,
-                               bool *outgrown, wq_error *err) {
+                               bool *outgrown, double (*now_ms)(void), double *kernel_ms,
+                               wq_error *err) {
   wq_status st = place_outputs(node, out, slots, poison, allocated, outgrown, err);
-  if (st == WQ_OK)
+  if (st == WQ_OK && kernel_ms) {
+    double t0 = now_ms();
     st = node->op->run(node, in, out, err);
+    *kernel_ms += now_ms() - t0;
+  } else if (st == WQ_OK) {
+    st = node->op->run(node, in, out, err);
+  }
   if (st != WQ_OK) {
     for (int k = 0; k < node->n_outputs; k++) {
       if (allocated[k])
@@ -408,7 +415,8 @@ static wq_status place_and_run(const wq_node *node, const wq_value *in, wq_value
  * output did not fit its slot and was allocated instead. */
 static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_value *out,
                                  const output_slot *slots, bool poison, bool *allocated,
-                                 bool *outgrown, wq_error *err) {
+                                 bool *outgrown, double (*now_ms)(void), double *kernel_ms,
+                                 wq_error *err) {
   for (int k = 0; k < node->n_outputs; k++) {
     reset_value(&out[k]);
     allocated[k] = false;
@@ -418,7 +426,7 @@ static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_val
     st = check_outputs(node, out, err);
   if (st != WQ_OK)
     return attribute_error(node, st, err);
-  return place_and_run(node, in, out, slots, poison, allocated, outgrown, err);
+  return place_and_run(node, in, out, slots, poison, allocated, outgrown, now_ms, kernel_ms, err);
 }
 
 wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
@@ -429,7 +437,7 @@ wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq
     if (!allocated)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
   }
-  wq_status st = run_node_placed(node, in, out, NULL, false, allocated, NULL, err);
+  wq_status st = run_node_placed(node, in, out, NULL, false, allocated, NULL, NULL, NULL, err);
   if (allocated != stack_flags)
     free(allocated);
   return st;
@@ -514,6 +522,8 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
 
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     const wq_node *node = &g->nodes[i];
+    double node_t0 = plan->node_ms ? plan->now_ms() : 0.0;
+    double *kernel_ms = plan->node_ms ? &plan->node_ms[2 * i + 1] : NULL;
     wq_value in_stack[WQ_STACK_ARGS], out_stack[WQ_STACK_ARGS];
     output_slot slot_stack[WQ_STACK_ARGS];
     bool allocated_stack[WQ_STACK_ARGS];
@@ -565,9 +575,11 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
         out[k] = shapes[k];
         allocated[k] = false;
       }
-      st = place_and_run(node, in, out, slots, plan->poison, allocated, &outgrown, err);
+      st = place_and_run(node, in, out, slots, plan->poison, allocated, &outgrown, plan->now_ms,
+                         kernel_ms, err);
     } else if (st == WQ_OK) {
-      st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, err);
+      st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, plan->now_ms,
+                           kernel_ms, err);
       if (st == WQ_OK && templates && !reuse_shapes)
         for (int k = 0; k < node->n_outputs; k++) {
           templates[plan->out_base[i] + k] = out[k];
@@ -604,6 +616,8 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
       free(slots);
       free(allocated);
     }
+    if (plan->node_ms)
+      plan->node_ms[2 * i] += plan->now_ms() - node_t0;
   }
   if (entry && outgrown)
     entry->stale = true;

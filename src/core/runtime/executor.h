@@ -66,6 +66,12 @@ typedef struct {
   unsigned char *arena;
   size_t arena_capacity;
   wq_arena_stats stats;
+  /* Per-node timing, off while node_ms is NULL: node_ms[2 * i] accumulates
+   * the milliseconds node i took in all (inputs, infer, placement, kernel),
+   * node_ms[2 * i + 1] its kernel alone; now_ms is the caller's clock. The
+   * difference is the executor's fixed cost per node. */
+  double *node_ms;
+  double (*now_ms)(void);
 } wq_exec_plan;
 
 /* Computes lifetimes and, when every intermediate's shape is static, the

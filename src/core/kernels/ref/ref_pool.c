@@ -60,10 +60,50 @@ static int64_t plane_offset(const wq_conv_geometry *g, const window_span *w, con
   return off;
 }
 
+/* The 2-D, undilated, index-free case with clipped row/column ranges instead
+ * of per-tap odometers (MaxPool of every CNN; the generic walk cost ~15 ns
+ * per output of a 2x2 pool). Same taps in the same order, so the same
+ * result, NaN and ties included. */
+#define DEFINE_MAXPOOL_2D(name, T)                                                                 \
+  static void name(const wq_conv_geometry *g, int64_t planes, const T *x, T *y) {                  \
+    int64_t ih_n = g->in[0], iw_n = g->in[1], oh_n = g->out[0], ow_n = g->out[1];                  \
+    for (int64_t p = 0; p < planes; p++) {                                                         \
+      const T *xp = x + p * ih_n * iw_n;                                                           \
+      T *yp = y + p * oh_n * ow_n;                                                                 \
+      for (int64_t oh = 0; oh < oh_n; oh++) {                                                      \
+        int64_t h0 = oh * g->stride[0] - g->pad_begin[0], h1 = h0 + g->kernel[0];                  \
+        h0 = h0 < 0 ? 0 : h0;                                                                      \
+        h1 = h1 > ih_n ? ih_n : h1;                                                                \
+        for (int64_t ow = 0; ow < ow_n; ow++) {                                                    \
+          int64_t w0 = ow * g->stride[1] - g->pad_begin[1], w1 = w0 + g->kernel[1];                \
+          w0 = w0 < 0 ? 0 : w0;                                                                    \
+          w1 = w1 > iw_n ? iw_n : w1;                                                              \
+          if (h0 >= h1 || w0 >= w1) {                                                              \
+            yp[oh * ow_n + ow] = 0;                                                                \
+            continue;                                                                              \
+          }                                                                                        \
+          T best = xp[h0 * iw_n + w0];                                                             \
+          for (int64_t ih = h0; ih < h1; ih++)                                                     \
+            for (int64_t iw = ih == h0 ? w0 + 1 : w0; iw < w1; iw++) {                             \
+              T v = xp[ih * iw_n + iw];                                                            \
+              if (v > best)                                                                        \
+                best = v;                                                                          \
+            }                                                                                      \
+          yp[oh * ow_n + ow] = best;                                                               \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
 #define DEFINE_MAXPOOL(name, T)                                                                    \
+  DEFINE_MAXPOOL_2D(name##_2d, T)                                                                  \
   void name(const wq_conv_geometry *g, int64_t planes, const T *x, T *y, int64_t *indices,         \
             bool column_major) {                                                                   \
     int n = g->n_spatial;                                                                          \
+    if (n == 2 && !indices && g->dilation[0] == 1 && g->dilation[1] == 1) {                        \
+      name##_2d(g, planes, x, y);                                                                  \
+      return;                                                                                      \
+    }                                                                                              \
     int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);        \
     for (int64_t p = 0; p < planes; p++) {                                                         \
       const T *xp = x + p * in_size;                                                               \
