@@ -53,6 +53,9 @@ if [ $rc -ne 0 ]; then tail -40 "$logdir/release.log"; count "native release bui
 echo "== wasm build"
 bash wasm_build/build.sh 2>&1 | tail -5
 rc=${PIPESTATUS[0]}
+# The threaded variant (load(model, {threads: N})), which the Node tests use.
+bash wasm_build/build.sh --threads 2>&1 | grep -v 'pthreads-mem-growth' | tail -5
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 if [ $rc -ne 0 ]; then
   count "wasm build" 0 1 $rc
 else
@@ -73,6 +76,14 @@ else
   rc=${PIPESTATUS[0]}
   count "node tests" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node.log" | grep -oE '[0-9]+$')" \
     "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node.log" | grep -oE '[0-9]+$')" $rc
+
+  # The model suites again with every load() on 2 threads (the threaded build).
+  WQ_NATIVE_BUILD=build-asan node --import ./tests/node/with-threads.mjs --test --test-reporter=spec \
+    tests/node/real_models.test.mjs tests/node/equivalence.test.mjs tests/node/run_path.test.mjs 2>&1 |
+    tee "$logdir/node-threads.log" | tail -12
+  rc=${PIPESTATUS[0]}
+  count "node tests, 2 threads" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" \
+    "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" $rc
 fi
 
 rm -rf "$logdir"

@@ -4,10 +4,14 @@
 # module factory `createCore` plus its .wasm (wasm_build/out/wasmq.mjs +
 # wasmq.wasm; not committed).
 #
-# Usage: bash wasm_build/build.sh [--force] [--bench]
-#   --bench  the benchmark variant: also links the kernel timing entry points
-#            (wqx_bench_*, src/core/kernels/simd/bench_entry.c) and writes to
-#            wasm_build/out/bench; the shipped .wasm never carries them.
+# Usage: bash wasm_build/build.sh [--force] [--bench] [--threads]
+#   --bench    the benchmark variant: also links the kernel timing entry points
+#              (wqx_bench_*, src/core/kernels/simd/bench_entry.c) and writes to
+#              wasm_build/out/bench; the shipped .wasm never carries them.
+#   --threads  the threaded variant (wasm threads, shared memory, a pthread
+#              worker pool; wasm_build/out/mt: wasmq.mjs, .wasm, .worker.js),
+#              which the JS loader picks for load(model, {threads: N > 1})
+#              where SharedArrayBuffer is usable. Its own objects (-pthread).
 # Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default
 #        wasm_build/out, or wasm_build/out/bench with --bench), WQ_WASM_OBJ (object dir, default
 #        wasm_build/out/obj, or $WQ_WASM_OUT/obj when WQ_WASM_OUT is set), WQ_WASM_LDFLAGS (extra
@@ -19,12 +23,14 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 force=0
 bench=0
+threads=0
 for arg in "$@"; do
   case "$arg" in
   --force) force=1 ;;
   --bench) bench=1 ;;
+  --threads) threads=1 ;;
   *)
-    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench])" >&2
+    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench] [--threads])" >&2
     exit 2
     ;;
   esac
@@ -37,6 +43,10 @@ else
   out="$root/wasm_build/out"
   ((bench)) && out="$root/wasm_build/out/bench"
   obj="${WQ_WASM_OBJ:-$root/wasm_build/out/obj}"
+  if ((threads)); then
+    out="$root/wasm_build/out/mt"
+    obj="${WQ_WASM_OBJ:-$root/wasm_build/out/mt/obj}"
+  fi
 fi
 emcc="${EMCC:-emcc}"
 jobs="${JOBS:-2}"
@@ -82,6 +92,7 @@ exported_functions=(
   _wqx_arena_planned _wqx_arena_bytes _wqx_arena_lower_bound _wqx_arena_unshared_bytes
   _wqx_arena_tensor_count
   _wqx_profile _wqx_node_count _wqx_node_op _wqx_node_name _wqx_node_ms
+  _wqx_set_threads _wqx_threads
 )
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
 
@@ -91,6 +102,7 @@ join() {
 }
 
 cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
+((threads)) && cflags+=(-pthread -DWQ_THREADS)
 
 # Size matters as much as speed in a browser: the hot kernels are built at
 # -O3, everything else (parsing, passes, per-dtype reference ops whose -O3
@@ -132,6 +144,10 @@ ldflags=(
   -sEXPORTED_FUNCTIONS="$(join "${exported_functions[@]}")"
   -sEXPORTED_RUNTIME_METHODS="$(join "${runtime_methods[@]}")"
 )
+# Threads: workers made once when the core starts (the loader sets
+# wqPoolSize), so pthread_create never has to wait for the event loop; a
+# model asking for more threads than are left gets fewer (strict pool).
+((threads)) && ldflags+=(-pthread "-sPTHREAD_POOL_SIZE=Module['wqPoolSize']" -sPTHREAD_POOL_SIZE_STRICT=2)
 
 mkdir -p "$out" "$obj"
 

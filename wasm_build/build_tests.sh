@@ -4,8 +4,9 @@
 # node programs:
 #   $WQ_WASM_OUT/kernel_tests.cjs   node kernel_tests.cjs [seed]  -> "N passed, M failed"
 #   $WQ_WASM_OUT/kernel_bench.cjs   node kernel_bench.cjs          -> GOPS table
-# Sources: src/core/{ir,quant,kernels} (with -msimd128, so kernels/simd is
-# in) plus tests/wasm. Objects are cached in $WQ_WASM_OUT/test-obj.
+# Sources: src/core/{ir,quant,kernels} plus runtime/parallel.c (the kernels'
+# thread split; one thread here), with -msimd128 so kernels/simd is in, and
+# tests/wasm. Objects are cached in $WQ_WASM_OUT/test-obj.
 #
 # Usage: bash wasm_build/build_tests.sh [--force]
 set -euo pipefail
@@ -25,7 +26,7 @@ if ! command -v "$emcc" > /dev/null; then
 fi
 
 cd "$root"
-mapfile -t core < <(find src/core/ir src/core/quant src/core/kernels -name '*.c' | LC_ALL=C sort)
+mapfile -t core < <( (find src/core/ir src/core/quant src/core/kernels -name '*.c'; echo src/core/runtime/parallel.c) | LC_ALL=C sort)
 mapfile -t tests < <(find tests/wasm -name 'test_*.c' | LC_ALL=C sort)
 mapfile -t headers < <(find src/core tests/wasm -name '*.h' -o -name '*.inc' | LC_ALL=C sort)
 cflags=(-O3 -msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core -Itests/wasm)

@@ -62,6 +62,22 @@ export interface LoadOptions {
   lowering?: boolean;
   /** Fail the load, naming the node, when a quantized node cannot run in int8. */
   strictInt8?: boolean;
+  /**
+   * Threads a run splits its larger kernels over (default 1, or configure()'s). Above 1 the
+   * threaded build runs the model where SharedArrayBuffer is usable (Node; a crossOriginIsolated
+   * page), else the single-threaded one: model.info tells which. Results are bit-identical.
+   */
+  threads?: number;
+}
+
+export interface ModelInfo {
+  /** 'simd-threads' (wasm threads, shared memory) or 'simd' (single-threaded). */
+  readonly build: 'simd' | 'simd-threads';
+  /** Threads runs use (fewer than asked when the environment gives fewer workers). */
+  readonly threads: number;
+  readonly requestedThreads: number;
+  /** Why the single-threaded build runs although more threads were asked for. */
+  readonly fallback?: string;
 }
 
 export interface ArenaMemory {
@@ -82,6 +98,8 @@ export interface Model {
   readonly outputs: ReadonlyArray<TensorInfo>;
   /** True after dispose(). */
   readonly disposed: boolean;
+  /** Which build runs the model, on how many threads. */
+  readonly info: ModelInfo;
   /**
    * Runs the model. Names, dtypes and shapes are checked before the core is
    * called; symbolic dims must bind consistently across inputs.
@@ -144,7 +162,14 @@ export function configure(options: {
   glueUrl?: string | URL;
   wasmUrl?: string | URL;
   wasmBinary?: Uint8Array | ArrayBuffer;
+  /** Folder of the threaded build (wasmq.mjs, wasmq.wasm, wasmq.worker.js). */
+  threadedDir?: string | URL;
+  /** Threads load() uses when its options give none (default 1). */
+  threads?: number;
 }): void;
+
+/** Whether the threaded build can run here (SharedArrayBuffer: Node, or a crossOriginIsolated page). */
+export function threadsSupported(): boolean;
 
 /** One ONNX conformance data set judged by the core (testing helper). */
 export function checkCase(
@@ -167,5 +192,6 @@ declare const wasmq: {
   WasmqError: typeof WasmqError;
   configure: typeof configure;
   checkCase: typeof checkCase;
+  threadsSupported: typeof threadsSupported;
 };
 export default wasmq;

@@ -15,6 +15,8 @@ import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, n
 
 const DEFAULT_GLUE_URL = new URL('../../wasm_build/out/wasmq.mjs', import.meta.url);
 const DEFAULT_WASM_URL = new URL('../../wasm_build/out/wasmq.wasm', import.meta.url);
+// The threaded variant (build.sh --threads): wasmq.mjs, wasmq.wasm, wasmq.worker.js.
+const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url);
 
 const IS_NODE = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
@@ -36,15 +38,123 @@ export class WasmqError extends Error {
 // --- core instantiation ----------------------------------------------------
 
 let corePromise = null;
+let threadedCorePromise = null;
 let coreOptions = {};
 
 /**
  * Optional: where to find the build (defaults next to the package) or the
- * .wasm bytes themselves. Must be called before the first load().
+ * .wasm bytes themselves, the threaded build's folder, and the thread count
+ * load() uses when its options give none (default 1). Must be called before
+ * the first load().
  */
-export function configure({ glueUrl, wasmUrl, wasmBinary } = {}) {
-  if (corePromise) throw new WasmqError('configure() must be called before the core is instantiated');
-  coreOptions = { glueUrl, wasmUrl, wasmBinary };
+export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads } = {}) {
+  if (corePromise || threadedCorePromise) throw new WasmqError('configure() must be called before the core is instantiated');
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
+    throw new WasmqError(`configure: threads must be an integer >= 1 (got ${threads})`);
+  }
+  coreOptions = { glueUrl, wasmUrl, wasmBinary, threadedDir, threads };
+}
+
+/**
+ * Whether the threaded build can run here: shared wasm memory needs
+ * SharedArrayBuffer, which Node always has and a browser only gives an
+ * isolated page (crossOriginIsolated: COOP/COEP headers).
+ */
+export function threadsSupported() {
+  if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined') return false;
+  return IS_NODE || globalThis.crossOriginIsolated === true;
+}
+
+// Node has no Web Worker: the threaded glue's pthread workers run as
+// worker_threads given the globals its worker script expects.
+const NODE_WORKER_BOOT = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { readFileSync } = require('node:fs');
+const { fileURLToPath } = require('node:url');
+globalThis.self = globalThis;
+globalThis.location = { href: workerData.url };
+globalThis.importScripts = () => { throw new Error('importScripts is not available in a wasmq worker'); };
+globalThis.postMessage = (message, transfer) => parentPort.postMessage(message, transfer);
+parentPort.on('message', (data) => globalThis.onmessage({ data }));
+(0, eval)(readFileSync(fileURLToPath(workerData.url), 'utf8'));
+`;
+
+async function nodeWorkerClass() {
+  const { Worker } = await import('node:worker_threads');
+  return class NodeWebWorker {
+    static created = [];
+    #worker;
+    constructor(url) {
+      this.#worker = new Worker(NODE_WORKER_BOOT, { eval: true, workerData: { url: String(url) } });
+      this.#worker.on('message', (data) => this.onmessage?.({ data }));
+      this.#worker.on('error', (e) => this.onerror?.(e));
+      NodeWebWorker.created.push(this.#worker);
+    }
+    postMessage(message, transfer) {
+      this.#worker.postMessage(message, transfer);
+    }
+    terminate() {
+      return this.#worker.terminate();
+    }
+  };
+}
+
+async function instantiateThreadedCore(poolSize) {
+  const dir = new URL(coreOptions.threadedDir ?? DEFAULT_THREADED_DIR, import.meta.url);
+  const glueUrl = new URL('wasmq.mjs', dir);
+  const wasmUrl = new URL('wasmq.wasm', dir);
+  let createCore;
+  let wasmBinary;
+  try {
+    ({ default: createCore } = await import(glueUrl.href));
+    wasmBinary = await readUrlBytes(wasmUrl);
+  } catch (e) {
+    throw new WasmqError(`cannot load the threaded wasm core from ${wasmUrl.href} (bash wasm_build/build.sh --threads): ${e.message}`, {
+      code: 'WQ_ERR_IO',
+    });
+  }
+  // The pool's workers are all created while the core starts: a Node
+  // stand-in for Worker is visible only until then.
+  const shim = IS_NODE && typeof globalThis.Worker === 'undefined' ? await nodeWorkerClass() : null;
+  if (shim) globalThis.Worker = shim;
+  try {
+    return await createCore({
+      wasmBinary,
+      mainScriptUrlOrBlob: glueUrl.href, // what each worker imports
+      wqPoolSize: poolSize,
+      print: (text) => console.log(text),
+      // The main thread waits for the pool's chunks of a loop (briefly; the
+      // workers never need it meanwhile): the glue's warning about that is noise.
+      printErr: (text) => {
+        if (!text.startsWith('Blocking on the main thread')) console.error(text);
+      },
+    });
+  } finally {
+    if (shim) {
+      delete globalThis.Worker;
+      // Started (they kept the process alive while loading), idle pool
+      // threads must not keep it alive any longer.
+      for (const w of shim.created) w.unref();
+    }
+  }
+}
+
+/** Workers the threaded core starts with: one per other core, or as many as first asked for. */
+async function threadedPoolSize(requested) {
+  let cores = globalThis.navigator?.hardwareConcurrency;
+  if (!cores && IS_NODE) cores = (await import('node:os')).availableParallelism?.() ?? 1;
+  return Math.max(1, requested - 1, (cores ?? 1) - 1);
+}
+
+/** The threaded core (internal; shared by every model loaded with threads > 1). */
+async function getThreadedCore(requested) {
+  if (!threadedCorePromise) {
+    threadedCorePromise = threadedPoolSize(requested).then(instantiateThreadedCore);
+    threadedCorePromise.catch(() => {
+      threadedCorePromise = null;
+    });
+  }
+  return threadedCorePromise;
 }
 
 async function readUrlBytes(url) {
@@ -98,6 +208,7 @@ export function getCore() {
  */
 export function resetCore() {
   corePromise = null;
+  threadedCorePromise = null;
 }
 
 // --- wasm memory helpers ---------------------------------------------------
@@ -232,10 +343,12 @@ class Model {
   #stagingBytes = [];
   #dimsPtr = 0;
 
-  constructor(core, ctx, handle) {
+  constructor(core, ctx, handle, info) {
     this.#core = core;
     this.#ctx = ctx;
     this.#handle = handle;
+    /** Which build runs the model and on how many threads: {build, threads, requestedThreads, fallback?}. */
+    this.info = Object.freeze(info);
     const count = (kind) => core[`_wqx_${kind}_count`](handle);
     this.inputs = Object.freeze(Array.from({ length: count('input') }, (_, i) => readTensorInfo(core, handle, 'input', i)));
     this.outputs = Object.freeze(Array.from({ length: count('output') }, (_, i) => readTensorInfo(core, handle, 'output', i)));
@@ -514,8 +627,26 @@ export async function load(source, options = {}) {
   }
   const shapeEntries = Object.entries(inputShapes);
   for (const [name, dims] of shapeEntries) validateDims(dims, `load: inputShapes['${name}']`);
+  const requestedThreads = options.threads ?? coreOptions.threads ?? 1;
+  if (!Number.isInteger(requestedThreads) || requestedThreads < 1) {
+    throw new WasmqError(`load: threads must be an integer >= 1 (got ${requestedThreads})`);
+  }
   const bytes = await readModelSource(source);
-  const core = await getCore();
+  // The threaded build where shared memory works; else the single-threaded
+  // one, saying why.
+  let core;
+  let fallback;
+  if (requestedThreads > 1 && threadsSupported()) {
+    try {
+      core = await getThreadedCore(requestedThreads);
+    } catch (e) {
+      fallback = e.message;
+    }
+  } else if (requestedThreads > 1) {
+    fallback = 'no SharedArrayBuffer here (a browser page must be crossOriginIsolated: COOP/COEP headers)';
+  }
+  const threaded = Boolean(core);
+  core ??= await getCore();
 
   const ctx = core._wqx_ctx_new();
   if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
@@ -537,7 +668,10 @@ export async function load(source, options = {}) {
     allocations.push(dimsPtr);
     handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapeEntries.length, namesPtr, ranksPtr, dimsPtr, flags);
     if (!handle) throw errorFromCtx(core, ctx);
-    return new Model(core, ctx, handle);
+    if (threaded && core._wqx_set_threads(ctx, handle, requestedThreads) !== 0) throw errorFromCtx(core, ctx);
+    const info = { build: threaded ? 'simd-threads' : 'simd', threads: threaded ? core._wqx_threads(handle) : 1, requestedThreads };
+    if (fallback) info.fallback = fallback;
+    return new Model(core, ctx, handle, info);
   } catch (e) {
     if (handle) core._wqx_model_free(handle);
     core._wqx_ctx_free(ctx);
@@ -585,4 +719,4 @@ export async function checkCase(modelBytes, inputs, outputs) {
 
 export { DTYPES };
 
-export default { load, WasmqError, configure, checkCase };
+export default { load, WasmqError, configure, checkCase, threadsSupported };

@@ -36,6 +36,7 @@ void wq_model_free(wq_model *m) {
   free(m->values);
   free(m->owned);
   wq_exec_plan_free(&m->plan);
+  wq_pool_free(m->pool);
   for (int i = 0; i < m->n_histogram; i++)
     free(m->histogram[i].op_type);
   free(m->histogram);
@@ -337,7 +338,9 @@ wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err
   }
   for (int i = 0; i < n; i++)
     m->values[g->inputs[i]] = inputs[i];
+  wq_pool *caller_pool = wq_pool_bind(m->pool);
   wq_status st = wq_execute(&m->plan, m->values, m->owned, err);
+  wq_pool_bind(caller_pool);
   if (st == WQ_OK)
     st = collect_results(m, err);
   if (st != WQ_OK)
@@ -363,6 +366,19 @@ const wq_value *wq_model_result(const wq_model *m, int i) {
     return NULL;
   return &m->results[i];
 }
+
+wq_status wq_model_set_threads(wq_model *m, int threads, wq_error *err) {
+  wq_pool *pool = NULL;
+  if (threads > 1)
+    WQ_TRY(wq_pool_new(threads, &pool, err));
+  else if (threads < 1)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "threads must be >= 1 (got %d)", threads);
+  wq_pool_free(m->pool);
+  m->pool = pool;
+  return WQ_OK;
+}
+
+int wq_model_threads(const wq_model *m) { return wq_pool_threads(m->pool); }
 
 wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err) {
   free(m->plan.node_ms);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "../runtime/executor.h"
+#include "../runtime/parallel.h"
 #include "wasmq.h"
 
 typedef struct {
@@ -15,6 +16,7 @@ typedef struct {
 struct wq_model {
   wq_model_ir *ir;
   wq_exec_plan plan;
+  wq_pool *pool;    /* the threads runs split kernels over (NULL: one thread) */
   wq_value *values; /* one per tensor, reused by every run */
   bool *owned;
   wq_value *results;  /* one per graph output */

@@ -342,6 +342,19 @@ static double clock_ms(void) {
 }
 #endif
 
+WQX_EXPORT int32_t wqx_set_threads(wqx_ctx *ctx, wqx_model *model, int32_t threads) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!model)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "threads: no model");
+  return wq_model_set_threads(model->model, threads, &ctx->err);
+}
+
+WQX_EXPORT int32_t wqx_threads(const wqx_model *model) {
+  return model ? wq_model_threads(model->model) : 0;
+}
+
 WQX_EXPORT int32_t wqx_profile(wqx_ctx *ctx, wqx_model *model, int32_t on) {
   if (!ctx)
     return WQ_ERR_INVALID_ARG;

@@ -81,6 +81,10 @@ double wqx_arena_lower_bound(const wqx_model *model);
 double wqx_arena_unshared_bytes(const wqx_model *model);
 int32_t wqx_arena_tensor_count(const wqx_model *model);
 
+/* wq_model_set_threads; wqx_threads gives the count runs use. */
+int32_t wqx_set_threads(wqx_ctx *ctx, wqx_model *model, int32_t threads);
+int32_t wqx_threads(const wqx_model *model);
+
 /* Per-node timing (wq_model_profile with the JS clock): on != 0 starts
  * (clearing the counts), 0 stops. Then node i's op type, name and summed
  * milliseconds (kind 0 in all, 1 in its kernel). */

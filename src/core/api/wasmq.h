@@ -65,6 +65,13 @@ typedef struct {
 } wq_memory_info;
 void wq_model_memory(const wq_model *m, wq_memory_info *out);
 
+/* Runs split their larger kernels (GEMM/conv output tiles) over `threads`
+ * threads in all, created here once and kept until the next call or free;
+ * results are bit-identical for any count. A build without threads, or an
+ * environment with fewer workers, runs fewer: wq_model_threads tells. */
+wq_status wq_model_set_threads(wq_model *m, int threads, wq_error *err);
+int wq_model_threads(const wq_model *m);
+
 /* Per-node timing of the runs that follow (now_ms: the caller's
  * millisecond clock; NULL turns it off). Turning it on clears the counts.
  * wq_model_node_ms gives, for node i of the executed (lowered) graph, the

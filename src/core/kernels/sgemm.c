@@ -1,10 +1,14 @@
 #include "sgemm.h"
 
+#include <stdatomic.h>
+
+#include "../runtime/parallel.h"
 #include "ref/ref_gemm_f32.h"
 
-wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                   int64_t a_row_stride, int64_t a_col_stride, const float *b, int64_t b_row_stride,
-                   int64_t b_col_stride, float beta, float *c, int64_t ldc) {
+static wq_status sgemm_one_thread(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                                  int64_t a_row_stride, int64_t a_col_stride, const float *b,
+                                  int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
+                                  int64_t ldc) {
 #ifdef __wasm_simd128__
   return wq_simd_sgemm(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride, b_col_stride,
                        beta, c, ldc);
@@ -12,4 +16,58 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
   return wq_ref_sgemm(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride, b_col_stride,
                       beta, c, ldc);
 #endif
+}
+
+/* Products smaller than this many multiply-adds run on one thread: waking
+ * the workers costs more than they save. */
+#define SGEMM_PARALLEL_MIN_MACS ((int64_t)1 << 19)
+
+typedef struct {
+  int64_t m, k;
+  float alpha, beta;
+  const float *a, *b;
+  int64_t a_row_stride, a_col_stride, b_row_stride, b_col_stride, ldc;
+  float *c;
+  atomic_int status;
+} sgemm_job;
+
+/* Columns [j0, j1) of C: every element sums its products in the same order
+ * whichever slice it is in, so the split changes no bit. */
+static void sgemm_columns(void *ctx, int64_t j0, int64_t j1) {
+  sgemm_job *job = ctx;
+  wq_status st =
+      sgemm_one_thread(job->m, j1 - j0, job->k, job->alpha, job->a, job->a_row_stride,
+                       job->a_col_stride, job->b + j0 * job->b_col_stride, job->b_row_stride,
+                       job->b_col_stride, job->beta, job->c + j0, job->ldc);
+  if (st != WQ_OK)
+    atomic_store(&job->status, (int)st);
+}
+
+wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t a_row_stride, int64_t a_col_stride, const float *b, int64_t b_row_stride,
+                   int64_t b_col_stride, float beta, float *c, int64_t ldc) {
+  /* Column slices of at least 64 (a multiple of the 8-column tile), at most
+   * 8 of them: the split depends on n alone. */
+  int64_t grain = (n / 8 + 7) / 8 * 8;
+  if (grain < 64)
+    grain = 64;
+  if (wq_parallel_threads() > 1 && n > grain && m * n * k >= SGEMM_PARALLEL_MIN_MACS) {
+    sgemm_job job = {.m = m,
+                     .k = k,
+                     .alpha = alpha,
+                     .beta = beta,
+                     .a = a,
+                     .b = b,
+                     .a_row_stride = a_row_stride,
+                     .a_col_stride = a_col_stride,
+                     .b_row_stride = b_row_stride,
+                     .b_col_stride = b_col_stride,
+                     .ldc = ldc,
+                     .c = c};
+    atomic_init(&job.status, (int)WQ_OK);
+    wq_parallel_for(n, grain, sgemm_columns, &job);
+    return (wq_status)atomic_load(&job.status);
+  }
+  return sgemm_one_thread(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride,
+                          b_col_stride, beta, c, ldc);
 }

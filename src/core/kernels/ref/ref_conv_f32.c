@@ -1,9 +1,11 @@
 #include "ref_conv_f32.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../runtime/parallel.h"
 #include "../sgemm.h" /* SIMD f32x4 GEMM in wasm, wq_ref_sgemm natively */
 
 /* im2col/col2im scratch is processed in column chunks of at most this many
@@ -200,6 +202,40 @@ static int64_t chunk_columns(int64_t rows, int64_t total) {
   return chunk < total ? chunk : total;
 }
 
+typedef struct {
+  const wq_conv_geometry *g;
+  int64_t in_channels, out_channels, cg, mg, kdim, in_size, out_size;
+  const float *x, *w;
+  float *y;
+  int64_t chunk; /* output columns per im2col chunk */
+  atomic_int status;
+} conv_job;
+
+/* Chunks [c0, c1) of the flattened (image, group, column chunk) space. */
+static void conv_chunks(void *ctx, int64_t c0, int64_t c1) {
+  conv_job *job = ctx;
+  int64_t per_plane = (job->out_size + job->chunk - 1) / job->chunk;
+  int64_t group = job->in_channels / job->cg;
+  float *col = malloc(sizeof(float) * (size_t)(job->kdim * job->chunk));
+  if (!col) {
+    atomic_store(&job->status, (int)WQ_ERR_OUT_OF_MEMORY);
+    return;
+  }
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t n = c / (group * per_plane), gi = c / per_plane % group;
+    int64_t j0 = c % per_plane * job->chunk;
+    int64_t cnt = job->out_size - j0 < job->chunk ? job->out_size - j0 : job->chunk;
+    const float *xg = job->x + (n * job->in_channels + gi * job->cg) * job->in_size;
+    float *yg = job->y + (n * job->out_channels + gi * job->mg) * job->out_size;
+    wq_ref_im2col_f32(job->g, xg, job->cg, j0, cnt, col);
+    wq_status st = wq_sgemm(job->mg, cnt, job->kdim, 1.0f, job->w + gi * job->mg * job->kdim,
+                            job->kdim, 1, col, cnt, 1, 0.0f, yg + j0, job->out_size);
+    if (st != WQ_OK)
+      atomic_store(&job->status, (int)st);
+  }
+  free(col);
+}
+
 wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
                           int64_t out_channels, int64_t group, const float *x, const float *w,
                           const float *bias, float *y) {
@@ -221,31 +257,35 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
   for (int d = 0; d < g->n_spatial; d++)
     if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad_begin[d] != 0 || g->pad_end[d] != 0)
       pointwise = false;
-  int64_t chunk = pointwise ? out_size : chunk_columns(kdim, out_size);
-  float *col = NULL;
-  if (!pointwise) {
-    col = malloc(sizeof(float) * (size_t)(kdim * chunk));
-    if (!col)
-      return WQ_ERR_OUT_OF_MEMORY;
+  if (pointwise) {
+    wq_status st = WQ_OK;
+    for (int64_t n = 0; n < batch && st == WQ_OK; n++)
+      for (int64_t gi = 0; gi < group && st == WQ_OK; gi++)
+        st = wq_sgemm(mg, out_size, kdim, 1.0f, w + gi * mg * kdim, kdim, 1,
+                      x + (n * in_channels + gi * cg) * in_size, in_size, 1, 0.0f,
+                      y + (n * out_channels + gi * mg) * out_size, out_size);
+    if (st == WQ_OK && bias)
+      add_bias(y, batch, out_channels, out_size, bias);
+    return st;
   }
-  wq_status st = WQ_OK;
-  for (int64_t n = 0; n < batch && st == WQ_OK; n++) {
-    for (int64_t gi = 0; gi < group && st == WQ_OK; gi++) {
-      const float *xg = x + (n * in_channels + gi * cg) * in_size;
-      const float *wg = w + gi * mg * kdim;
-      float *yg = y + (n * out_channels + gi * mg) * out_size;
-      if (pointwise) {
-        st = wq_sgemm(mg, out_size, kdim, 1.0f, wg, kdim, 1, xg, in_size, 1, 0.0f, yg, out_size);
-        continue;
-      }
-      for (int64_t j0 = 0; j0 < out_size && st == WQ_OK; j0 += chunk) {
-        int64_t cnt = out_size - j0 < chunk ? out_size - j0 : chunk;
-        wq_ref_im2col_f32(g, xg, cg, j0, cnt, col);
-        st = wq_sgemm(mg, cnt, kdim, 1.0f, wg, kdim, 1, col, cnt, 1, 0.0f, yg + j0, out_size);
-      }
-    }
-  }
-  free(col);
+  /* Column chunks (im2col, then their GEMM) are independent: with threads
+   * each takes whole chunks with its own scratch, so im2col is split too. */
+  conv_job job = {.g = g,
+                  .in_channels = in_channels,
+                  .out_channels = out_channels,
+                  .cg = cg,
+                  .mg = mg,
+                  .kdim = kdim,
+                  .in_size = in_size,
+                  .out_size = out_size,
+                  .x = x,
+                  .w = w,
+                  .y = y,
+                  .chunk = chunk_columns(kdim, out_size)};
+  atomic_init(&job.status, (int)WQ_OK);
+  int64_t chunks_per_plane = (out_size + job.chunk - 1) / job.chunk;
+  wq_parallel_for(batch * group * chunks_per_plane, 1, conv_chunks, &job);
+  wq_status st = (wq_status)atomic_load(&job.status);
   if (st == WQ_OK && bias)
     add_bias(y, batch, out_channels, out_size, bias);
   return st;

@@ -2,10 +2,12 @@
  * packed GEMM (qgemm_wasmsimd.c) with im2col panels built per block of 4
  * output pixels; depthwise runs channels across lanes, two taps per
  * i32x4.dot_i16x8_s, on activations interleaved once per input row. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wasm_simd128.h>
 
+#include "../../runtime/parallel.h"
 #include "qconv_simd.h"
 #include "qgemm_ukernel.h"
 
@@ -344,8 +346,20 @@ static void dw_row_chunk(const wq_qconv_plan *p, const dw_pairing *dp, const int
   }
 }
 
-static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t *y,
-                               wq_error *err) {
+typedef struct {
+  const wq_qconv_plan *p;
+  const uint8_t *x;
+  uint8_t *y;
+  atomic_int status;
+} dw_job;
+
+/* Output rows [r0, r1) of the flattened (image, row) space, with this
+ * share's own pair-row cache (which only decides what gets rebuilt). */
+static void dw_share(void *ctx, int64_t r0, int64_t r1) {
+  dw_job *job = ctx;
+  const wq_qconv_plan *p = job->p;
+  const uint8_t *x = job->x;
+  uint8_t *y = job->y;
   const int64_t C = p->in_channels, c16 = round_up(C, DW_LANES), chunks = c16 / DW_LANES;
   const dw_pairing dp = dw_pairing_of(p);
   /* A cache of 2 * rows pair rows tagged by input row: with stride 1 each
@@ -359,17 +373,20 @@ static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t
     free(pair_mem);
     free(tag);
     free((void *)rows);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qconv: out of memory");
+    atomic_store(&job->status, (int)WQ_ERR_OUT_OF_MEMORY);
+    return;
   }
   int64_t *slot_of = tag + slots; /* slot of each pair row of the current output row */
   wq_qgemm_packed requant_view = {
       .y_min = p->y_min, .y_max = p->y_max, .y_zero_point = p->y_zero_point, .y_dtype = p->y_dtype};
   const wq_simd_requant q = wq_simd_requant_init(&requant_view);
-  for (int64_t n = 0; n < p->batch; n++) {
+  for (int64_t row = r0; row < r1; row++) {
+    const int64_t n = row / p->out_h, oh = row % p->out_h;
     const uint8_t *image = x + n * p->in_h * p->in_w * C;
-    for (int64_t s = 0; s < slots; s++)
-      tag[s] = INT64_MIN;
-    for (int64_t oh = 0; oh < p->out_h; oh++) {
+    if (row == r0 || oh == 0)
+      for (int64_t s = 0; s < slots; s++)
+        tag[s] = INT64_MIN;
+    {
       const int64_t ih0 = oh * p->stride_h - p->pad_top;
       for (int64_t r = 0; r < dp.rows; r++) {
         slot_of[r] = -1;
@@ -407,7 +424,61 @@ static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t
   free(pair_mem);
   free(tag);
   free((void *)rows);
-  return WQ_OK;
+}
+
+static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t *y,
+                               wq_error *err) {
+  dw_job job = {.p = p, .x = x, .y = y};
+  atomic_init(&job.status, (int)WQ_OK);
+  const int64_t rows = p->batch * p->out_h;
+  /* Shares of whole output rows, at most 8, when the layer is big enough. */
+  const int64_t work = rows * p->out_w * p->in_channels * p->kernel_h * p->kernel_w;
+  if (wq_parallel_threads() > 1 && rows >= 8 && work >= ((int64_t)1 << 18))
+    wq_parallel_for(rows, (rows + 7) / 8, dw_share, &job);
+  else
+    dw_share(&job, 0, rows);
+  wq_status st = (wq_status)atomic_load(&job.status);
+  return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
+}
+
+typedef struct {
+  const wq_qconv_plan *p;
+  const void *x;
+  void *y;
+  atomic_int status;
+} im2col_job;
+
+/* Output pixels [r0, r1) of every group, with this share's own scratch. */
+static void im2col_share(void *ctx, int64_t r0, int64_t r1) {
+  im2col_job *job = ctx;
+  const wq_qconv_plan *p = job->p;
+  const int64_t cg = p->in_channels / p->group, mg = p->out_channels / p->group;
+  const wq_qconv_k_layout *k = &p->k_layout;
+  uint8_t *border = malloc((size_t)(4 * k->segment_len));
+  int64_t *offsets = malloc(sizeof(int64_t) * (size_t)k->segments);
+  if (!border || !offsets) {
+    free(border);
+    free(offsets);
+    atomic_store(&job->status, (int)WQ_ERR_OUT_OF_MEMORY);
+    return;
+  }
+  for (int64_t s = 0; s < k->segments; s++) {
+    const int64_t tap = s * k->taps_per_segment;
+    const int64_t kh = tap / p->kernel_w, kw = tap % p->kernel_w;
+    offsets[s] = (kh * p->dil_h * p->in_w + kw * p->dil_w) * p->in_channels;
+  }
+  wq_error err;
+  wq_error_clear(&err);
+  for (int64_t g = 0; g < p->group; g++) {
+    im2col_ctx c = {p, &p->gemms[g], job->x, g * cg, border, offsets};
+    if (wq_simd_qgemm_run_rows(&p->gemms[g], r0, r1, fill_im2col_panel, &c,
+                               (uint8_t *)job->y + g * mg, p->out_channels, &err) != WQ_OK) {
+      atomic_store(&job->status, (int)err.code);
+      break;
+    }
+  }
+  free(border);
+  free(offsets);
 }
 
 wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {
@@ -421,27 +492,13 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
   case WQ_QCONV_IM2COL_GEMM:
   case WQ_QCONV_GROUPED_GEMM: break;
   }
-  const int64_t cg = p->in_channels / p->group, mg = p->out_channels / p->group;
-  const wq_qconv_k_layout *k = &p->k_layout;
-  uint8_t *border = malloc((size_t)(4 * k->segment_len));
-  int64_t *offsets = malloc(sizeof(int64_t) * (size_t)k->segments);
-  if (!border || !offsets) {
-    free(border);
-    free(offsets);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qconv: out of memory");
-  }
-  for (int64_t s = 0; s < k->segments; s++) {
-    const int64_t tap = s * k->taps_per_segment;
-    const int64_t kh = tap / p->kernel_w, kw = tap % p->kernel_w;
-    offsets[s] = (kh * p->dil_h * p->in_w + kw * p->dil_w) * p->in_channels;
-  }
-  wq_status st = WQ_OK;
-  for (int64_t g = 0; g < p->group && st == WQ_OK; g++) {
-    im2col_ctx c = {p, &p->gemms[g], x, g * cg, border, offsets};
-    st = wq_simd_qgemm_run_panels(&p->gemms[g], pixels, fill_im2col_panel, &c,
-                                  (uint8_t *)y + g * mg, p->out_channels, err);
-  }
-  free(border);
-  free(offsets);
-  return st;
+  im2col_job job = {.p = p, .x = x, .y = y};
+  atomic_init(&job.status, (int)WQ_OK);
+  int64_t share = wq_parallel_threads() > 1 ? wq_simd_qgemm_split_rows(&p->gemms[0], pixels) : 0;
+  if (share > 0)
+    wq_parallel_for(pixels, share, im2col_share, &job);
+  else
+    im2col_share(&job, 0, pixels);
+  wq_status st = (wq_status)atomic_load(&job.status);
+  return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
 }

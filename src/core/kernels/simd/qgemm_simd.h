@@ -31,5 +31,13 @@ typedef void (*wq_simd_panel_fn)(const void *ctx, int64_t row0, int64_t rows, in
  * at y + i * ldy for i < m. */
 wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_panel_fn fill,
                                    const void *ctx, void *y, int64_t ldy, wq_error *err);
+/* Rows [r0, r1) of that product only (fill and y still indexed by absolute
+ * row): one thread's share. Each row's result is independent of the range. */
+wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t r1,
+                                 wq_simd_panel_fn fill, const void *ctx, void *y, int64_t ldy,
+                                 wq_error *err);
+/* Rows per share when a product of m rows is split over threads (0: too
+ * small to split); depends on the shape alone, never on the thread count. */
+int64_t wq_simd_qgemm_split_rows(const wq_qgemm_packed *p, int64_t m);
 
 #endif

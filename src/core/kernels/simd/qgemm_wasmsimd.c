@@ -1,7 +1,9 @@
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wasm_simd128.h>
 
+#include "../../runtime/parallel.h"
 #include "qgemm_simd.h"
 #include "qgemm_ukernel.h"
 
@@ -131,6 +133,24 @@ static void fill_dense_panel(const void *ctx, int64_t row0, int64_t rows, int16_
   wq_simd_panel_fill(panel, d->p->k + (d->p->k & 1), d->p->k_padded, d->p->a_zero_point);
 }
 
+typedef struct {
+  const wq_qgemm_packed *p;
+  dense_rows rows;
+  void *y;
+  int64_t ldy;
+  atomic_int status;
+} dense_job;
+
+/* One thread's rows of a dense product. */
+static void dense_share(void *ctx, int64_t r0, int64_t r1) {
+  dense_job *job = ctx;
+  wq_error err;
+  wq_error_clear(&err);
+  if (wq_simd_qgemm_run_rows(job->p, r0, r1, fill_dense_panel, &job->rows, job->y, job->ldy,
+                             &err) != WQ_OK)
+    atomic_store(&job->status, (int)err.code);
+}
+
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err) {
   if (m == 1) {
@@ -145,19 +165,28 @@ wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
     return WQ_OK;
   }
   dense_rows rows = {p, a, lda};
+  int64_t share = wq_parallel_threads() > 1 ? wq_simd_qgemm_split_rows(p, m) : 0;
+  if (share > 0) {
+    dense_job job = {.p = p, .rows = rows, .y = y, .ldy = ldy};
+    atomic_init(&job.status, (int)WQ_OK);
+    wq_parallel_for(m, share, dense_share, &job);
+    wq_status st = (wq_status)atomic_load(&job.status);
+    return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qgemm: out of memory for scratch");
+  }
   return wq_simd_qgemm_run_panels(p, m, fill_dense_panel, &rows, y, ldy, err);
 }
 
-wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_panel_fn fill,
-                                   const void *ctx, void *y, int64_t ldy, wq_error *err) {
-  if (m <= 0)
+wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t m,
+                                 wq_simd_panel_fn fill, const void *ctx, void *y, int64_t ldy,
+                                 wq_error *err) {
+  if (m <= r0)
     return WQ_OK;
   /* Row blocks of up to 16 panels are widened into scratch that stays in L1
    * (~16 KB) while every column tile's weights pass over them once. */
   const int64_t panel_elems = p->k_padded * WQ_QGEMM_MR;
   int64_t block_panels = (16384 / 2) / panel_elems;
   block_panels = block_panels < 1 ? 1 : (block_panels > 16 ? 16 : block_panels);
-  int64_t needed_panels = (m + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
+  int64_t needed_panels = (m - r0 + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
   if (block_panels > needed_panels)
     block_panels = needed_panels;
   int16_t *panels = aligned_alloc(16, (size_t)(panel_elems * block_panels) * sizeof(int16_t));
@@ -170,7 +199,7 @@ wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_
   const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
   const int64_t block_rows = block_panels * WQ_QGEMM_MR;
   v128_t row_sums[16];
-  for (int64_t b0 = 0; b0 < m; b0 += block_rows) {
+  for (int64_t b0 = r0; b0 < m; b0 += block_rows) {
     int64_t rows_here = m - b0 < block_rows ? m - b0 : block_rows;
     int64_t panels_here = (rows_here + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
     for (int64_t pi = 0; pi < panels_here; pi++) {
@@ -198,4 +227,19 @@ wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_
   }
   free(panels);
   return WQ_OK;
+}
+
+wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_panel_fn fill,
+                                   const void *ctx, void *y, int64_t ldy, wq_error *err) {
+  return wq_simd_qgemm_run_rows(p, 0, m, fill, ctx, y, ldy, err);
+}
+
+/* Products below this many multiply-adds run on one thread. */
+#define QGEMM_PARALLEL_MIN_MACS ((int64_t)1 << 19)
+
+int64_t wq_simd_qgemm_split_rows(const wq_qgemm_packed *p, int64_t m) {
+  if (m * p->n * p->k < QGEMM_PARALLEL_MIN_MACS || m < 128)
+    return 0;
+  /* At most 8 shares, whole 64-row blocks. */
+  return (m / 8 + 63) / 64 * 64;
 }

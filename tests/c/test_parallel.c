@@ -1,0 +1,157 @@
+/* The thread pool: wq_parallel_for visits every chunk exactly once with
+ * bounds fixed by the range and the grain, runs nested loops and unbound
+ * callers serially, and a model run on several threads gives results equal
+ * bit for bit to one thread's (float GEMM column slices, im2col conv
+ * chunks; natively the int8 kernels are the scalar references). */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/wasmq.h"
+#include "runtime/parallel.h"
+#include "wq_test.h"
+
+enum { N_ITEMS = 1000, GRAIN = 37 };
+
+typedef struct {
+  atomic_int visits[N_ITEMS];
+  atomic_int bad_bounds;
+  atomic_int nested_threads; /* threads a nested loop saw, summed */
+} coverage;
+
+static void visit(void *ctx, int64_t begin, int64_t end) {
+  coverage *c = ctx;
+  if (begin % GRAIN != 0 || end != (begin + GRAIN < N_ITEMS ? begin + GRAIN : N_ITEMS))
+    atomic_fetch_add(&c->bad_bounds, 1);
+  for (int64_t i = begin; i < end; i++)
+    atomic_fetch_add(&c->visits[i], 1);
+}
+
+static void count_chunk(void *ctx, int64_t begin, int64_t end) {
+  atomic_fetch_add((atomic_int *)ctx, (int)(end - begin));
+}
+
+static void visit_with_nested_loop(void *ctx, int64_t begin, int64_t end) {
+  coverage *c = ctx;
+  visit(ctx, begin, end);
+  atomic_int inner;
+  atomic_init(&inner, 0);
+  wq_parallel_for(10, 1, count_chunk, &inner); /* serial wherever it runs */
+  if (atomic_load(&inner) != 10)
+    atomic_fetch_add(&c->bad_bounds, 1);
+  atomic_fetch_add(&c->nested_threads, wq_parallel_threads());
+}
+
+static void check_coverage(wq_range_fn fn, const char *what) {
+  coverage *c = calloc(1, sizeof *c);
+  CHECK(c != NULL);
+  if (!c)
+    return;
+  wq_parallel_for(N_ITEMS, GRAIN, fn, c);
+  int wrong = 0;
+  for (int i = 0; i < N_ITEMS; i++)
+    wrong += atomic_load(&c->visits[i]) != 1;
+  CHECK_MSG(wrong == 0, "%s: %d items not visited exactly once", what, wrong);
+  CHECK_MSG(atomic_load(&c->bad_bounds) == 0, "%s: %d chunks with wrong bounds", what,
+            atomic_load(&c->bad_bounds));
+  free(c);
+}
+
+static void test_parallel_for(void) {
+  wq_error err;
+  wq_pool *pool = NULL;
+  CHECK(wq_pool_new(0, &pool, &err) == WQ_ERR_INVALID_ARG && pool == NULL);
+  CHECK(wq_pool_new(3, &pool, &err) == WQ_OK && pool != NULL);
+  if (!pool)
+    return;
+#ifdef WQ_THREADS
+  CHECK_MSG(wq_pool_threads(pool) == 3, "pool of %d threads", wq_pool_threads(pool));
+#else
+  CHECK(wq_pool_threads(pool) == 1);
+#endif
+  check_coverage(visit, "unbound");
+  CHECK(wq_parallel_threads() == 1);
+  CHECK(wq_pool_bind(pool) == NULL);
+  CHECK(wq_parallel_threads() == wq_pool_threads(pool));
+  for (int round = 0; round < 20; round++) /* the pool is reused loop after loop */
+    check_coverage(visit, "bound");
+  check_coverage(visit_with_nested_loop, "nested");
+  CHECK(wq_pool_bind(NULL) == pool);
+  wq_pool_free(pool);
+}
+
+static wq_model *load_model(const char *rel, int threads) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", wq_test_shared_dir(), rel);
+  size_t n;
+  uint8_t *bytes = wq_test_read_file(path, &n);
+  CHECK_MSG(bytes != NULL, "cannot read %s", path);
+  if (!bytes)
+    return NULL;
+  wq_model *m = NULL;
+  wq_error err;
+  wq_status st = wq_model_load(bytes, n, NULL, &m, &err);
+  free(bytes);
+  CHECK_MSG(st == WQ_OK, "%s: %s", rel, err.message);
+  if (st == WQ_OK && threads > 1) {
+    st = wq_model_set_threads(m, threads, &err);
+    CHECK_MSG(st == WQ_OK, "%s: %d threads: %s", rel, threads, err.message);
+  }
+  return m;
+}
+
+/* Seeded inputs in [-1, 1) for a model with one static float input. */
+static bool run_seeded(wq_model *m, uint32_t seed) {
+  const wq_tensor *t = wq_model_input(m, 0);
+  wq_value in;
+  memset(&in, 0, sizeof in);
+  in.dtype = t->dtype;
+  in.rank = t->rank;
+  memcpy(in.dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  int64_t count = wq_value_numel(&in);
+  in.data = malloc(wq_value_nbytes(&in));
+  if (!in.data)
+    return false;
+  uint32_t state = seed;
+  for (int64_t k = 0; k < count; k++) {
+    state = state * 1664525u + 1013904223u;
+    ((float *)in.data)[k] = (float)(state >> 8) / 8388608.0f - 1.0f;
+  }
+  wq_error err;
+  wq_status st = wq_model_run(m, &in, 1, &err);
+  CHECK_MSG(st == WQ_OK, "run: %s (node %s)", err.message, err.node);
+  free(in.data);
+  return st == WQ_OK;
+}
+
+static void check_threads_match(const char *rel) {
+  wq_model *one = load_model(rel, 1), *three = load_model(rel, 3);
+  if (one && three) {
+#ifdef WQ_THREADS
+    CHECK_MSG(wq_model_threads(three) == 3, "%s: %d threads", rel, wq_model_threads(three));
+#endif
+    CHECK(wq_model_threads(one) == 1);
+    for (uint32_t run = 0; run < 2; run++) {
+      if (!run_seeded(one, 11u + run) || !run_seeded(three, 11u + run))
+        break;
+      for (int i = 0; i < wq_model_output_count(one); i++) {
+        const wq_value *a = wq_model_result(one, i), *b = wq_model_result(three, i);
+        CHECK_MSG(a && b && wq_value_nbytes(a) == wq_value_nbytes(b) &&
+                      memcmp(a->data, b->data, wq_value_nbytes(a)) == 0,
+                  "%s output %d: 3 threads differ from 1", rel, i);
+      }
+    }
+  }
+  wq_model_free(one);
+  wq_model_free(three);
+}
+
+int main(void) {
+  test_parallel_for();
+  check_threads_match("models/mnist-8/model.onnx");
+  check_threads_match("models/synthetic/smallcnn_f32.onnx");
+  check_threads_match("models/synthetic/smallcnn_qdq.onnx");
+  check_threads_match("models/synthetic/matmul_256x256x256_f32.onnx");
+  WQ_TEST_END();
+}

@@ -1,0 +1,77 @@
+// Threaded runs: load(model, {threads: 2}) runs the threaded build (Node has
+// SharedArrayBuffer), says so in model.info, and gives results equal bit for
+// bit to one thread's on every int8 and float model here (GEMM/conv output
+// tiles split over threads never change a sum's order).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { existsSync } from 'node:fs';
+import { load, threadsSupported, WasmqError } from '../../src/js/index.mjs';
+import { randomInput } from '../../bench/common.mjs';
+import { MODELS } from './helpers.mjs';
+
+const CASES = [
+  ['synthetic/smallcnn_qdq.onnx', {}],
+  ['synthetic/smallcnn_f32.onnx', {}],
+  ['synthetic/matmul_256x256x256_qdq.onnx', {}],
+  ['synthetic/matmul_256x256x256_qlinear.onnx', {}],
+  ['synthetic/matmul_1x1024x1024_qdq_pertensor.onnx', {}],
+  ['mnist-8/model.onnx', {}],
+  ['mnist-8-dynamic-int8/model.onnx', {}],
+  ['super-resolution-10/model.onnx', { input: [1, 1, 224, 224] }],
+];
+
+function feedsFor(model, inputShapes, seed) {
+  const feeds = {};
+  model.inputs.forEach((info, i) => {
+    const dims = inputShapes[info.name] ?? info.shape;
+    feeds[info.name] = { data: randomInput(info.dtype, dims, seed + 7919 * i), dims };
+  });
+  return feeds;
+}
+
+const sameBytes = (a, b) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+test('Node can run the threaded build', () => {
+  assert.equal(threadsSupported(), true);
+});
+
+for (const [rel, inputShapes] of CASES) {
+  const file = path.isAbsolute(rel) ? rel : path.join(MODELS, rel);
+  test(`${path.basename(path.dirname(file))}/${path.basename(file)}: 2 threads equal 1 thread bit for bit`, { skip: !existsSync(file) && 'model not in shared/' }, async () => {
+    const one = await load(file, { inputShapes, threads: 1 });
+    const two = await load(file, { inputShapes, threads: 2 });
+    try {
+      assert.deepEqual(one.info, { build: 'simd', threads: 1, requestedThreads: 1 });
+      assert.deepEqual(two.info, { build: 'simd-threads', threads: 2, requestedThreads: 2 });
+      for (const seed of [3, 4]) {
+        const feeds = feedsFor(one, inputShapes, seed);
+        const a = await one.run(feeds);
+        const b = await two.run(feeds);
+        for (const name of Object.keys(a)) {
+          assert.deepEqual(b[name].dims, a[name].dims);
+          assert.ok(sameBytes(a[name].data, b[name].data), `${name} differs with 2 threads (seed ${seed})`);
+        }
+      }
+    } finally {
+      one.dispose();
+      two.dispose();
+    }
+  });
+}
+
+test('threads must be a positive integer', async () => {
+  const file = path.join(MODELS, 'synthetic', 'smallcnn_qdq.onnx');
+  for (const threads of [0, -1, 1.5, '2']) {
+    await assert.rejects(load(file, { threads }), (e) => e instanceof WasmqError && /threads must be an integer >= 1/.test(e.message));
+  }
+});
+
+test('a disposed threaded model gives its workers back: later models get threads again', async () => {
+  const file = path.join(MODELS, 'synthetic', 'smallcnn_qdq.onnx');
+  for (let i = 0; i < 3; i++) {
+    const m = await load(file, { threads: 2 });
+    assert.equal(m.info.threads, 2, `model ${i}`);
+    m.dispose();
+  }
+});
