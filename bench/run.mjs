@@ -4,7 +4,7 @@
 // against this machine's i32x4.dot_i16x8_s peak, and the .wasm size.
 //
 //   npm run bench [-- --json FILE] [--models REGEX] [--runs N] [--warmup N]
-//                 [--warmup-ms MS] [--rounds N] [--no-build] [--timeout SECONDS]
+//                 [--warmup-ms MS] [--rounds N] [--threads N] [--no-build] [--timeout SECONDS]
 //
 // Every measurement (one model in one runtime, or the kernel set) runs in a
 // fresh Node process. The cells are measured in --rounds interleaved sweeps
@@ -16,6 +16,8 @@
 // nothing about time; a failure prints in its cell and the run goes on.
 // Timings on shared machines are noisy: compare the ratios of one run, not
 // absolute times across runs; the load average is printed beside them.
+// --threads N (N > 1) adds cells of ours on N threads (the threaded build)
+// and onnxruntime-web with numThreads N, and a table comparing them.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -33,6 +35,7 @@ const MODELS = join(SHARED, 'models');
 // The shipped build (model timings, size) and the benchmark variant that also
 // carries the kernel timing entry points wqx_bench_* (build.sh --bench).
 const WASM = join(ROOT, 'wasm_build/out/wasmq.wasm');
+const THREADED_WASM = join(ROOT, 'wasm_build/out/mt/wasmq.wasm');
 const BENCH_CORE_DIR = join(ROOT, 'wasm_build/out/bench');
 const DOT_PEAK_SRC = join(BENCH_DIR, 'dot_peak.c');
 const DOT_PEAK_WASM = join(BENCH_DIR, 'out/dot_peak.wasm');
@@ -50,7 +53,7 @@ const INPUT_SHAPES = {
 const INT8_LOAD_OPTIONS = {};
 
 function parseArgs(argv) {
-  const opts = { json: null, models: null, runs: 60, warmup: 10, warmupMs: 1000, rounds: 3, build: true, timeout: 600 };
+  const opts = { json: null, models: null, runs: 60, warmup: 10, warmupMs: 1000, rounds: 3, threads: 1, build: true, timeout: 600 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -63,15 +66,16 @@ function parseArgs(argv) {
     else if (a === '--warmup') opts.warmup = Number(value());
     else if (a === '--warmup-ms') opts.warmupMs = Number(value());
     else if (a === '--rounds') opts.rounds = Number(value());
+    else if (a === '--threads') opts.threads = Number(value());
     else if (a === '--timeout') opts.timeout = Number(value());
     else if (a === '--no-build') opts.build = false;
     else if (a === '--help' || a === '-h') {
-      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 18).join('\n').replace(/^\/\/ ?/gm, ''));
+      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 20).join('\n').replace(/^\/\/ ?/gm, ''));
       process.exit(0);
     } else throw new Error(`unknown option ${a} (see --help)`);
   }
-  if (!(opts.runs >= 1) || !(opts.warmup >= 0) || !(opts.warmupMs >= 0) || !(opts.rounds >= 1)) {
-    throw new Error('--runs and --rounds must be >= 1, --warmup and --warmup-ms >= 0');
+  if (!(opts.runs >= 1) || !(opts.warmup >= 0) || !(opts.warmupMs >= 0) || !(opts.rounds >= 1) || !Number.isInteger(opts.threads) || opts.threads < 1) {
+    throw new Error('--runs, --rounds and --threads must be >= 1, --warmup and --warmup-ms >= 0');
   }
   return opts;
 }
@@ -86,6 +90,7 @@ function buildWasm() {
   for (const [args, wasm] of [
     [[], WASM],
     [['--bench'], join(BENCH_CORE_DIR, 'wasmq.wasm')],
+    [['--threads'], THREADED_WASM],
   ]) {
     log(`build: wasm core (bash wasm_build/build.sh${args.map((a) => ` ${a}`).join('')})`);
     const r = spawnSync('bash', [join(ROOT, 'wasm_build/build.sh'), ...args], { cwd: ROOT, encoding: 'utf8' });
@@ -281,17 +286,20 @@ async function main() {
 
   // Unique (runtime, file) cells: a float model shared by several int8 rows is measured once.
   const cells = new Map();
-  const cellKey = (kind, file) => `${kind}:${file}`;
+  const cellKey = (kind, file, threads = 1) => `${kind}${threads > 1 ? `@${threads}` : ''}:${file}`;
+  const threadCounts = opts.threads > 1 ? [1, opts.threads] : [1];
   for (const r of rows) {
+    for (const threads of threadCounts) {
     for (const [kind, file, int8] of [
       ['ours', r.int8, true],
       ['ours', r.float, false],
       ['ort', r.int8, true],
       ['ort', r.float, false],
     ]) {
-      if (!file || cells.has(cellKey(kind, file))) continue;
-      cells.set(cellKey(kind, file), {
+      if (!file || cells.has(cellKey(kind, file, threads))) continue;
+      cells.set(cellKey(kind, file, threads), {
         kind,
+        threads,
         model: file,
         inputShapes: r.inputShapes,
         loadOptions: kind === 'ours' && int8 ? INT8_LOAD_OPTIONS : {},
@@ -300,6 +308,7 @@ async function main() {
         runs: Math.max(1, Math.ceil(opts.runs / opts.rounds)),
         seed: 20240611,
       });
+    }
     }
   }
 
@@ -313,7 +322,7 @@ async function main() {
   for (let round = 0; round < opts.rounds; round++) {
     for (const [key, spec] of cells) {
       done++;
-      const label = `${spec.kind === 'ours' ? 'wasmq   ' : 'ORT-web '} ${relative(MODELS, spec.model)}`;
+      const label = `${spec.kind === 'ours' ? 'wasmq   ' : 'ORT-web '} ${relative(MODELS, spec.model)}${spec.threads > 1 ? ` (${spec.threads} threads)` : ''}`;
       const r = await runWorker(spec, opts.timeout);
       const prev = results.get(key);
       if (!prev || r.error) results.set(key, prev?.error ? prev : r.error || !prev ? r : prev);
@@ -376,6 +385,27 @@ async function main() {
     ['model', 'ours int8', 'ours float', 'ORT-web int8', 'ORT-web float', 'int8 vs ORT int8', 'float vs ORT float', 'int8 vs ORT float'],
     table.map((t) => t.text),
   );
+  if (opts.threads > 1) {
+    // Ours on N threads against ours on one and against ORT-web numThreads N.
+    const n = opts.threads;
+    const threadRows = table.map((t) => {
+      const r = t.row;
+      const cells = [];
+      for (const file of [r.int8, r.float]) {
+        const one = get('ours', file);
+        const many = file ? results.get(cellKey('ours', file, n)) : null;
+        const ortMany = file ? results.get(cellKey('ort', file, n)) : null;
+        const used = many?.info && many.info.threads !== n ? ` (${many.info.threads} used)` : '';
+        cells.push(truncate(fmtMs(many), 40) + used, truncate(fmtMs(ortMany), 40), ratio(one, many), ratio(ortMany, many));
+      }
+      return [r.name, ...cells];
+    });
+    console.log(`\n${n} threads (ours: the threaded build; ORT-web: numThreads ${n}); "1→${n}" is ours on 1 thread / ours on ${n}:\n`);
+    printTable(
+      ['model', `ours int8 ×${n}`, `ORT int8 ×${n}`, `int8 1→${n}`, `int8 vs ORT ×${n}`, `ours float ×${n}`, `ORT float ×${n}`, `float 1→${n}`, `float vs ORT ×${n}`],
+      threadRows,
+    );
+  }
   if (anyUnlowered) {
     console.log('\n† ours int8 ran no wasmq int8 op: the quantized graph ran op by op (Q/DQ around float ops, ONNX reference int8 ops).');
   }
@@ -457,6 +487,13 @@ async function main() {
   console.log(
     `\n.wasm: ${relative(ROOT, WASM)} ${wasmSize.bytes} bytes (${(wasmSize.bytes / 1024).toFixed(1)} KB; gzip -9 ${(wasmSize.gzipBytes / 1024).toFixed(1)} KB)`,
   );
+  if (existsSync(THREADED_WASM)) {
+    const mt = readFileSync(THREADED_WASM);
+    wasmSize.threaded = { bytes: mt.length, gzipBytes: gzipSync(mt, { level: 9 }).length };
+    console.log(
+      `  threaded variant: ${relative(ROOT, THREADED_WASM)} ${mt.length} bytes (${(mt.length / 1024).toFixed(1)} KB; gzip -9 ${(wasmSize.threaded.gzipBytes / 1024).toFixed(1)} KB)`,
+    );
+  }
 
   if (opts.json) {
     const out = {

@@ -1,7 +1,7 @@
 // One benchmark measurement in a fresh Node process (sessions sharing a
 // process disturb each other's timings). Started by bench/run.mjs with one
 // JSON argument:
-//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, warmupMs, runs, seed, coreDir?}
+//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, warmupMs, runs, seed, threads?, coreDir?}
 //   {kind: 'kernels', dotPeakWasm, coreDir, reps}   (coreDir: the build.sh --bench variant)
 // and prints its result as the last stdout line: "BENCH_RESULT <json>".
 // Failures are results too ({error}), so the orchestrator keeps going.
@@ -60,7 +60,7 @@ async function loadWasmq(spec) {
 async function benchOurs(spec) {
   const wasmq = await loadWasmq(spec);
   const t0 = performance.now();
-  const model = await wasmq.load(spec.model, { ...spec.loadOptions, inputShapes: spec.inputShapes });
+  const model = await wasmq.load(spec.model, { ...spec.loadOptions, inputShapes: spec.inputShapes, threads: spec.threads ?? 1 });
   const loadMs = performance.now() - t0;
   const feeds = {};
   model.inputs.forEach((info, i) => {
@@ -76,6 +76,7 @@ async function benchOurs(spec) {
     ...summarize(times),
     times,
     perNode,
+    info: model.info,
     output: { name: model.outputs[0].name, dims: first.dims, sample: sample(first.data) },
     memory: { ...model.memory },
     nodes: nodeKinds(model),
@@ -114,7 +115,7 @@ function nodeKinds(model) {
 
 async function benchOrt(spec) {
   const ort = await import('onnxruntime-web');
-  ort.env.wasm.numThreads = 1; // SIMD is the only build onnxruntime-web 1.30 ships
+  ort.env.wasm.numThreads = spec.threads ?? 1; // its one build: SIMD, threads when numThreads > 1
   ort.env.logLevel = 'error';
   const t0 = performance.now();
   const session = await ort.InferenceSession.create(spec.model, {
@@ -270,3 +271,6 @@ try {
 } catch (e) {
   report({ error: (e && e.message) || String(e), code: e?.code, node: e?.node });
 }
+// Thread pools (ours, ORT-web's) could keep the process alive: exit once
+// the result line is flushed.
+process.stdout.write('', () => process.exit(0));
