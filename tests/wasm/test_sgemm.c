@@ -61,9 +61,9 @@ void wq_ktest_sgemm(wq_ktest *t) {
     wq_ktest_case(t, ok, what);
   }
   /* Fewer rows than a register tile (the unpacked batch-1 paths), with
-   * column chunks and k tails: n past 512 columns, k not a multiple of 4. */
+   * column chunks and k tails: n past 2048 columns, k not a multiple of 8. */
   for (int c = 0; c < 12; c++) {
-    int64_t m = wq_ktest_int(t, 1, 3), n = wq_ktest_int(t, 1, 1100), k = wq_ktest_int(t, 1, 530);
+    int64_t m = wq_ktest_int(t, 1, 3), n = wq_ktest_int(t, 1, 4200), k = wq_ktest_int(t, 1, 530);
     int ok = run_case(t, m, n, k, what, sizeof what);
     wq_ktest_case(t, ok, what);
   }

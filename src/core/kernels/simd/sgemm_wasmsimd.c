@@ -146,8 +146,9 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
   }
 }
 
-/* Columns of y a batch-1 row pass accumulates at once (2 KB on the stack). */
-enum { GEMV_COLS = 512 };
+/* Columns of y a batch-1 row pass accumulates at once (8 KB on the stack):
+ * whole rows of B up to 2048 wide, read in memory order. */
+enum { GEMV_COLS = 2048 };
 
 /* c = alpha * a * B + beta * c for one row a, B row-major (b_col_stride 1):
  * per chunk of columns, y += a[p] * B[p, :] eight rows of B per pass, so B
