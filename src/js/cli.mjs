@@ -4,7 +4,7 @@
 //
 //   wasmq info MODEL
 //   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
-//                   [--shape NAME=1x3x224x224]... [--out DIR]
+//                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
 //   wasmq check CASE_DIR
 //
 // `run` prints one line per output:
@@ -28,7 +28,7 @@ import { numel } from './dtypes.mjs';
 const USAGE = `usage:
   wasmq info MODEL
   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
-                  [--shape NAME=1x3x224x224]... [--out DIR]
+                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
   wasmq check CASE_DIR      run one ONNX backend-test case folder
   wasmq info MODEL --lowered   each node after int8 lowering: int8 op and
                                qparams, or why it stayed float
@@ -154,6 +154,12 @@ function parseRunArgs(args) {
     } else if (option === '--out') {
       if (value === undefined) throw usageError('--out expects a directory');
       parsed.outDir = value;
+      i++;
+    } else if (option === '--threads') {
+      if (!/^\d+$/.test(value ?? '') || Number(value) < 1 || Number(value) > 256) {
+        throw usageError(`--threads expects an integer in 1..256, got ${value}`);
+      }
+      parsed.loadOptions.threads = Number(value);
       i++;
     } else {
       throw usageError(`unknown or incomplete option ${option}`);

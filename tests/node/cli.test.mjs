@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync, rmSync, existsSync } from 'no
 import { parseNpy, encodeNpy } from '../../src/js/npy.mjs';
 import { formatG, formatResultLine, safeFileName } from '../../src/js/cli.mjs';
 import { mulberry32, randomArray } from '../../src/js/random.mjs';
-import { CLI, MODELS, SHARED, readDataSet, compareClose } from './helpers.mjs';
+import { CLI, MODELS, NATIVE_CLI, SHARED, readDataSet, compareClose } from './helpers.mjs';
 
 const MNIST_DIR = path.join(MODELS, 'mnist-8');
 const MNIST = path.join(MNIST_DIR, 'model.onnx');
@@ -161,4 +161,21 @@ test('model errors exit 1 with the core error code', () => {
   const r = wasmq('run', MNIST, '--input', `Input3=${wrongShape}`);
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /^wasmq: .*\[WQ_ERR_(SHAPE|INVALID_ARG)\]\n$/);
+});
+
+test('run --threads N: the same output lines as one thread, in both CLIs; bad counts are usage errors', () => {
+  const model = path.join(MODELS, 'synthetic', 'smallcnn_qdq.onnx');
+  const one = wasmq('run', model, '--input', 'X=random:9');
+  assert.equal(one.code, 0, one.stderr);
+  for (const threads of ['2', '3']) {
+    const many = wasmq('run', model, '--input', 'X=random:9', '--threads', threads);
+    assert.equal(many.code, 0, many.stderr);
+    assert.equal(many.stdout, one.stdout, `--threads ${threads}`);
+  }
+  if (existsSync(NATIVE_CLI)) {
+    const native = spawnSync(NATIVE_CLI, ['run', model, '--input', 'X=random:9', '--threads', '2'], { encoding: 'utf8' });
+    assert.equal(native.status, 0, native.stderr);
+    assert.equal(native.stdout, one.stdout, 'native --threads 2');
+  }
+  for (const bad of ['0', 'two', '1.5']) assertOneLineError(wasmq('run', model, '--threads', bad), 2, /--threads expects an integer/);
 });

@@ -16,7 +16,7 @@ static int usage(void) {
   fprintf(stderr, "usage:\n"
                   "  wasmq info MODEL\n"
                   "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
-                  "                  [--shape NAME=1x3x224x224]... [--out DIR]\n"
+                  "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
                   "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n"
                   "  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and\n"
                   "                               qparams, or why it stayed float\n"
@@ -209,6 +209,7 @@ static int cmd_run(int argc, char **argv) {
   cli_shape shapes[MAX_CLI_INPUTS];
   int n_input_args = 0, n_shapes = 0;
   wq_load_options lower_flags = {0};
+  long threads = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && n_input_args < MAX_CLI_INPUTS) {
       input_args[n_input_args++] = argv[++i];
@@ -224,6 +225,13 @@ static int cmd_run(int argc, char **argv) {
       n_shapes++;
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out_dir = argv[++i];
+    } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      char *end;
+      threads = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || end == argv[i] || threads < 1 || threads > 256) {
+        fprintf(stderr, "wasmq: --threads expects an integer in 1..256, got %s\n", argv[i]);
+        return 2;
+      }
     } else if (lowering_option(argv[i], &lower_flags)) {
       continue;
     } else {
@@ -329,6 +337,10 @@ static int cmd_run(int argc, char **argv) {
     }
   }
   wq_error err;
+  if (threads > 1 && wq_model_set_threads(m, (int)threads, &err) != WQ_OK) {
+    print_error("threads", &err);
+    goto done;
+  }
   if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
     print_error("run failed", &err);
     goto done;
