@@ -182,10 +182,20 @@ static void test_conv_random(void) {
     float *y = malloc(sizeof(float) * (size_t)(nb * m * out_size));
     float *want = malloc(sizeof(float) * (size_t)(nb * m * out_size));
     naive_conv(&g, nb, c, m, group, x, w, b, want);
-    CHECK(wq_ref_conv_f32(&g, nb, c, m, group, x, w, b, y) == WQ_OK);
+    CHECK(wq_ref_conv_f32(&g, nb, c, m, group, x, w, b, false, y) == WQ_OK);
     double err = max_rel_err(y, want, nb * m * out_size);
     CHECK_MSG(err < 1e-3, "conv trial %d ns=%d group=%lld cg=%lld: rel err %g", trial, ns,
               (long long)group, (long long)cg, err);
+    /* A fused Relu equals Relu applied afterwards, bit for bit. */
+    float *fused = malloc(sizeof(float) * (size_t)(nb * m * out_size));
+    CHECK(fused && wq_ref_conv_f32(&g, nb, c, m, group, x, w, b, true, fused) == WQ_OK);
+    int differ = 0;
+    for (int64_t i = 0; fused && i < nb * m * out_size; i++) {
+      float relu = y[i] < 0.0f ? 0.0f : y[i];
+      differ += memcmp(&relu, &fused[i], sizeof relu) != 0;
+    }
+    CHECK_MSG(differ == 0, "conv trial %d: %d outputs of the fused Relu differ", trial, differ);
+    free(fused);
     free(x);
     free(w);
     free(b);
@@ -209,7 +219,7 @@ static void test_conv_transpose_adjoint(void) {
     float *y = rand_floats(m * out_size);
     float *cx = malloc(sizeof(float) * (size_t)(m * out_size));
     float *ty = malloc(sizeof(float) * (size_t)(c * in_size));
-    CHECK(wq_ref_conv_f32(&g, 1, c, m, group, x, w, NULL, cx) == WQ_OK);
+    CHECK(wq_ref_conv_f32(&g, 1, c, m, group, x, w, NULL, false, cx) == WQ_OK);
     /* Transposed geometry: input = conv output, output = conv input. W [M, C/g, k] read as
      * ConvTranspose's [C_in = M, M_out/g = C/g, k]. */
     wq_conv_geometry t = g;

@@ -147,3 +147,29 @@ test('per-node timing: one entry per executed node, kernel time within node time
     model.dispose();
   }
 });
+
+test('float Conv -> Relu runs as one node, matching onnxruntime-node', async () => {
+  const { createRequire } = await import('node:module');
+  const ort = createRequire(import.meta.url)('onnxruntime-node');
+  const file = path.join(MODELS, 'synthetic', 'smallcnn_f32.onnx');
+  const model = await load(file);
+  try {
+    const ops = [...model.describeLowered().matchAll(/^\s*\[[^\]]+\]\s+(\S+)/gm)].map((m) => m[1]);
+    assert.deepEqual(ops, ['Conv', 'Conv', 'Conv', 'GlobalAveragePool', 'Flatten', 'Gemm']);
+    const feeds = feedsFor(model, 21);
+    const ours = await model.run(feeds);
+    const session = await ort.InferenceSession.create(file);
+    const ortFeeds = {};
+    for (const [name, f] of Object.entries(feeds)) ortFeeds[name] = new ort.Tensor('float32', f.data, f.dims);
+    const want = await session.run(ortFeeds);
+    for (const name of Object.keys(want)) {
+      const a = ours[name].data;
+      const b = want[name].data;
+      let worst = 0;
+      for (let i = 0; i < b.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) / (1e-3 + Math.abs(b[i])));
+      assert.ok(worst < 1e-4, `${name}: relative difference ${worst}`);
+    }
+  } finally {
+    model.dispose();
+  }
+});

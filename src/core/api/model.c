@@ -7,6 +7,7 @@
 #include "../onnx/onnx_import.h"
 #include "../ops/op.h"
 #include "../passes/fold_constants.h"
+#include "../passes/fuse_float.h"
 #include "../passes/layout_int8.h"
 #include "../passes/lower.h"
 #include "../runtime/executor.h"
@@ -181,6 +182,7 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   }
   wq_lower_capture_free(capture);
   WQ_TRY(st);
+  wq_pass_fuse_float(g, NULL);
   WQ_TRY(plan_nodes(g, err));
   WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
   size_t nt = (size_t)g->n_tensors + 1;

@@ -9,6 +9,7 @@
 typedef struct {
   wq_window_attrs win;
   int64_t group;
+  bool relu; /* a Relu folded in by passes/fuse_float.c */
 } conv_state;
 
 static wq_status conv_prepare(wq_node *node, wq_error *err) {
@@ -97,7 +98,7 @@ static wq_status conv_run(const wq_node *node, const wq_value *in, wq_value *out
   WQ_TRY(conv_resolve(node, in, &g, err));
   const wq_value *b = node->n_inputs > 2 && wq_value_present(&in[2]) ? &in[2] : NULL;
   wq_status st = wq_ref_conv_f32(&g, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group,
-                                 in[0].data, in[1].data, b ? b->data : NULL, out[0].data);
+                                 in[0].data, in[1].data, b ? b->data : NULL, s->relu, out[0].data);
   if (st != WQ_OK)
     return wq_fail(err, st, node->name, "Conv: out of memory for im2col scratch");
   return WQ_OK;
@@ -116,3 +117,10 @@ const wq_op wq_op_conv = {
     .infer = conv_infer,
     .run = conv_run,
 };
+
+bool wq_conv_fuse_relu(wq_node *node) {
+  if (node->op != &wq_op_conv || !node->op_state)
+    return false;
+  ((conv_state *)node->op_state)->relu = true;
+  return true;
+}

@@ -69,4 +69,8 @@ int wq_op_is_int8_family(const char *op_type);
  * ranges, and calls prepare. Fails naming the first unsupported node. */
 wq_status wq_graph_resolve_ops(wq_graph *g, wq_error *err);
 
+/* Makes a prepared Conv node apply Relu to its output itself (the float
+ * fusion pass, passes/fuse_float.h); false for any other node. */
+bool wq_conv_fuse_relu(wq_node *node);
+
 #endif

@@ -185,14 +185,21 @@ static void depthwise_plane(const plane_geometry *p, int64_t batch, int64_t chan
   }
 }
 
-static void add_bias(float *y, int64_t batch, int64_t channels, int64_t plane, const float *bias) {
-  for (int64_t n = 0; n < batch; n++)
-    for (int64_t m = 0; m < channels; m++) {
-      float *ym = y + (n * channels + m) * plane;
-      float b = bias[m];
-      for (int64_t i = 0; i < plane; i++)
-        ym[i] += b;
+/* Rows [0, rows) x columns [j0, j1) of y (row stride ld): + bias[row]
+ * (bias may be NULL), then max(y, 0) with relu, the Relu op's comparison. */
+static void output_stage(float *y, int64_t rows, int64_t ld, int64_t j0, int64_t j1,
+                         const float *bias, bool relu) {
+  for (int64_t r = 0; r < rows; r++) {
+    float *row = y + r * ld;
+    if (bias) {
+      float b = bias[r];
+      for (int64_t i = j0; i < j1; i++)
+        row[i] += b;
     }
+    if (relu)
+      for (int64_t i = j0; i < j1; i++)
+        row[i] = row[i] < 0.0f ? 0.0f : row[i];
+  }
 }
 
 static int64_t chunk_columns(int64_t rows, int64_t total) {
@@ -205,7 +212,8 @@ static int64_t chunk_columns(int64_t rows, int64_t total) {
 typedef struct {
   const wq_conv_geometry *g;
   int64_t in_channels, out_channels, cg, mg, kdim, in_size, out_size;
-  const float *x, *w;
+  const float *x, *w, *bias;
+  bool relu;
   float *y;
   int64_t chunk; /* output columns per im2col chunk */
   atomic_int status;
@@ -232,13 +240,16 @@ static void conv_chunks(void *ctx, int64_t c0, int64_t c1) {
                             job->kdim, 1, col, cnt, 1, 0.0f, yg + j0, job->out_size);
     if (st != WQ_OK)
       atomic_store(&job->status, (int)st);
+    else
+      output_stage(yg, job->mg, job->out_size, j0, j0 + cnt,
+                   job->bias ? job->bias + gi * job->mg : NULL, job->relu);
   }
   free(col);
 }
 
 wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
                           int64_t out_channels, int64_t group, const float *x, const float *w,
-                          const float *bias, float *y) {
+                          const float *bias, bool relu, float *y) {
   int64_t cg = in_channels / group, mg = out_channels / group;
   int64_t ksize = wq_conv_geometry_kernel_size(g);
   int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);
@@ -251,6 +262,8 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
    * conv 62 -> ~15 us) the GEMM is faster. */
   if (cg == 1 && mg < 4 && as_plane(g, &p)) {
     depthwise_plane(&p, batch, in_channels, mg, x, w, bias, y);
+    if (relu)
+      output_stage(y, batch * out_channels, out_size, 0, out_size, NULL, true);
     return WQ_OK;
   }
   bool pointwise = true;
@@ -264,8 +277,9 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
         st = wq_sgemm(mg, out_size, kdim, 1.0f, w + gi * mg * kdim, kdim, 1,
                       x + (n * in_channels + gi * cg) * in_size, in_size, 1, 0.0f,
                       y + (n * out_channels + gi * mg) * out_size, out_size);
-    if (st == WQ_OK && bias)
-      add_bias(y, batch, out_channels, out_size, bias);
+    for (int64_t n = 0; n < batch && st == WQ_OK; n++)
+      output_stage(y + n * out_channels * out_size, out_channels, out_size, 0, out_size, bias,
+                   relu);
     return st;
   }
   /* Column chunks (im2col, then their GEMM) are independent: with threads
@@ -280,15 +294,14 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
                   .out_size = out_size,
                   .x = x,
                   .w = w,
+                  .bias = bias,
+                  .relu = relu,
                   .y = y,
                   .chunk = chunk_columns(kdim, out_size)};
   atomic_init(&job.status, (int)WQ_OK);
   int64_t chunks_per_plane = (out_size + job.chunk - 1) / job.chunk;
   wq_parallel_for(batch * group * chunks_per_plane, 1, conv_chunks, &job);
-  wq_status st = (wq_status)atomic_load(&job.status);
-  if (st == WQ_OK && bias)
-    add_bias(y, batch, out_channels, out_size, bias);
-  return st;
+  return (wq_status)atomic_load(&job.status);
 }
 
 /* Scatter-adds col[channels * kernel_size, col_count] (columns = input

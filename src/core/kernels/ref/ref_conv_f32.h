@@ -5,17 +5,20 @@
 #ifndef WQ_KERNELS_REF_CONV_F32_H
 #define WQ_KERNELS_REF_CONV_F32_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../../ir/status.h"
 #include "conv_geometry.h"
 
 /* Y[N, M, out...] = conv(X[N, C, in...], W[M, C/group, kernel...]) + bias[M]
- * (bias may be NULL). Returns WQ_ERR_OUT_OF_MEMORY when scratch cannot be
+ * (bias may be NULL), then with `relu` max(y, 0) as the Relu op computes it
+ * (NaN stays NaN): bias and activation applied to each block of output while
+ * it is in cache. Returns WQ_ERR_OUT_OF_MEMORY when scratch cannot be
  * allocated. */
 wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
                           int64_t out_channels, int64_t group, const float *x, const float *w,
-                          const float *bias, float *y);
+                          const float *bias, bool relu, float *y);
 
 /* Y[N, M, out...] = conv_transpose(X[N, C, in...], W[C, M/group, kernel...])
  * + bias[M]. Here g->in is the input (the small side), g->out the output, and

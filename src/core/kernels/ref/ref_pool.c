@@ -184,8 +184,22 @@ void wq_ref_avgpool_f32(const wq_conv_geometry *g, int64_t planes, bool count_in
 void wq_ref_global_avgpool_f32(int64_t planes, int64_t plane_size, const float *x, float *y) {
   for (int64_t p = 0; p < planes; p++) {
     const float *xp = x + p * plane_size;
-    double sum = 0.0;
-    for (int64_t i = 0; i < plane_size; i++)
+    /* Eight independent double sums: one chain of dependent adds ran at a
+     * tenth of memory speed (smallcnn's 32x112x112 pool: 0.56 ms). */
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    int64_t i = 0;
+    for (; i + 8 <= plane_size; i += 8) {
+      s0 += xp[i];
+      s1 += xp[i + 1];
+      s2 += xp[i + 2];
+      s3 += xp[i + 3];
+      s4 += xp[i + 4];
+      s5 += xp[i + 5];
+      s6 += xp[i + 6];
+      s7 += xp[i + 7];
+    }
+    double sum = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+    for (; i < plane_size; i++)
       sum += xp[i];
     y[p] = plane_size > 0 ? (float)(sum / (double)plane_size) : 0.0f;
   }
