@@ -32,6 +32,8 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
 const SHARED = process.env.WQ_SHARED_DIR ?? join(ROOT, '..', 'shared');
 const MODELS = join(SHARED, 'models');
+// Real third-party int8 models (no float sibling: ours vs ORT-web int8 only).
+const MODELS_INT8 = join(SHARED, 'models-int8');
 // The shipped build (model timings, size) and the benchmark variant that also
 // carries the kernel timing entry points wqx_bench_* (build.sh --bench).
 const WASM = join(ROOT, 'wasm_build/out/wasmq.wasm');
@@ -46,6 +48,7 @@ const INPUT_SHAPES = {
   'ppocr-mobile-v2-cls': { x: [1, 3, 48, 192] },
   'super-resolution-10': { input: [1, 1, 224, 224] },
   'pytorch-super-resolution-depthtospace': { input: [1, 1, 224, 224] },
+  'mobilenetv2-12-int8': { input: [1, 3, 224, 224] },
 };
 
 // Options for loading the int8 models (the lowering pass, once it has a
@@ -78,6 +81,11 @@ function parseArgs(argv) {
     throw new Error('--runs, --rounds and --threads must be >= 1, --warmup and --warmup-ms >= 0');
   }
   return opts;
+}
+
+/** A model file as the tables show it: relative to models/ (models-int8/... for the real int8 ones). */
+function shown(file) {
+  return relative(MODELS, file).replace(/^\.\.\//, '');
 }
 
 function log(line) {
@@ -159,6 +167,10 @@ function discoverRows() {
       int8: sibling ? join(MODELS, sibling, 'model.onnx') : null,
       inputShapes: inputShapesFor(d),
     });
+  }
+  for (const d of existsSync(MODELS_INT8) ? readdirSync(MODELS_INT8).sort() : []) {
+    const file = join(MODELS_INT8, d, 'model.onnx');
+    if (existsSync(file)) rows.push({ name: d, float: null, int8: file, inputShapes: INPUT_SHAPES[d] ?? {} });
   }
   return rows;
 }
@@ -322,7 +334,7 @@ async function main() {
   for (let round = 0; round < opts.rounds; round++) {
     for (const [key, spec] of cells) {
       done++;
-      const label = `${spec.kind === 'ours' ? 'wasmq   ' : 'ORT-web '} ${relative(MODELS, spec.model)}${spec.threads > 1 ? ` (${spec.threads} threads)` : ''}`;
+      const label = `${spec.kind === 'ours' ? 'wasmq   ' : 'ORT-web '} ${shown(spec.model)}${spec.threads > 1 ? ` (${spec.threads} threads)` : ''}`;
       const r = await runWorker(spec, opts.timeout);
       const prev = results.get(key);
       if (!prev || r.error) results.set(key, prev?.error ? prev : r.error || !prev ? r : prev);
@@ -340,7 +352,7 @@ async function main() {
   if (dotPeakError && !kernels.error) {
     // Still measure the GEMM even without our peak loop.
     const k = await runWorker({ kind: 'kernels', dotPeakWasm: '/nonexistent', coreDir: BENCH_CORE_DIR, reps: 9 }, opts.timeout);
-    Object.assign(kernels, { gemm: k.gemm ?? [], sgemm: k.sgemm ?? [], kernelDotPeakGops: k.kernelDotPeakGops });
+    Object.assign(kernels, { gemm: k.gemm ?? [], conv: k.conv ?? [], sgemm: k.sgemm ?? [], kernelDotPeakGops: k.kernelDotPeakGops });
   }
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
 
@@ -439,7 +451,7 @@ async function main() {
     const m = r.memory;
     const factor = m.lowerBoundBytes ? `${(m.arenaBytes / m.lowerBoundBytes).toFixed(3)}×` : '—';
     arena.push(
-      `  ${relative(MODELS, key.slice(5)).padEnd(48)} ${bytes(m.arenaBytes).padStart(9)}, lower bound ` +
+      `  ${shown(key.slice(5)).padEnd(48)} ${bytes(m.arenaBytes).padStart(9)}, lower bound ` +
         `${bytes(m.lowerBoundBytes).padStart(9)} (${factor}), ${bytes(m.unsharedBytes)} without reuse, ${m.tensors} tensors`,
     );
   }
@@ -452,7 +464,7 @@ async function main() {
     const p = r.perNode;
     if (!key.startsWith('ours:') || !p?.nodes) continue;
     perNode.push(
-      `  ${relative(MODELS, key.slice(5)).padEnd(48)} ${String(p.nodes).padStart(4)} nodes: kernels ${us(p.kernelMs)}, ` +
+      `  ${shown(key.slice(5)).padEnd(48)} ${String(p.nodes).padStart(4)} nodes: kernels ${us(p.kernelMs)}, ` +
         `executor ${us(p.nodeMs - p.kernelMs)} (${us((p.nodeMs - p.kernelMs) / p.nodes)}/node), outside nodes ${us(p.runMs - p.nodeMs)}`,
     );
   }
@@ -474,6 +486,14 @@ async function main() {
     else {
       const frac = peak ? `  = ${((100 * g.gops) / peak).toFixed(0)}% of peak` : '';
       console.log(`  qgemm ${shape} ${g.gops.toFixed(1).padStart(6)} GOPS (${g.ms.toFixed(3)} ms)${frac}`);
+    }
+  }
+  for (const c of kernels.conv ?? []) {
+    const shape = `${c.h}×${c.w}×${c.c}→${c.m} k${c.k} s${c.stride}${c.group > 1 ? ` g${c.group}` : ''}`.padEnd(26);
+    if (c.error) console.log(`  qconv ${shape} ${c.error}`);
+    else {
+      const frac = peak ? `  = ${((100 * c.gops) / peak).toFixed(0)}% of peak` : '';
+      console.log(`  qconv ${shape} ${c.gops.toFixed(1).padStart(6)} GOPS (${c.ms.toFixed(3)} ms, ${c.label})${frac}`);
     }
   }
   for (const s of kernels.sgemm ?? []) {

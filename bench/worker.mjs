@@ -167,7 +167,7 @@ function timeCall(fn, iters) {
  * its best round (what the code can do) and its median.
  */
 async function benchKernels(spec) {
-  const result = { dotPeak: null, gemm: [], sgemm: [], notes: [] };
+  const result = { dotPeak: null, gemm: [], conv: [], sgemm: [], notes: [] };
   const items = []; // {ops(iters), fn, iters, seconds: []}
   const add = (item, startIters = 1) => {
     try {
@@ -215,6 +215,26 @@ async function benchKernels(spec) {
       sgemmItems.push(add({ m, n, k, ops, fn: (iters) => core._wqx_bench_sgemm(m, n, k, iters) }));
     }
   }
+  // NHWC int8 convolutions at mobilenetv2's shapes (uint8 activations, pads
+  // (k - 1) / 2): depthwise 3x3 at stride 1 and 2, and a small 1x1 conv.
+  // Ops count the useful multiply-adds only (2 per MAC).
+  const convs = [
+    { label: 'depthwise 3×3', h: 112, w: 112, c: 32, m: 32, k: 3, stride: 1, group: 32 },
+    { label: 'depthwise 3×3', h: 56, w: 56, c: 144, m: 144, k: 3, stride: 1, group: 144 },
+    { label: 'depthwise 3×3', h: 28, w: 28, c: 192, m: 192, k: 3, stride: 2, group: 192 },
+    { label: '1×1', h: 28, w: 28, c: 32, m: 192, k: 1, stride: 1, group: 1 },
+  ];
+  const convItems = [];
+  for (const cv of convs) {
+    if (typeof core._wqx_bench_qconv !== 'function') {
+      convItems.push({ ...cv, error: 'n/a (no wqx_bench_qconv in the wasm)' });
+      continue;
+    }
+    const oh = Math.floor((cv.h - 1) / cv.stride) + 1;
+    const ow = Math.floor((cv.w - 1) / cv.stride) + 1;
+    const macs = oh * ow * cv.m * (cv.c / cv.group) * cv.k * cv.k;
+    convItems.push(add({ ...cv, ops: (iters) => 2 * macs * iters, fn: (iters) => core._wqx_bench_qconv(cv.h, cv.w, cv.c, cv.m, cv.k, cv.stride, cv.group, iters) }));
+  }
   let libPeak = null;
   if (typeof core._wqx_bench_dot_peak === 'function' && typeof core._wqx_bench_dot_peak_ops === 'function') {
     libPeak = add({ ops: (iters) => core._wqx_bench_dot_peak_ops(iters), fn: (iters) => core._wqx_bench_dot_peak(iters) });
@@ -250,6 +270,11 @@ async function benchKernels(spec) {
   for (const g of gemmItems) {
     const r = g.error ? { error: g.error } : rate(g);
     result.gemm.push(r.error ? { m: g.m, n: g.n, k: g.k, error: r.error } : { m: g.m, n: g.n, k: g.k, gops: r.best, medianGops: r.median, ms: r.ms });
+  }
+  for (const c of convItems) {
+    const r = c.error ? { error: c.error } : rate(c);
+    const { ops, fn, iters, seconds, ...shape } = c;
+    result.conv.push(r.error ? { ...shape, error: r.error } : { ...shape, gops: r.best, medianGops: r.median, ms: r.ms });
   }
   for (const g of sgemmItems) {
     const r = rate(g);
