@@ -313,15 +313,21 @@ static void test_shared_models(void) {
     double worst = compare_lowered(path, 1.0);
     printf("%s: lowered vs op-by-op QDQ: %.3f steps\n", qdq[k], worst);
   }
-  /* Dynamic quantization: ConvInteger/MatMulInteger run on the int8
-   * kernels (int32 output), the float rescale stays: exactly equal. */
+  /* Dynamic quantization: ConvInteger/MatMulInteger -> Cast -> Mul -> Add
+   * (-> Relu) become QConvToFloat/QGemmToFloat, the rescale fused into the
+   * kernel's output stage with the chain's own float32 roundings: the
+   * tolerance is 0 (the same floats as op by op). */
   snprintf(path, sizeof path, "%s/models/mnist-8-dynamic-int8/model.onnx", wq_test_shared_dir());
   wq_error err;
   wq_model *m = load_file(path, 0, 0, &err);
-  CHECK(m && count_ops(m, "wasmq", "QConv") == 2 && count_ops(m, "wasmq", "QGemm") == 1);
+  CHECK(m && count_ops(m, "wasmq", "QConvToFloat") == 2 &&
+        count_ops(m, "wasmq", "QGemmToFloat") == 1);
   CHECK(m && count_ops(m, "", "ConvInteger") == 0 && count_ops(m, "", "MatMulInteger") == 0);
+  CHECK(m && count_ops(m, "", "Cast") == 0 && count_ops(m, "", "Mul") == 0 &&
+        count_ops(m, "", "Add") == 0 && count_ops(m, "", "Relu") == 0);
   wq_model_free(m);
   double worst = compare_lowered(path, 0.0);
+  CHECK_MSG(worst == 0.0, "mnist-8-dynamic-int8: fused rescale differs by %.3g", worst);
   printf("mnist-8-dynamic-int8: lowered vs unlowered max abs diff %.3g\n", worst);
 }
 

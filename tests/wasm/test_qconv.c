@@ -91,12 +91,19 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   d.x_dtype = random_q8(t);
   d.w_dtype = random_q8(t);
   d.y_dtype = random_q8(t);
+  /* A quarter of the cases: the float output stage (dynamic quantization's
+   * fused Cast -> Mul -> Add -> Relu), bit for bit too. */
+  const int float_out = wq_ktest_int(t, 0, 3) == 0;
+  const size_t y_size = float_out ? sizeof(float) : 1;
+  if (float_out)
+    d.y_dtype = WQ_DT_FLOAT;
   d.x_zero_point = wq_ktest_int(t, q8_lo(d.x_dtype), q8_hi(d.x_dtype));
   uint8_t *x = malloc((size_t)(in_pixels * C));
   uint8_t *w = malloc((size_t)(M * cg * ksize));
   int32_t *wzp = malloc(sizeof(int32_t) * (size_t)M), *bias = malloc(sizeof(int32_t) * (size_t)M);
   float *mult = malloc(sizeof(float) * (size_t)M);
-  uint8_t *y_ref = malloc((size_t)(out_pixels * M)), *y_simd = malloc((size_t)(out_pixels * M));
+  uint8_t *y_ref = malloc((size_t)(out_pixels * M) * y_size),
+          *y_simd = malloc((size_t)(out_pixels * M) * y_size);
   for (int64_t i = 0; i < in_pixels * C; i++)
     x[i] = (uint8_t)wq_ktest_u32(t);
   for (int64_t i = 0; i < M * cg * ksize; i++)
@@ -122,8 +129,13 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   d.y_max = q8_hi(d.y_dtype);
   if (wq_ktest_int(t, 0, 2) == 0)
     d.y_min = d.y_zero_point;
-  memset(y_ref, 0xCD, (size_t)(out_pixels * M));
-  memset(y_simd, 0xCD, (size_t)(out_pixels * M));
+  float *float_bias = malloc(sizeof(float) * (size_t)M);
+  for (int64_t j = 0; j < M; j++)
+    float_bias[j] = wq_ktest_float(t, -3.0f, 3.0f);
+  d.float_bias = wq_ktest_int(t, 0, 3) ? float_bias : NULL;
+  d.float_relu = wq_ktest_int(t, 0, 1);
+  memset(y_ref, 0xCD, (size_t)(out_pixels * M) * y_size);
+  memset(y_simd, 0xCD, (size_t)(out_pixels * M) * y_size);
 
   wq_qconv_plan pr, ps;
   wq_error err;
@@ -135,7 +147,7 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   if (ok) {
     wq_ref_qconv_run(&pr, x, y_ref);
     ok = wq_simd_qconv_run(&ps, x, y_simd, &err) == WQ_OK &&
-         memcmp(y_ref, y_simd, (size_t)(out_pixels * M)) == 0;
+         memcmp(y_ref, y_simd, (size_t)(out_pixels * M) * y_size) == 0;
   }
   if (!ok && err.message[0])
     printf("  error: %s\n", err.message);
@@ -160,6 +172,7 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   free(wzp);
   free(bias);
   free(mult);
+  free(float_bias);
   free(y_ref);
   free(y_simd);
   return ok;

@@ -25,6 +25,12 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
   d.a_dtype = random_q8(t);
   d.w_dtype = random_q8(t);
   d.y_dtype = random_q8(t);
+  /* A quarter of the cases: the float output stage (dynamic quantization's
+   * fused Cast -> Mul -> Add -> Relu), bit for bit too. */
+  const int float_out = wq_ktest_int(t, 0, 3) == 0;
+  const size_t y_size = float_out ? sizeof(float) : 1;
+  if (float_out)
+    d.y_dtype = WQ_DT_FLOAT;
   d.a_zero_point = wq_ktest_int(t, q8_lo(d.a_dtype), q8_hi(d.a_dtype));
   int transposed = wq_ktest_int(t, 0, 1);
   d.w_k_stride = transposed ? 1 : n;
@@ -38,7 +44,7 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
   int32_t *wzp = malloc(sizeof(int32_t) * (size_t)n);
   int32_t *bias = malloc(sizeof(int32_t) * (size_t)n);
   float *mult = malloc(sizeof(float) * (size_t)n);
-  uint8_t *y_ref = malloc((size_t)(m * ldy)), *y_simd = malloc((size_t)(m * ldy));
+  uint8_t *y_ref = malloc((size_t)(m * ldy) * y_size), *y_simd = malloc((size_t)(m * ldy) * y_size);
   fill_q8(t, a, m * lda);
   fill_q8(t, w, n * k);
   /* Symmetric weights usually have zp 0 (int8) or 128 (uint8). */
@@ -67,8 +73,13 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
     if (wq_ktest_int(t, 0, 1))
       d.y_max = d.y_min + (q8_hi(d.y_dtype) - d.y_min) / 2;
   }
-  memset(y_ref, 0xAB, (size_t)(m * ldy));
-  memset(y_simd, 0xAB, (size_t)(m * ldy));
+  float *float_bias = malloc(sizeof(float) * (size_t)n);
+  for (int64_t j = 0; j < n; j++)
+    float_bias[j] = wq_ktest_float(t, -3.0f, 3.0f);
+  d.float_bias = wq_ktest_int(t, 0, 3) ? float_bias : NULL;
+  d.float_relu = wq_ktest_int(t, 0, 1);
+  memset(y_ref, 0xAB, (size_t)(m * ldy) * y_size);
+  memset(y_simd, 0xAB, (size_t)(m * ldy) * y_size);
 
   wq_qgemm_packed pr, ps;
   wq_error err;
@@ -77,7 +88,7 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
   if (ok) {
     wq_ref_qgemm_run(&pr, m, a, lda, y_ref, ldy);
     ok = wq_simd_qgemm_run(&ps, m, a, lda, y_simd, ldy, &err) == WQ_OK;
-    ok = ok && memcmp(y_ref, y_simd, (size_t)(m * ldy)) == 0; /* gaps untouched too */
+    ok = ok && memcmp(y_ref, y_simd, (size_t)(m * ldy) * y_size) == 0; /* gaps untouched too */
     wq_qgemm_packed_free(&pr);
     wq_qgemm_packed_free(&ps);
   }
@@ -93,6 +104,7 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
   free(wzp);
   free(bias);
   free(mult);
+  free(float_bias);
   free(y_ref);
   free(y_simd);
   return ok;

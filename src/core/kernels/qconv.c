@@ -40,9 +40,9 @@ static wq_status check_desc(const wq_qconv_desc *d, const char *node, wq_error *
                      "dilation %lld pad %lld out %lld)",
                      i, (long long)g->in[i], (long long)g->kernel[i], (long long)g->stride[i],
                      (long long)g->dilation[i], (long long)g->pad_begin[i], (long long)g->out[i]);
-  if (!is_q8(d->x_dtype) || !is_q8(d->w_dtype) || !is_q8(d->y_dtype))
+  if (!is_q8(d->x_dtype) || !is_q8(d->w_dtype) || (!is_q8(d->y_dtype) && d->y_dtype != WQ_DT_FLOAT))
     return wq_fail(err, WQ_ERR_INVALID_ARG, node,
-                   "qconv: x, w and y must be int8 or uint8 (got %s, %s, %s)",
+                   "qconv: x and w must be int8 or uint8, y int8, uint8 or float (got %s, %s, %s)",
                    wq_dtype_name(d->x_dtype), wq_dtype_name(d->w_dtype), wq_dtype_name(d->y_dtype));
   if (!d->w || !d->multiplier)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qconv: weights and multipliers are required");
@@ -62,6 +62,8 @@ static wq_status check_desc(const wq_qconv_desc *d, const char *node, wq_error *
   if (d->multiplier_count != 1 && d->multiplier_count != d->out_channels)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qconv: %lld multipliers for %lld channels",
                    (long long)d->multiplier_count, (long long)d->out_channels);
+  if (d->y_dtype == WQ_DT_FLOAT)
+    return WQ_OK;
   if (d->y_zero_point < q8_min(d->y_dtype) || d->y_zero_point > q8_max(d->y_dtype) ||
       d->y_min < q8_min(d->y_dtype) || d->y_max > q8_max(d->y_dtype) || d->y_min > d->y_max)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node,
@@ -98,6 +100,7 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
   p->y_zero_point = d->y_zero_point;
   p->y_min = d->y_min;
   p->y_max = d->y_max;
+  p->float_relu = d->y_dtype == WQ_DT_FLOAT && d->float_relu;
 
   const int64_t cg = d->in_channels / d->group;
   const bool pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 &&
@@ -105,7 +108,7 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
                          p->out_h == p->in_h && p->out_w == p->in_w;
   if (d->group == 1)
     p->algo = pointwise ? WQ_QCONV_GEMM_1X1 : WQ_QCONV_IM2COL_GEMM;
-  else if (d->group == d->in_channels && d->group == d->out_channels)
+  else if (d->group == d->in_channels && d->group == d->out_channels && d->y_dtype != WQ_DT_FLOAT)
     p->algo = WQ_QCONV_DEPTHWISE;
   else
     p->algo = WQ_QCONV_GROUPED_GEMM;
@@ -138,7 +141,10 @@ wq_status wq_qconv_channel_data(wq_qconv_plan *p, const wq_qconv_desc *d, int64_
   w->bias = calloc((size_t)n_padded, sizeof *w->bias);
   w->w_zero_point = calloc((size_t)n_padded, sizeof *w->w_zero_point);
   w->multiplier = calloc((size_t)n_padded, sizeof *w->multiplier);
-  if (!w->bias || !w->w_zero_point || !w->multiplier)
+  if (d->y_dtype == WQ_DT_FLOAT)
+    w->float_bias = calloc((size_t)n_padded, sizeof *w->float_bias);
+  if (!w->bias || !w->w_zero_point || !w->multiplier ||
+      (d->y_dtype == WQ_DT_FLOAT && !w->float_bias))
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   const int32_t shift = d->w_dtype == WQ_DT_UINT8 ? 128 : 0;
   for (int64_t m = 0; m < d->out_channels; m++) {
@@ -146,6 +152,8 @@ wq_status wq_qconv_channel_data(wq_qconv_plan *p, const wq_qconv_desc *d, int64_
     int32_t zp = d->w_zero_point ? d->w_zero_point[d->w_zero_point_count == 1 ? 0 : m] : 0;
     w->w_zero_point[m] = zp - shift;
     w->multiplier[m] = d->multiplier[d->multiplier_count == 1 ? 0 : m];
+    if (w->float_bias)
+      w->float_bias[m] = d->float_bias ? d->float_bias[m] : -0.0f;
   }
   return WQ_OK;
 }
@@ -161,6 +169,7 @@ void wq_qconv_plan_free(wq_qconv_plan *p) {
   free(p->weights.bias);
   free(p->weights.w_zero_point);
   free(p->weights.multiplier);
+  free(p->weights.float_bias);
   free(p->pad_row);
   memset(p, 0, sizeof *p);
 }

@@ -6,7 +6,10 @@
  * quant_ref.h): acc = bias[m] + sum over the window and the group's channels
  * of (x - x_zp) * (w - w_zp[m]), taps in the padding contributing 0, exact
  * and wrapped to int32; y = clamp(round_half_even((float)acc * mult[m]) +
- * y_zp, y_min, y_max).
+ * y_zp, y_min, y_max). Float y (y_dtype WQ_DT_FLOAT): qgemm.h's float output
+ * stage, multiplier = the rescale, float_bias and float_relu (fused
+ * ConvInteger -> Cast -> Mul -> Add -> Relu); depthwise convs then run as
+ * grouped GEMMs.
  *
  * The algorithm is chosen once per node when the plan is made (and shown by
  * `wasmq info --lowered` through wq_qconv_algo_name):
@@ -55,9 +58,12 @@ typedef struct {
   const float *multiplier; /* 1 or M values: x_scale * w_scale[m] / y_scale */
   int64_t multiplier_count;
 
-  wq_dtype y_dtype; /* int8 or uint8 */
+  wq_dtype y_dtype; /* int8, uint8 or float */
   int32_t y_zero_point;
   int32_t y_min, y_max; /* within the dtype's range (fused clamp) */
+
+  const float *float_bias; /* float y: M values or NULL */
+  bool float_relu;         /* float y: Relu after the bias */
 } wq_qconv_desc;
 
 /* How a GEMM-based plan lays out the K dimension: `segments` runs of
@@ -78,6 +84,7 @@ typedef struct {
   int32_t *bias;         /* [M] (0 when absent); SIMD depthwise: zero-point folded */
   int32_t *w_zero_point; /* [M] zero points of W' */
   float *multiplier;     /* [M] (SIMD depthwise: padded to 16) */
+  float *float_bias;     /* [M] float y only (-0 when absent: adds nothing) */
 } wq_qconv_weights;
 
 typedef struct {
@@ -87,6 +94,7 @@ typedef struct {
   int64_t stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
   wq_dtype x_dtype, y_dtype;
   int32_t x_zero_point, y_zero_point, y_min, y_max;
+  bool float_relu;
   wq_qconv_k_layout k_layout; /* GEMM-based algorithms */
   wq_qgemm_packed *gemms;     /* owned: one packed GEMM per group (SIMD GEMM algorithms) */
   wq_qconv_weights weights;

@@ -17,10 +17,11 @@ wq_status wq_qgemm_desc_check(const wq_qgemm_desc *d, const char *node, wq_error
   if (d->n < 1 || d->k < 1)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qgemm: n and k must be >= 1 (got n=%lld k=%lld)",
                    (long long)d->n, (long long)d->k);
-  if (!is_q8(d->a_dtype) || !is_q8(d->w_dtype) || !is_q8(d->y_dtype))
+  if (!is_q8(d->a_dtype) || !is_q8(d->w_dtype) || (!is_q8(d->y_dtype) && d->y_dtype != WQ_DT_FLOAT))
     return wq_fail(
         err, WQ_ERR_INVALID_ARG, node,
-        "qgemm: activation, weight and output dtypes must be int8 or uint8 (got %s, %s, %s)",
+        "qgemm: activation and weight dtypes must be int8 or uint8, the output's int8, uint8 or "
+        "float (got %s, %s, %s)",
         wq_dtype_name(d->a_dtype), wq_dtype_name(d->w_dtype), wq_dtype_name(d->y_dtype));
   if (!d->w || !d->multiplier)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qgemm: weights and multipliers are required");
@@ -41,6 +42,8 @@ wq_status wq_qgemm_desc_check(const wq_qgemm_desc *d, const char *node, wq_error
     return wq_fail(err, WQ_ERR_INVALID_ARG, node,
                    "qgemm: %lld multipliers for %lld columns (need 1 or n)",
                    (long long)d->multiplier_count, (long long)d->n);
+  if (d->y_dtype == WQ_DT_FLOAT)
+    return WQ_OK;
   if (d->y_zero_point < q8_min(d->y_dtype) || d->y_zero_point > q8_max(d->y_dtype) ||
       d->y_min < q8_min(d->y_dtype) || d->y_max > q8_max(d->y_dtype) || d->y_min > d->y_max)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node,
@@ -55,6 +58,7 @@ void wq_qgemm_packed_free(wq_qgemm_packed *p) {
   free(p->column_sum);
   free(p->w_zero_point);
   free(p->multiplier);
+  free(p->float_bias);
   memset(p, 0, sizeof *p);
 }
 
@@ -82,7 +86,11 @@ wq_status wq_qgemm_packed_alloc(wq_qgemm_packed *p, const wq_qgemm_desc *d, int6
   p->column_sum = calloc(cols, sizeof *p->column_sum);
   p->w_zero_point = calloc(cols, sizeof *p->w_zero_point);
   p->multiplier = calloc(cols, sizeof *p->multiplier);
-  if (!p->w || !p->bias || !p->column_sum || !p->w_zero_point || !p->multiplier) {
+  p->float_relu = d->y_dtype == WQ_DT_FLOAT && d->float_relu;
+  if (d->y_dtype == WQ_DT_FLOAT)
+    p->float_bias = calloc(cols, sizeof *p->float_bias);
+  if (!p->w || !p->bias || !p->column_sum || !p->w_zero_point || !p->multiplier ||
+      (d->y_dtype == WQ_DT_FLOAT && !p->float_bias)) {
     wq_qgemm_packed_free(p);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node,
                    "qgemm: cannot allocate packed weights (%lld bytes)", (long long)w_bytes);
@@ -95,6 +103,8 @@ wq_status wq_qgemm_packed_alloc(wq_qgemm_packed *p, const wq_qgemm_desc *d, int6
       p->has_w_zero_point = true;
     p->bias[j] = d->bias ? d->bias[j] : 0;
     p->multiplier[j] = d->multiplier[d->multiplier_count == 1 ? 0 : j];
+    if (p->float_bias) /* -0 when absent: x + -0 == x for every x, -0 included */
+      p->float_bias[j] = d->float_bias ? d->float_bias[j] : -0.0f;
     uint32_t sum = 0;
     for (int64_t k = 0; k < d->k; k++)
       sum += (uint32_t)wq_qgemm_stored_weight(d, k, j);

@@ -9,6 +9,13 @@
  * where y_min/y_max are the output dtype's range intersected with a fused
  * activation clamp (Relu/Clip folded into the requantization).
  *
+ * Float output (y_dtype WQ_DT_FLOAT, the rescale of dynamically quantized
+ * models: ConvInteger/MatMulInteger -> Cast -> Mul -> Add -> Relu fused):
+ *   t = (float)acc * multiplier[j];  Y[i][j] = t + float_bias[j];
+ *   then, with float_relu, Y < 0 ? 0 : Y
+ * — each step rounded to float32 as the op-by-op graph rounds it, so the
+ * result is bit-identical to Cast, Mul, Add, Relu run one after another.
+ *
  * Weights are packed once (wq_qgemm_pack, at plan time) and stay int8 in
  * memory: uint8 weights are stored as W' = W - 128 with zero point
  * w_zp - 128, which leaves every (W - w_zp) unchanged. The SIMD kernels
@@ -48,9 +55,12 @@ typedef struct {
   const float *multiplier; /* 1 or n values: a_scale * w_scale[j] / y_scale */
   int64_t multiplier_count;
 
-  wq_dtype y_dtype; /* WQ_DT_INT8 or WQ_DT_UINT8 */
+  wq_dtype y_dtype; /* WQ_DT_INT8, WQ_DT_UINT8 or WQ_DT_FLOAT */
   int32_t y_zero_point;
-  int32_t y_min, y_max; /* within the dtype's range, y_min <= y_max */
+  int32_t y_min, y_max; /* within the dtype's range, y_min <= y_max (8-bit y) */
+
+  const float *float_bias; /* float y: n values added after the scale, or NULL */
+  bool float_relu;         /* float y: Relu after the bias */
 } wq_qgemm_desc;
 
 /* Packed weights plus per-column requantization data. Layout of `w` depends
@@ -70,6 +80,8 @@ typedef struct {
   bool has_w_zero_point; /* some w_zero_point != 0: row sums of A needed */
   wq_dtype y_dtype;
   int32_t y_zero_point, y_min, y_max;
+  float *float_bias; /* owned, n_padded (float y only, else NULL) */
+  bool float_relu;
 } wq_qgemm_packed;
 
 /* Validates d (dtypes, sizes, ranges; `node` names the caller in errors) and
@@ -79,7 +91,7 @@ wq_status wq_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *
                         wq_error *err);
 
 /* Y[i][j] for i < m: A row i at a + i * lda (elements of p->a_dtype), Y row
- * i at y + i * ldy (elements of p->y_dtype). Uses a batch-1 GEMV kernel when
+ * i at y + i * ldy (elements of p->y_dtype, 4 bytes for float). Uses a batch-1 GEMV kernel when
  * m == 1. Fails only when scratch cannot be allocated. */
 wq_status wq_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
                        int64_t ldy, wq_error *err);

@@ -65,8 +65,10 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_gemm(c, i, done, err);
   if (lower_is_op(n, "QLinearConv") || lower_is_op(n, "QLinearMatMul"))
     return lower_qlinear(c, i, done, err);
-  if (lower_is_op(n, "ConvInteger") || lower_is_op(n, "MatMulInteger"))
-    return lower_integer(c, i, done, err);
+  if (lower_is_op(n, "ConvInteger") || lower_is_op(n, "MatMulInteger")) {
+    WQ_TRY(lower_integer(c, i, done, err));
+    return *done ? lower_float_rescale(c, i, err) : WQ_OK;
+  }
   if (lower_is_op(n, "Add") || lower_is_op(n, "Mul"))
     return lower_binary(c, i, done, err);
   if (lower_is_op(n, "AveragePool") || lower_is_op(n, "GlobalAveragePool"))

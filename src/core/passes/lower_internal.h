@@ -148,6 +148,11 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err);
+
+/* lower_rescale.c: node i, just lowered to QConv/QGemm with int32 output,
+ * absorbs a following Cast -> Mul(scale) [-> Add(bias)] [-> Relu] into a
+ * QConvToFloat/QGemmToFloat when the chain allows (else stays as it is). */
+wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err);
 wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);

@@ -50,6 +50,11 @@ void wq_ref_qconv_run(const wq_qconv_plan *p, const void *x, void *y) {
             }
           }
           int32_t acc = (int32_t)(uint32_t)(uint64_t)sum;
+          if (p->y_dtype == WQ_DT_FLOAT) {
+            ((float *)y)[out_pixel * M + m] = wq_ref_float_stage(
+                acc, p->weights.multiplier[m], p->weights.float_bias[m], p->float_relu);
+            continue;
+          }
           int32_t q = wq_ref_requantize_value(acc, p->weights.multiplier[m], p->y_zero_point,
                                               p->y_min, p->y_max);
           wq_ref_q8_store(y, p->y_dtype, out_pixel * M + m, q);

@@ -21,6 +21,11 @@ void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_
         sum += (int64_t)(wq_ref_q8_load(a, p->a_dtype, i * lda + kk) - p->a_zero_point) *
                (wj[kk] - p->w_zero_point[j]);
       int32_t acc = (int32_t)(uint32_t)(uint64_t)sum;
+      if (p->y_dtype == WQ_DT_FLOAT) {
+        ((float *)y)[i * ldy + j] =
+            wq_ref_float_stage(acc, p->multiplier[j], p->float_bias[j], p->float_relu);
+        continue;
+      }
       int32_t q =
           wq_ref_requantize_value(acc, p->multiplier[j], p->y_zero_point, p->y_min, p->y_max);
       wq_ref_q8_store(y, p->y_dtype, i * ldy + j, q);

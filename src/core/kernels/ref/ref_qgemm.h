@@ -15,6 +15,14 @@ wq_status wq_ref_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const ch
 void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
                       int64_t ldy);
 
+/* The float output stage (qgemm.h): Cast, Mul, Add, Relu, each
+ * rounded to float32 on its own (separate statements: no contraction). */
+static inline float wq_ref_float_stage(int32_t acc, float multiplier, float bias, bool relu) {
+  float v = (float)acc * multiplier;
+  v = v + bias;
+  return relu && v < 0.0f ? 0.0f : v;
+}
+
 /* Element i of an int8 or uint8 buffer. */
 static inline int32_t wq_ref_q8_load(const void *data, wq_dtype dtype, int64_t i) {
   return dtype == WQ_DT_UINT8 ? (int32_t)((const uint8_t *)data)[i]

@@ -51,6 +51,8 @@ static wq_status pack_group_gemm(wq_qconv_plan *p, const wq_qconv_desc *d, int64
       .y_zero_point = d->y_zero_point,
       .y_min = d->y_min,
       .y_max = d->y_max,
+      .float_bias = p->weights.float_bias ? p->weights.float_bias + g * mg : NULL,
+      .float_relu = d->float_relu,
   };
   wq_status st = wq_qgemm_desc_check(&gd, node, err);
   if (st == WQ_OK)
@@ -469,10 +471,12 @@ static void im2col_share(void *ctx, int64_t r0, int64_t r1) {
   }
   wq_error err;
   wq_error_clear(&err);
+  const int64_t y_size = p->y_dtype == WQ_DT_FLOAT ? 4 : 1;
   for (int64_t g = 0; g < p->group; g++) {
     im2col_ctx c = {p, &p->gemms[g], job->x, g * cg, border, offsets};
     if (wq_simd_qgemm_run_rows(&p->gemms[g], r0, r1, fill_im2col_panel, &c,
-                               (uint8_t *)job->y + g * mg, p->out_channels, &err) != WQ_OK) {
+                               (uint8_t *)job->y + g * mg * y_size, p->out_channels,
+                               &err) != WQ_OK) {
       atomic_store(&job->status, (int)err.code);
       break;
     }

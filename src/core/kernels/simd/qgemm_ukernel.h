@@ -171,6 +171,7 @@ static inline v128_t wq_simd_narrow16(const wq_simd_requant *q, v128_t a, v128_t
  * folded in, the multipliers and, when needed, the weight zero points. */
 typedef struct {
   v128_t bias[2], multiplier[2], w_zero_point[2];
+  v128_t float_bias[2]; /* float output only */
 } wq_simd_tile_params;
 
 static inline wq_simd_tile_params wq_simd_tile_params_load(const wq_simd_requant *q,
@@ -182,8 +183,53 @@ static inline wq_simd_tile_params wq_simd_tile_params_load(const wq_simd_requant
     t.bias[h] = wasm_i32x4_sub(bias, wasm_i32x4_mul(q->a_zero_point, sums));
     t.multiplier[h] = wasm_v128_load(p->multiplier + j0 + 4 * h);
     t.w_zero_point[h] = wasm_v128_load(p->w_zero_point + j0 + 4 * h);
+    t.float_bias[h] = p->float_bias ? wasm_v128_load(p->float_bias + j0 + 4 * h) : t.bias[h];
   }
   return t;
+}
+
+/* Float output of four exact accumulators (qgemm.h): Cast, Mul, Add and
+ * Relu as separate float32 roundings, like the op-by-op graph. pmax(v, 0)
+ * is v < 0 ? 0 : v, the reference's Relu (NaN and -0 kept). */
+static inline v128_t wq_simd_float_output4(v128_t acc, v128_t multiplier, v128_t float_bias,
+                                           int relu) {
+  v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), multiplier), float_bias);
+  return relu ? wasm_f32x4_pmax(v, wasm_f32x4_splat(0.0f)) : v;
+}
+
+/* Exact accumulator of one 4-column half: bias (with the a_zp correction)
+ * and, when the weights have zero points, the row-sum correction. */
+static inline v128_t wq_simd_corrected(const wq_simd_tile_params *t, int h, int has_w_zero_point,
+                                       int32_t row_sum, v128_t acc) {
+  v128_t a = wasm_i32x4_add(acc, t->bias[h]);
+  if (has_w_zero_point)
+    a = wasm_i32x4_sub(a, wasm_i32x4_mul(t->w_zero_point[h], wasm_i32x4_splat(row_sum)));
+  return a;
+}
+
+/* Float counterpart of wq_simd_tile_store: y is float, ldy in elements. */
+static inline void wq_simd_tile_store_float(const wq_simd_tile_params *t, int has_w_zero_point,
+                                            int relu, v128_t row_sums, v128_t acc[8], float *y,
+                                            int64_t ldy, int64_t mr, int64_t nr) {
+  int32_t sums[4] = {0, 0, 0, 0};
+  if (has_w_zero_point)
+    wasm_v128_store(sums, row_sums);
+  for (int64_t r = 0; r < mr; r++) {
+    v128_t out[2];
+    for (int h = 0; h < 2; h++)
+      out[h] =
+          wq_simd_float_output4(wq_simd_corrected(t, h, has_w_zero_point, sums[r], acc[2 * r + h]),
+                                t->multiplier[h], t->float_bias[h], relu);
+    if (nr == 8) {
+      wasm_v128_store(y + r * ldy, out[0]);
+      wasm_v128_store(y + r * ldy + 4, out[1]);
+    } else {
+      float tmp[8];
+      wasm_v128_store(tmp, out[0]);
+      wasm_v128_store(tmp + 4, out[1]);
+      memcpy(y + r * ldy, tmp, sizeof(float) * (size_t)nr);
+    }
+  }
 }
 
 /* Finishes a 4x8 tile: corrections, requantization, store of rows < mr and

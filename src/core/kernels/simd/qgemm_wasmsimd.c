@@ -23,9 +23,15 @@ wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const c
 
 /* One output row of 8 columns (acc0: columns 0-3, acc1: 4-7) of tile
  * parameters t, stored as nr <= 8 bytes. */
-static inline void store_row8(const wq_simd_requant *q, const wq_simd_tile_params *t,
-                              int has_w_zero_point, int32_t row_sum, v128_t acc0, v128_t acc1,
-                              uint8_t *y, int64_t nr) {
+static inline void store_row8(const wq_qgemm_packed *p, const wq_simd_requant *q,
+                              const wq_simd_tile_params *t, int has_w_zero_point, int32_t row_sum,
+                              v128_t acc0, v128_t acc1, uint8_t *y, int64_t nr) {
+  if (p->y_dtype == WQ_DT_FLOAT) {
+    v128_t row_sums = wasm_i32x4_splat(row_sum), acc[8] = {acc0, acc1};
+    wq_simd_tile_store_float(t, has_w_zero_point, p->float_relu, row_sums, acc, (float *)y, 0, 1,
+                             nr);
+    return;
+  }
   v128_t a0 = wasm_i32x4_add(acc0, t->bias[0]), a1 = wasm_i32x4_add(acc1, t->bias[1]);
   if (has_w_zero_point) {
     v128_t rs = wasm_i32x4_splat(row_sum);
@@ -50,6 +56,7 @@ static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y) {
   const wq_simd_requant q = wq_simd_requant_init(p);
   const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
   const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
+  const int64_t y_size = p->y_dtype == WQ_DT_FLOAT ? 4 : 1;
   int32_t row_sum = 0;
   if (p->has_w_zero_point) {
     uint32_t s = 0;
@@ -80,7 +87,8 @@ static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y) {
       int64_t j0 = (t + i) * WQ_QGEMM_NR;
       int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
       wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
-      store_row8(&q, &tp, p->has_w_zero_point, row_sum, acc[2 * i], acc[2 * i + 1], y + j0, nr);
+      store_row8(p, &q, &tp, p->has_w_zero_point, row_sum, acc[2 * i], acc[2 * i + 1],
+                 y + j0 * y_size, nr);
     }
   }
   for (; t < tiles; t++) {
@@ -95,7 +103,7 @@ static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y) {
     int64_t j0 = t * WQ_QGEMM_NR;
     int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
     wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
-    store_row8(&q, &tp, p->has_w_zero_point, row_sum, c0, c1, y + j0, nr);
+    store_row8(p, &q, &tp, p->has_w_zero_point, row_sum, c0, c1, y + j0 * y_size, nr);
   }
 }
 
@@ -220,8 +228,12 @@ wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t m
         int64_t mr = m - i0 < WQ_QGEMM_MR ? m - i0 : WQ_QGEMM_MR;
         v128_t acc[8];
         wq_simd_ukernel_4x8(kpairs, panels + pi * panel_elems, p->w + t * tile_bytes, acc);
-        wq_simd_tile_store(&q, &tp, p->has_w_zero_point, row_sums[pi], acc, y8 + i0 * ldy + j0, ldy,
-                           mr, nr);
+        if (p->y_dtype == WQ_DT_FLOAT)
+          wq_simd_tile_store_float(&tp, p->has_w_zero_point, p->float_relu, row_sums[pi], acc,
+                                   (float *)y + i0 * ldy + j0, ldy, mr, nr);
+        else
+          wq_simd_tile_store(&q, &tp, p->has_w_zero_point, row_sums[pi], acc, y8 + i0 * ldy + j0,
+                             ldy, mr, nr);
       }
     }
   }

@@ -1,0 +1,326 @@
+/* QConvToFloat and QGemmToFloat (domain "wasmq"): the integer conv / matrix
+ * product of dynamically quantized models with their float rescale fused
+ * into the kernel's output stage. They replace ConvInteger / MatMulInteger
+ * -> Cast(float) -> Mul(scale) [-> Add(bias)] [-> Relu] (lower_rescale.c):
+ *   y = relu?((float)acc * scale[m] + bias[m])
+ * rounded step by step like that chain (kernels/qgemm.h), so the result is
+ * bit-identical to running it op by op.
+ *
+ * Inputs: x (int8/uint8; its zero point from the tensor's qparams), w
+ * (constant int8/uint8, zero points from its qparams: per tensor or per
+ * output channel), scale (constant float, 1 or M values), bias (optional
+ * constant float [M]). Attribute relu (0/1). QConvToFloat: x [N, C, (H,) W]
+ * NCHW, w [M, C/group, (kH,) kW], Conv's window attributes and group,
+ * output [N, M, (OH,) OW] float; it runs the NHWC kernels of
+ * kernels/qconv.h on a channels-last copy of x. QGemmToFloat: x [..., K], w
+ * [N, K] (the canonical QGemm weight), output [..., N] float. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/qconv.h"
+#include "../kernels/qgemm.h"
+#include "int8_common.h"
+
+typedef struct {
+  bool conv;
+  wq_window_attrs win;
+  int64_t group;
+  bool relu;
+  /* Filled by the plan hook. */
+  bool planned;
+  int64_t x_dims[WQ_MAX_RANK];
+  int x_rank;
+  wq_qconv_plan conv_plan; /* conv */
+  wq_qgemm_packed gemm;    /* gemm */
+  int64_t N, K;
+} to_float_state;
+
+static void to_float_free(void *p) {
+  to_float_state *s = p;
+  if (!s)
+    return;
+  wq_qconv_plan_free(&s->conv_plan);
+  wq_qgemm_packed_free(&s->gemm);
+  free(s);
+}
+
+static wq_status to_float_prepare(wq_node *node, bool conv, wq_error *err) {
+  to_float_state *s = calloc(1, sizeof *s);
+  if (!s)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+  int64_t relu = 0;
+  s->conv = conv;
+  s->group = 1;
+  wq_status st = wq_attr_int(node, "relu", 0, &relu, err);
+  if (st == WQ_OK && relu != 0 && relu != 1)
+    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: relu is %lld (must be 0 or 1)",
+                 node->op_type, (long long)relu);
+  if (st == WQ_OK && conv)
+    st = wq_window_attrs_parse(node, &s->win, err);
+  if (st == WQ_OK && conv)
+    st = wq_attr_int(node, "group", 1, &s->group, err);
+  if (st == WQ_OK && s->group < 1)
+    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: group %lld must be >= 1",
+                 node->op_type, (long long)s->group);
+  if (st != WQ_OK) {
+    free(s);
+    return st;
+  }
+  s->relu = relu == 1;
+  node->op_state = s;
+  return WQ_OK;
+}
+
+static wq_status qconv_to_float_prepare(wq_node *node, wq_error *err) {
+  return to_float_prepare(node, true, err);
+}
+
+static wq_status qgemm_to_float_prepare(wq_node *node, wq_error *err) {
+  return to_float_prepare(node, false, err);
+}
+
+/* Output shape (and, for convs, the geometry) from x and w. */
+static wq_status to_float_shape(const wq_node *node, const wq_value *x, const wq_value *w,
+                                wq_value *out, wq_conv_geometry *geo, wq_error *err) {
+  const to_float_state *s = node->op_state;
+  out->dtype = WQ_DT_FLOAT;
+  if (x->rank < 0 || w->rank < 0) {
+    out->rank = -1;
+    return WQ_OK;
+  }
+  if (!s->conv) {
+    if (w->rank != 2 || x->rank < 1 ||
+        (x->dims[x->rank - 1] >= 0 && w->dims[1] >= 0 && x->dims[x->rank - 1] != w->dims[1]))
+      return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                     "QGemmToFloat: x must be [..., K] and w [N, K] with the same K");
+    *out = *x;
+    out->dtype = WQ_DT_FLOAT;
+    out->dims[x->rank - 1] = w->dims[0];
+    return WQ_OK;
+  }
+  if (x->rank < 3 || x->rank > 4 || w->rank != x->rank)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConvToFloat: x must be [N, C, (H,) W] and w [M, C/group, (kH,) kW] (ranks "
+                   "%d and %d)",
+                   x->rank, w->rank);
+  const int64_t C = x->dims[1], M = w->dims[0], Cg = w->dims[1];
+  if ((C >= 0 && Cg >= 0 && C != Cg * s->group) || (M >= 0 && M % s->group != 0))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConvToFloat: channels %lld -> %lld do not split into %lld groups of %lld",
+                   (long long)C, (long long)M, (long long)s->group, (long long)Cg);
+  WQ_TRY(wq_window_geometry(node, &s->win, x->rank - 2, &x->dims[2], &w->dims[2], false, true, geo,
+                            err));
+  out->rank = x->rank;
+  out->dims[0] = x->dims[0];
+  out->dims[1] = M;
+  for (int i = 0; i < geo->n_spatial; i++)
+    out->dims[2 + i] = geo->out[i];
+  return WQ_OK;
+}
+
+static wq_status to_float_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                                wq_error *err) {
+  WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
+  WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
+  for (int k = 2; k < node->n_inputs; k++)
+    if (wq_value_present(&in[k]) && in[k].dtype != WQ_DT_FLOAT)
+      return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: %s must be float (has %s)", node->op_type,
+                     k == 2 ? "scale" : "bias", wq_dtype_name(in[k].dtype));
+  wq_conv_geometry geo;
+  WQ_TRY(to_float_shape(node, &in[0], &in[1], &out[0], &geo, err));
+  if (wq_value_shape_known(&out[0]))
+    WQ_TRY(wq_shape_check(out[0].dims, out[0].rank, node->name, node->op_type, err));
+  return WQ_OK;
+}
+
+/* The constant float input k as M per-channel values (1 value broadcast),
+ * into a new array; NULL in *out when the input is omitted. */
+static wq_status channel_floats(const wq_node *node, const wq_graph *g, int k, int64_t M,
+                                float **out, wq_error *err) {
+  *out = NULL;
+  if (node->n_inputs <= k || node->inputs[k] < 0)
+    return WQ_OK;
+  const wq_tensor *t;
+  WQ_TRY(wq_int8_constant_input(node, g, k, k == 2 ? "scale" : "bias", &t, err));
+  wq_value v = wq_tensor_value(t);
+  int64_t count = wq_value_numel(&v);
+  if (t->dtype != WQ_DT_FLOAT || (count != 1 && count != M))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: %s must be float with 1 or %lld values",
+                   node->op_type, k == 2 ? "scale" : "bias", (long long)M);
+  *out = malloc(sizeof(float) * (size_t)(M > 0 ? M : 1));
+  if (!*out)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+  for (int64_t m = 0; m < M; m++)
+    (*out)[m] = ((const float *)t->data)[count == 1 ? 0 : m];
+  return WQ_OK;
+}
+
+static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  to_float_state *s = node->op_state;
+  const wq_tensor *w;
+  WQ_TRY(wq_int8_constant_input(node, g, 1, "w", &w, err));
+  wq_value wv = wq_tensor_value(w);
+  wq_value xv = wq_tensor_value(&g->tensors[node->inputs[0]]);
+  WQ_TRY(wq_int8_expect_8bit(node, "w", wv.dtype, err));
+  if (!wq_value_shape_known(&xv) || !wq_value_shape_known(&wv))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: x and w shapes must be static",
+                   node->op_type);
+  wq_value out;
+  wq_conv_geometry geo;
+  memset(&geo, 0, sizeof geo);
+  WQ_TRY(to_float_shape(node, &xv, &wv, &out, &geo, err));
+  const wq_qparams *qx, *qw;
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qw, err));
+  float sx;
+  int32_t zx;
+  WQ_TRY(wq_int8_per_tensor(node, qx, "x", &sx, &zx, err));
+  if (!wq_qparams_is_per_tensor(qw) && wq_qparams_channel_axis(qw) != 0)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "%s: w must be quantized per tensor or per output channel", node->op_type);
+  const int64_t M = wv.dims[0], per_m = wq_value_numel(&wv) / (M > 0 ? M : 1);
+  float *scale = NULL, *bias = NULL;
+  int32_t *wzp = malloc(sizeof(int32_t) * (size_t)(M > 0 ? M : 1));
+  wq_status st =
+      wzp ? WQ_OK
+          : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+  if (st == WQ_OK)
+    st = channel_floats(node, g, 2, M, &scale, err);
+  if (st == WQ_OK && !scale)
+    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: scale is required", node->op_type);
+  if (st == WQ_OK)
+    st = channel_floats(node, g, 3, M, &bias, err);
+  if (st == WQ_OK) {
+    for (int64_t m = 0; m < M; m++)
+      wzp[m] = qw->zero_point[wq_qparams_index_of(qw, m * per_m)];
+    wq_qconv_plan_free(&s->conv_plan);
+    wq_qgemm_packed_free(&s->gemm);
+    s->planned = false;
+  }
+  if (st == WQ_OK && s->conv) {
+    wq_qconv_desc d = {.batch = xv.dims[0],
+                       .in_channels = xv.dims[1],
+                       .out_channels = M,
+                       .group = s->group,
+                       .geo = geo,
+                       .x_dtype = qx->dtype,
+                       .x_zero_point = zx,
+                       .w_dtype = wv.dtype,
+                       .w = wv.data,
+                       .w_zero_point = wzp,
+                       .w_zero_point_count = M,
+                       .multiplier = scale,
+                       .multiplier_count = M,
+                       .y_dtype = WQ_DT_FLOAT,
+                       .float_bias = bias,
+                       .float_relu = s->relu};
+    st = wq_qconv_plan_init(&s->conv_plan, &d, node->name, err);
+  } else if (st == WQ_OK) {
+    s->N = M;
+    s->K = wv.dims[1];
+    wq_qgemm_desc d = {.n = M,
+                       .k = s->K,
+                       .a_dtype = qx->dtype,
+                       .a_zero_point = zx,
+                       .w_dtype = wv.dtype,
+                       .w = wv.data,
+                       .w_k_stride = 1,
+                       .w_n_stride = s->K,
+                       .w_zero_point = wzp,
+                       .w_zero_point_count = M,
+                       .multiplier = scale,
+                       .multiplier_count = M,
+                       .y_dtype = WQ_DT_FLOAT,
+                       .float_bias = bias,
+                       .float_relu = s->relu};
+    st = wq_qgemm_pack(&s->gemm, &d, node->name, err);
+  }
+  free(wzp);
+  free(scale);
+  free(bias);
+  WQ_TRY(st);
+  s->x_rank = xv.rank;
+  memcpy(s->x_dims, xv.dims, sizeof s->x_dims);
+  s->planned = true;
+  return WQ_OK;
+}
+
+/* NCHW <-> NHWC of `images` images of `channels` x `pixels` elements of
+ * `size` bytes (to_nhwc: [C][P] -> [P][C], else back). */
+static void transpose_channels(const void *src, void *dst, int64_t images, int64_t channels,
+                               int64_t pixels, size_t size, bool to_nhwc) {
+  const uint8_t *s = src;
+  uint8_t *d = dst;
+  const int64_t image = channels * pixels;
+  for (int64_t n = 0; n < images; n++)
+    for (int64_t c = 0; c < channels; c++)
+      for (int64_t p = 0; p < pixels; p++) {
+        const int64_t nchw = n * image + c * pixels + p, nhwc = n * image + p * channels + c;
+        memcpy(d + (size_t)(to_nhwc ? nhwc : nchw) * size,
+               s + (size_t)(to_nhwc ? nchw : nhwc) * size, size);
+      }
+}
+
+static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value *out,
+                              wq_error *err) {
+  const to_float_state *s = node->op_state;
+  if (!s->planned)
+    return wq_int8_not_planned(node, err);
+  if (in[0].rank != s->x_rank ||
+      memcmp(in[0].dims, s->x_dims, sizeof(int64_t) * (size_t)in[0].rank))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: x shape differs from the planned one",
+                   node->op_type);
+  wq_status st;
+  if (!s->conv) {
+    st = wq_qgemm_run(&s->gemm, wq_value_numel(&in[0]) / s->K, in[0].data, s->K, out[0].data, s->N,
+                      err);
+  } else {
+    const wq_qconv_plan *p = &s->conv_plan;
+    const int64_t in_pixels = p->in_h * p->in_w, out_pixels = p->out_h * p->out_w;
+    const int64_t x_bytes = p->batch * p->in_channels * in_pixels;
+    const int64_t y_floats = p->batch * p->out_channels * out_pixels;
+    uint8_t *x_nhwc = malloc((size_t)(x_bytes > 0 ? x_bytes : 1) + 16);
+    float *y_nhwc = malloc(sizeof(float) * (size_t)(y_floats > 0 ? y_floats : 1));
+    if (!x_nhwc || !y_nhwc) {
+      free(x_nhwc);
+      free(y_nhwc);
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+    }
+    transpose_channels(in[0].data, x_nhwc, p->batch, p->in_channels, in_pixels, 1, true);
+    st = wq_qconv_run(p, x_nhwc, y_nhwc, err);
+    if (st == WQ_OK)
+      transpose_channels(y_nhwc, out[0].data, p->batch, p->out_channels, out_pixels, sizeof(float),
+                         false);
+    free(x_nhwc);
+    free(y_nhwc);
+  }
+  if (st != WQ_OK)
+    wq_error_set_node(err, node->name);
+  return st;
+}
+
+const wq_op wq_op_int8_conv_to_float = {.op_type = "QConvToFloat",
+                                        .domain = WQ_INT8_DOMAIN,
+                                        .min_opset = 1,
+                                        .min_inputs = 3,
+                                        .max_inputs = 4,
+                                        .min_outputs = 1,
+                                        .max_outputs = 1,
+                                        .prepare = qconv_to_float_prepare,
+                                        .free_state = to_float_free,
+                                        .infer = to_float_infer,
+                                        .run = to_float_run,
+                                        .plan = to_float_plan};
+
+const wq_op wq_op_int8_gemm_to_float = {.op_type = "QGemmToFloat",
+                                        .domain = WQ_INT8_DOMAIN,
+                                        .min_opset = 1,
+                                        .min_inputs = 3,
+                                        .max_inputs = 4,
+                                        .min_outputs = 1,
+                                        .max_outputs = 1,
+                                        .prepare = qgemm_to_float_prepare,
+                                        .free_state = to_float_free,
+                                        .infer = to_float_infer,
+                                        .run = to_float_run,
+                                        .plan = to_float_plan};
