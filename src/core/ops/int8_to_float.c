@@ -245,20 +245,22 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) 
   return WQ_OK;
 }
 
-/* NCHW <-> NHWC of `images` images of `channels` x `pixels` elements of
- * `size` bytes (to_nhwc: [C][P] -> [P][C], else back). */
-static void transpose_channels(const void *src, void *dst, int64_t images, int64_t channels,
-                               int64_t pixels, size_t size, bool to_nhwc) {
-  const uint8_t *s = src;
-  uint8_t *d = dst;
-  const int64_t image = channels * pixels;
-  for (int64_t n = 0; n < images; n++)
+/* x NCHW [images][channels][pixels] bytes -> NHWC [images][pixels][channels]. */
+static void bytes_to_nhwc(const uint8_t *src, uint8_t *dst, int64_t images, int64_t channels,
+                          int64_t pixels) {
+  for (int64_t n = 0; n < images; n++, src += channels * pixels, dst += channels * pixels)
     for (int64_t c = 0; c < channels; c++)
-      for (int64_t p = 0; p < pixels; p++) {
-        const int64_t nchw = n * image + c * pixels + p, nhwc = n * image + p * channels + c;
-        memcpy(d + (size_t)(to_nhwc ? nhwc : nchw) * size,
-               s + (size_t)(to_nhwc ? nchw : nhwc) * size, size);
-      }
+      for (int64_t p = 0; p < pixels; p++)
+        dst[p * channels + c] = src[c * pixels + p];
+}
+
+/* y NHWC [images][pixels][channels] floats -> NCHW [images][channels][pixels]. */
+static void floats_to_nchw(const float *src, float *dst, int64_t images, int64_t channels,
+                           int64_t pixels) {
+  for (int64_t n = 0; n < images; n++, src += channels * pixels, dst += channels * pixels)
+    for (int64_t c = 0; c < channels; c++)
+      for (int64_t p = 0; p < pixels; p++)
+        dst[c * pixels + p] = src[p * channels + c];
 }
 
 static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value *out,
@@ -286,11 +288,10 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
       free(y_nhwc);
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
     }
-    transpose_channels(in[0].data, x_nhwc, p->batch, p->in_channels, in_pixels, 1, true);
+    bytes_to_nhwc(in[0].data, x_nhwc, p->batch, p->in_channels, in_pixels);
     st = wq_qconv_run(p, x_nhwc, y_nhwc, err);
     if (st == WQ_OK)
-      transpose_channels(y_nhwc, out[0].data, p->batch, p->out_channels, out_pixels, sizeof(float),
-                         false);
+      floats_to_nchw(y_nhwc, out[0].data, p->batch, p->out_channels, out_pixels);
     free(x_nhwc);
     free(y_nhwc);
   }
