@@ -209,6 +209,16 @@ static int64_t chunk_columns(int64_t rows, int64_t total) {
   return chunk < total ? chunk : total;
 }
 
+/* Conv column chunks: within the scratch budget and at most about an
+ * eighth of the output (whole 64-column blocks), so threads get balanced
+ * shares (super-resolution's 1->64 5x5 conv made 2 chunks of 41943 and 8233
+ * columns). Depends on the shape alone. */
+static int64_t conv_chunk_columns(int64_t rows, int64_t total) {
+  int64_t chunk = chunk_columns(rows, total);
+  int64_t eighth = ((total + 7) / 8 + 63) / 64 * 64;
+  return chunk > eighth ? eighth : chunk;
+}
+
 typedef struct {
   const wq_conv_geometry *g;
   int64_t in_channels, out_channels, cg, mg, kdim, in_size, out_size;
@@ -297,7 +307,7 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
                   .bias = bias,
                   .relu = relu,
                   .y = y,
-                  .chunk = chunk_columns(kdim, out_size)};
+                  .chunk = conv_chunk_columns(kdim, out_size)};
   atomic_init(&job.status, (int)WQ_OK);
   int64_t chunks_per_plane = (out_size + job.chunk - 1) / job.chunk;
   wq_parallel_for(batch * group * chunks_per_plane, 1, conv_chunks, &job);
