@@ -88,7 +88,7 @@ exported_functions=(
   _wqx_set_input _wqx_run
   _wqx_result_dtype _wqx_result_rank _wqx_result_dim _wqx_result_data _wqx_result_nbytes
   _wqx_describe _wqx_dtype_size _wqx_dtype_name
-  _wqx_case_check _wqx_case_report _wqx_describe_lowered
+  _wqx_case_check _wqx_case_report _wqx_describe_lowered _wqx_graph_json
   _wqx_arena_planned _wqx_arena_bytes _wqx_arena_lower_bound _wqx_arena_unshared_bytes
   _wqx_arena_tensor_count
   _wqx_profile _wqx_node_count _wqx_node_op _wqx_node_name _wqx_node_ms

@@ -23,6 +23,9 @@ import { load, checkCase, WasmqError } from './index.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
 import { numel } from './dtypes.mjs';
+import { toDrawable, nodeData, parseNodeData } from './graph/data.mjs';
+import { layoutDrawable, renderSvg } from './graph/render.mjs';
+import { renderReport } from './graph/report.mjs';
 
 // Same text as the native CLI's usage().
 const USAGE = `usage:
@@ -30,6 +33,12 @@ const USAGE = `usage:
   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
   wasmq check CASE_DIR      run one ONNX backend-test case folder
+  wasmq render MODEL -o graph.svg|report.html|graph.json
+                  [--overlay region|time|error] [--node-data FILE.json]
+                  [--emit-node-data FILE.json] [--repeats N] [--json]
+                  [--shape NAME=1x3x224x224]...
+                            draw the partition, layouts and qparams (no browser)
+  wasmq --version
   wasmq info MODEL --lowered   each node after int8 lowering: int8 op and
                                qparams, or why it stayed float
   run/info options: --no-lower (float Q/DQ op by op), --strict-int8`;
@@ -170,6 +179,109 @@ function parseRunArgs(args) {
 
 // --- commands ----------------------------------------------------------------
 
+/** Seeded random feeds for every input (symbolic dims must be bound at load). */
+function randomFeeds(model) {
+  const feeds = {};
+  for (const info of model.inputs) {
+    const symbolic = info.shape?.find((d) => typeof d !== 'number');
+    if (symbolic !== undefined || !info.shape) {
+      throw usageError(`input ${info.name} has a symbolic dim (${symbolic ?? '?'}): give --shape ${info.name}=...`);
+    }
+    const dims = info.shape.slice();
+    feeds[info.name] = { data: randomArray(info.dtype, numel(dims), 0), dims };
+  }
+  return feeds;
+}
+
+function parseRenderArgs(args) {
+  if (args.length < 1 || args[0].startsWith('-')) throw usageError('render: missing MODEL');
+  const o = { model: args[0], out: null, overlay: 'region', nodeDataFile: null, emitNodeData: null, repeats: 5, json: false, shapes: {}, loadOptions: {} };
+  for (let i = 1; i < args.length; i++) {
+    const option = args[i];
+    const value = args[i + 1];
+    if (applyLoweringOption(option, o.loadOptions)) continue;
+    if (option === '--json') {
+      o.json = true;
+      continue;
+    }
+    if (value === undefined) throw usageError(`unknown or incomplete option ${option}`);
+    i++;
+    if (option === '-o' || option === '--out') o.out = value;
+    else if (option === '--overlay') {
+      if (!['region', 'time', 'error'].includes(value)) throw usageError(`--overlay expects region, time or error, got ${value}`);
+      o.overlay = value;
+    } else if (option === '--node-data') o.nodeDataFile = value;
+    else if (option === '--emit-node-data') o.emitNodeData = value;
+    else if (option === '--repeats') {
+      if (!/^\d+$/.test(value) || Number(value) < 1) throw usageError(`--repeats expects an integer >= 1, got ${value}`);
+      o.repeats = Number(value);
+    } else if (option === '--shape') {
+      const [name, dims] = splitAssignment(option, value, 'NAME=D0xD1x...');
+      o.shapes[name] = parseDimsSpec(dims, option, value);
+    } else throw usageError(`unknown or incomplete option ${option}`);
+  }
+  if (!o.out && !o.json) throw usageError('render: give -o FILE (.svg, .html or .json) or --json');
+  return o;
+}
+
+/** `wasmq render`: the page's drawing, headless (same data and SVG code). */
+async function cmdRender(args) {
+  const o = parseRenderArgs(args);
+  const model = await loadModel(o.model, { inputShapes: o.shapes, ...o.loadOptions });
+  try {
+    let data = null;
+    if (o.nodeDataFile) {
+      try {
+        data = parseNodeData(await readFile(o.nodeDataFile, 'utf8'));
+      } catch (e) {
+        throw usageError(`${o.nodeDataFile}: ${e.message}`);
+      }
+    } else if (o.overlay === 'time') {
+      let results;
+      try {
+        results = await model.run(randomFeeds(model), { profile: true, repeats: o.repeats });
+      } catch (e) {
+        if (e instanceof CliError) throw e;
+        throw new CliError(describeError('run failed', e), 1);
+      }
+      data = nodeData(new Map(results.profile.map((n) => [n.name, n.ms])), { label: 'ms' });
+    } else if (o.overlay === 'error') {
+      throw usageError('--overlay error needs --node-data FILE.json (per-node error values, Model Explorer node-data format)');
+    }
+    const graph = model.graph();
+    if (o.emitNodeData) {
+      if (!data) throw usageError('--emit-node-data needs --overlay time or --node-data');
+      await writeFile(o.emitNodeData, `${JSON.stringify(data, null, 1)}\n`);
+    }
+    const title = path.basename(o.model);
+    if (o.json) process.stdout.write(`${JSON.stringify(graph, null, 1)}\n`);
+    if (o.out) {
+      const ext = path.extname(o.out).toLowerCase();
+      let text;
+      if (ext === '.json') text = `${JSON.stringify(graph, null, 1)}\n`;
+      else if (ext === '.html' || ext === '.htm') {
+        text = renderReport(graph, { overlay: o.overlay, nodeData: data, title: `wasmq: ${title}`, subtitle: `${o.model} · wasmq ${await packageVersion()}` });
+      } else if (ext === '.svg') {
+        const drawable = toDrawable(graph, { overlay: o.overlay, nodeData: data });
+        text = renderSvg(drawable, layoutDrawable(drawable), { title });
+      } else throw usageError(`render: -o must end in .svg, .html or .json, got ${o.out}`);
+      try {
+        await writeFile(o.out, text);
+      } catch (e) {
+        throw new CliError(`writing ${o.out}: ${e.message}`, 1);
+      }
+      if (!o.json) console.log(`${o.out}: ${graph.summary}`);
+    }
+  } finally {
+    model.dispose();
+  }
+}
+
+async function packageVersion() {
+  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8'));
+  return pkg.version;
+}
+
 async function cmdInfo(args) {
   const options = {};
   let lowered = false;
@@ -302,7 +414,12 @@ export async function main(argv) {
       console.log(USAGE);
       return 0;
     }
+    if (command === '--version' || command === '-v') {
+      console.log(await packageVersion());
+      return 0;
+    }
     if (command === 'info') await cmdInfo(args);
+    else if (command === 'render') await cmdRender(args);
     else if (command === 'run') await cmdRun(args);
     else if (command === 'check') await cmdCheck(args);
     else throw usageError(`unknown command ${command}`);

@@ -11,6 +11,7 @@
 // Layout (same in the repository and in the published package):
 //   src/js/index.mjs  ->  ../../wasm_build/out/wasmq.{mjs,wasm}
 
+import { buildGraphRecords } from './graph/records.mjs';
 import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
 
 const DEFAULT_GLUE_URL = new URL('../../wasm_build/out/wasmq.mjs', import.meta.url);
@@ -425,7 +426,8 @@ class Model {
    * may be omitted for inputs with a fully static shape). Resolves to
    * {name: {data, dims, dtype}} with data copied out of wasm memory.
    */
-  async run(feeds) {
+  async run(feeds, options = {}) {
+    if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
     this.#live();
     const staged = this.#validateFeeds(feeds);
     const core = this.#core;
@@ -449,6 +451,54 @@ class Model {
     const results = {};
     for (let i = 0; i < this.outputs.length; i++) results[this.outputs[i].name] = this.#copyResult(i);
     return results;
+  }
+
+  // Per-node times of `repeats` runs (median per node); the results of the
+  // last run carry them as a non-enumerable `profile` property.
+  async #runProfiled(feeds, repeats) {
+    if (!Number.isInteger(repeats) || repeats < 1) throw new WasmqError(`run: repeats must be an integer >= 1 (got ${repeats})`);
+    const samples = [];
+    let results;
+    try {
+      for (let r = 0; r < repeats; r++) {
+        this.profile(true);
+        results = await this.run(feeds);
+        samples.push(this.nodeTimes());
+      }
+    } finally {
+      if (!this.disposed) this.profile(false);
+    }
+    const median = (xs) => {
+      const s = xs.slice().sort((a, b) => a - b);
+      return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    };
+    const profile = samples[0].map((n, i) => ({
+      op: n.op,
+      name: n.name,
+      ms: median(samples.map((s) => s[i].ms)),
+      kernelMs: median(samples.map((s) => s[i].kernelMs)),
+    }));
+    Object.defineProperty(results, 'profile', { value: profile, enumerable: false });
+    return results;
+  }
+
+  /**
+   * The decision records (docs/graph-json.md): per node the backend, int8
+   * region, reason code and kernel; per tensor dtype, dims, layout, full
+   * qparams and lifetime; regions, layout transitions, the summary line.
+   */
+  graph() {
+    this.#live();
+    const core = this.#core;
+    const ptr = core._wqx_graph_json(this.#handle);
+    if (!ptr) throw new WasmqError('graph failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    let raw;
+    try {
+      raw = JSON.parse(core.UTF8ToString(ptr));
+    } finally {
+      core._wqx_free(ptr);
+    }
+    return buildGraphRecords(raw, { lowered: this.info.lowering !== false, memory: this.memory });
   }
 
   #copyResult(i) {
@@ -669,7 +719,12 @@ export async function load(source, options = {}) {
     handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapeEntries.length, namesPtr, ranksPtr, dimsPtr, flags);
     if (!handle) throw errorFromCtx(core, ctx);
     if (threaded && core._wqx_set_threads(ctx, handle, requestedThreads) !== 0) throw errorFromCtx(core, ctx);
-    const info = { build: threaded ? 'simd-threads' : 'simd', threads: threaded ? core._wqx_threads(handle) : 1, requestedThreads };
+    const info = {
+      build: threaded ? 'simd-threads' : 'simd',
+      threads: threaded ? core._wqx_threads(handle) : 1,
+      requestedThreads,
+      lowering: options.lowering !== false,
+    };
     if (fallback) info.fallback = fallback;
     return new Model(core, ctx, handle, info);
   } catch (e) {

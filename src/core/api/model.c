@@ -414,3 +414,5 @@ const char *wq_model_node_name(const wq_model *m, int i) {
 }
 
 char *wq_model_describe_lowered(const wq_model *m) { return wq_lower_describe(m->ir->graph); }
+
+char *wq_model_graph_json(const wq_model *m) { return wq_lower_graph_json(m->ir->graph); }

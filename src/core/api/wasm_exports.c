@@ -388,6 +388,10 @@ WQX_EXPORT char *wqx_describe_lowered(const wqx_model *model) {
   return model ? wq_model_describe_lowered(model->model) : NULL;
 }
 
+WQX_EXPORT char *wqx_graph_json(const wqx_model *model) {
+  return model ? wq_model_graph_json(model->model) : NULL;
+}
+
 WQX_EXPORT int32_t wqx_dtype_size(int32_t dtype) {
   return wq_dtype_supported(dtype) ? (int32_t)wq_dtype_size(dtype) : 0;
 }

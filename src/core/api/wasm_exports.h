@@ -99,6 +99,7 @@ char *wqx_describe(const wqx_model *model);
 /* wq_model_describe_lowered (one entry per node: int8 op or why it stayed
  * float); free with wqx_free. */
 char *wqx_describe_lowered(const wqx_model *model);
+char *wqx_graph_json(const wqx_model *model);
 
 /* --- tensors and conformance ------------------------------------------ */
 /* Bytes per element of a dtype (0 for unsupported), and its ONNX name. */

@@ -89,6 +89,9 @@ const char *wq_model_node_name(const wq_model *m, int i);
  * malloc'ed string the caller frees (NULL when out of memory). */
 char *wq_model_describe_lowered(const wq_model *m);
 
+/* The lowered graph as JSON (see wq_lower_graph_json); caller frees. */
+char *wq_model_graph_json(const wq_model *m);
+
 /* Human-readable summary (inputs, outputs, opsets, op histogram, parameter
  * count and bytes) as a malloc'ed string the caller frees. */
 char *wq_model_describe(const wq_model *m);

@@ -60,4 +60,10 @@ const char *wq_lower_why(const wq_node *node);
  * when out of memory. */
 char *wq_lower_describe(const wq_graph *g);
 
+/* The same facts as JSON (nodes with backend, role and why; tensors with
+ * dtype, dims and full qparams), read by the JS model.graph(), which adds
+ * regions, layouts and transitions (docs/graph-json.md). Malloc'ed; NULL
+ * when out of memory. */
+char *wq_lower_graph_json(const wq_graph *g);
+
 #endif

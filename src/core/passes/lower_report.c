@@ -112,3 +112,110 @@ char *wq_lower_describe(const wq_graph *g) {
   }
   return t.buf;
 }
+
+/* JSON string with the escapes RFC 8259 requires. */
+static void put_json_string(text *t, const char *s) {
+  put(t, "\"");
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\')
+      put(t, "\\%c", *p);
+    else if (*p < 0x20)
+      put(t, "\\u%04x", *p);
+    else
+      put(t, "%c", *p);
+  }
+  put(t, "\"");
+}
+
+static void put_int_list(text *t, const int *v, int n) {
+  put(t, "[");
+  for (int i = 0; i < n; i++)
+    put(t, "%s%d", i ? "," : "", v[i]);
+  put(t, "]");
+}
+
+static const char *tensor_kind(const wq_tensor *x) {
+  if (x->is_input)
+    return "input";
+  if (x->is_output)
+    return "output";
+  return x->is_constant ? "constant" : "intermediate";
+}
+
+char *wq_lower_graph_json(const wq_graph *g) {
+  text t = {0};
+  static const char *const backends[] = {"int8-simd", "int8-simd", "float"};
+  static const char *const roles[] = {"compute", "quantize", "compute"};
+  put(&t, "{\"schema\":0,\"nodes\":[");
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    node_kind kind = kind_of(g, n);
+    const char *role = roles[kind];
+    if (kind == KIND_BOUNDARY && strcmp(n->op_type, "DequantizeLinear") == 0)
+      role = "dequantize";
+    put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
+    put_json_string(&t, n->name);
+    put(&t, ",\"op\":");
+    put_json_string(&t, n->op_type);
+    put(&t, ",\"domain\":");
+    put_json_string(&t, n->domain);
+    put(&t, ",\"backend\":\"%s\",\"role\":\"%s\",\"why\":", backends[kind], role);
+    put_json_string(&t, wq_lower_why(n));
+    put(&t, ",\"inputs\":");
+    put_int_list(&t, n->inputs, n->n_inputs);
+    put(&t, ",\"outputs\":");
+    put_int_list(&t, n->outputs, n->n_outputs);
+    put(&t, "}");
+  }
+  put(&t, "],\"tensors\":[");
+  for (int i = 0; i < g->n_tensors; i++) {
+    const wq_tensor *x = &g->tensors[i];
+    put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
+    put_json_string(&t, x->name);
+    put(&t, ",\"kind\":\"%s\",\"dtype\":", tensor_kind(x));
+    put_json_string(&t, wq_dtype_name(x->dtype));
+    put(&t, ",\"dims\":");
+    if (x->rank < 0) {
+      put(&t, "null");
+    } else {
+      put(&t, "[");
+      for (int d = 0; d < x->rank; d++)
+        put(&t, "%s%lld", d ? "," : "", (long long)x->dims[d]);
+      put(&t, "]");
+    }
+    put(&t, ",\"qparams\":");
+    const wq_qparams *q = x->qparams;
+    if (!q || !q->scale || !q->zero_point) {
+      put(&t, "null");
+    } else {
+      int axis = -1;
+      for (int d = 0; d < q->rank; d++)
+        if (q->scale_dims[d] > 1)
+          axis = d;
+      put(&t, "{\"dtype\":");
+      put_json_string(&t, wq_dtype_name(q->dtype));
+      put(&t, ",\"granularity\":\"%s\",\"axis\":%d,\"scale\":[",
+          q->count == 1 ? "per-tensor"
+          : axis >= 0   ? "per-channel"
+                        : "blockwise",
+          axis);
+      for (int64_t k = 0; k < q->count; k++)
+        put(&t, "%s%.9g", k ? "," : "", (double)q->scale[k]);
+      put(&t, "],\"zero_point\":[");
+      for (int64_t k = 0; k < q->count; k++)
+        put(&t, "%s%d", k ? "," : "", (int)q->zero_point[k]);
+      put(&t, "]}");
+    }
+    put(&t, "}");
+  }
+  put(&t, "],\"inputs\":");
+  put_int_list(&t, g->inputs, g->n_inputs);
+  put(&t, ",\"outputs\":");
+  put_int_list(&t, g->outputs, g->n_outputs);
+  put(&t, "}\n");
+  if (t.failed) {
+    free(t.buf);
+    return NULL;
+  }
+  return t.buf;
+}

@@ -1,0 +1,212 @@
+// Graph records (docs/graph-json.md) -> a drawable model: boxes with labels
+// and colours, edges labelled with dtype/layout/qparams, transitions as their
+// own shape, overlays as heat colours. Pure data: the renderer (render.mjs)
+// and the page only draw what this returns. Also reads and writes Model
+// Explorer's node-data JSON ({results: {nodeId: {value}}, gradient|thresholds}).
+
+export const BACKEND_COLOURS = {
+  'int8-simd': '#2e8b57',
+  'int8-ref': '#8cbf5f',
+  float: '#4f74b3',
+  quantize: '#e0913a',
+  transition: '#8a5cc7',
+  io: '#6b7280',
+};
+
+export const LEGEND = [
+  { key: 'int8-simd', label: 'int8 (SIMD)' },
+  { key: 'int8-ref', label: 'int8 (reference)' },
+  { key: 'float', label: 'float' },
+  { key: 'quantize', label: 'quantize / dequantize' },
+  { key: 'transition', label: 'layout transition' },
+  { key: 'io', label: 'graph input / output' },
+];
+
+const REGION_PALETTE = ['#2e8b57', '#1f77b4', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22', '#ff7f0e', '#7f7f7f'];
+// Heat ramp (low -> high), used when node-data gives no gradient of its own.
+const HEAT = [
+  { stop: 0, bgColor: '#fff5d6' },
+  { stop: 0.5, bgColor: '#f59e0b' },
+  { stop: 1, bgColor: '#b91c1c' },
+];
+
+const fmtNum = (x) => (x === 0 ? '0' : Math.abs(x) >= 0.01 && Math.abs(x) < 1000 ? String(+x.toPrecision(3)) : x.toExponential(2));
+const fmtBytes = (b) => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KB` : `${b} B`);
+
+/** "int8 NHWC s=0.0235 zp=-3", "int8 per-channel[32]", "float32 NCHW 1x16x28x28". */
+export function tensorLabel(t) {
+  const parts = [t.dtype];
+  if (t.layout && t.layout.name !== 'plain') parts.push(t.layout.name);
+  const q = t.qparams;
+  if (q && q.scale.length === 1) parts.push(`s=${fmtNum(q.scale[0])} zp=${q.zero_point[0]}`);
+  else if (q) parts.push(`${q.granularity}[${q.scale.length}]`);
+  else if (t.dims?.length) parts.push(t.dims.map((d) => (d < 0 ? '?' : d)).join('x'));
+  return parts.join(' ');
+}
+
+export function colourKey(node) {
+  if (node.role === 'transition') return 'transition';
+  if (node.role === 'quantize' || node.role === 'dequantize') return 'quantize';
+  return BACKEND_COLOURS[node.backend] ? node.backend : 'float';
+}
+
+function heatColour(value, min, max, gradient = HEAT) {
+  const x = max > min ? (value - min) / (max - min) : 1;
+  let a = gradient[0];
+  let b = gradient[gradient.length - 1];
+  for (let i = 1; i < gradient.length; i++) {
+    if (x <= gradient[i].stop) {
+      a = gradient[i - 1];
+      b = gradient[i];
+      break;
+    }
+  }
+  const f = b.stop > a.stop ? Math.min(1, Math.max(0, (x - a.stop) / (b.stop - a.stop))) : 0;
+  const ch = (c, k) => parseInt(c.slice(1 + 2 * k, 3 + 2 * k), 16);
+  const mix = [0, 1, 2].map((k) => Math.round(ch(a.bgColor, k) + (ch(b.bgColor, k) - ch(a.bgColor, k)) * f));
+  return `#${mix.map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+}
+
+function thresholdColour(value, thresholds) {
+  for (const t of thresholds) if (value <= t.value) return t.bgColor;
+  return thresholds[thresholds.length - 1].bgColor;
+}
+
+/** Text colour readable on a fill. */
+function inkOn(fill) {
+  const ch = (k) => parseInt(fill.slice(1 + 2 * k, 3 + 2 * k), 16);
+  return 0.299 * ch(0) + 0.587 * ch(1) + 0.114 * ch(2) > 150 ? '#111827' : '#ffffff';
+}
+
+/**
+ * graph: records; options.overlay: 'region' (backend colours and region
+ * outlines) | 'time' | 'error'; options.nodeData: Model Explorer node-data
+ * JSON with the overlay's values by node name (see nodeData()).
+ */
+export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) {
+  const values = new Map(Object.entries(nodeData?.results ?? {}).map(([k, v]) => [k, v.value]));
+  const finite = [...values.values()].filter(Number.isFinite);
+  const min = finite.length ? Math.min(...finite) : 0;
+  const max = finite.length ? Math.max(...finite) : 0;
+  const nodes = [];
+  const edges = [];
+  for (const id of graph.inputs) {
+    const t = graph.tensors[id];
+    nodes.push(ioNode(`in:${id}`, t, 'input'));
+  }
+  for (const n of graph.nodes) {
+    const key = colourKey(n);
+    let fill = BACKEND_COLOURS[key];
+    let value;
+    if (overlay === 'region') {
+      if (n.region > 0 && key !== 'transition' && key !== 'quantize') fill = REGION_PALETTE[(n.region - 1) % REGION_PALETTE.length];
+    } else {
+      value = values.get(n.name);
+      if (value === undefined || !Number.isFinite(value)) fill = '#e5e7eb';
+      else if (nodeData?.thresholds) fill = thresholdColour(value, nodeData.thresholds);
+      else fill = heatColour(value, min, max, nodeData?.gradient ?? HEAT);
+    }
+    const transition = n.role === 'transition' ? graph.transitions.find((t) => t.node === n.id) : null;
+    const op = n.op;
+    const sub = transition
+      ? `${transition.from}→${transition.to} ${fmtBytes(transition.bytes)}`
+      : value !== undefined && overlay !== 'region'
+        ? `${overlay === 'time' ? 'ms' : nodeData?.label ?? 'err'} ${Number.isFinite(value) ? fmtNum(value) : '–'}`
+        : n.kernel || (n.role === 'compute' ? n.backend : n.role);
+    const label = op.length > 24 ? `${op.slice(0, 23)}…` : op;
+    nodes.push({
+      key: `n:${n.id}`,
+      kind: transition ? 'transition' : 'op',
+      id: n.id,
+      name: n.name,
+      label,
+      sub,
+      fill,
+      ink: inkOn(fill),
+      stroke: overlay === 'region' && n.region > 0 ? '#064e3b' : '#374151',
+      width: Math.max(120, 8 * Math.max(label.length, sub.length) + 24),
+      height: transition ? 40 : 44,
+      attrs: {
+        'data-node': n.name,
+        'data-node-id': String(n.id),
+        'data-op': n.op,
+        'data-backend': n.backend,
+        'data-region': String(n.region),
+        'data-reason': n.reason.code,
+        ...(transition ? { 'data-transition': `${transition.from}->${transition.to}`, 'data-bytes': String(transition.bytes) } : {}),
+        ...(value !== undefined ? { 'data-value': String(value) } : {}),
+      },
+    });
+    for (const tid of n.inputs) {
+      if (tid < 0) continue;
+      const t = graph.tensors[tid];
+      if (t.kind === 'constant') continue; // weights are in the side panel, not edges
+      const from = t.producer >= 0 ? `n:${t.producer}` : `in:${tid}`;
+      edges.push({ from, to: `n:${n.id}`, tensor: tid, label: tensorLabel(t) });
+    }
+  }
+  for (const id of graph.outputs) {
+    const t = graph.tensors[id];
+    nodes.push(ioNode(`out:${id}`, t, 'output'));
+    if (t.producer >= 0) edges.push({ from: `n:${t.producer}`, to: `out:${id}`, tensor: id, label: tensorLabel(t) });
+  }
+  // Edges from inputs that were never declared as a graph input (should not happen) are dropped.
+  const keys = new Set(nodes.map((n) => n.key));
+  return {
+    overlay,
+    summary: graph.summary,
+    nodes,
+    edges: edges.filter((e) => keys.has(e.from) && keys.has(e.to)),
+    range: overlay === 'region' ? null : { min, max, label: nodeData?.label ?? overlay },
+  };
+}
+
+function ioNode(key, t, role) {
+  const label = t.name.length > 24 ? `${t.name.slice(0, 23)}…` : t.name;
+  const sub = `${t.dtype} ${(t.dims ?? []).map((d) => (d < 0 ? '?' : d)).join('x')}`;
+  return {
+    key,
+    kind: 'io',
+    id: t.id,
+    name: t.name,
+    label,
+    sub,
+    fill: '#f3f4f6',
+    ink: '#111827',
+    stroke: BACKEND_COLOURS.io,
+    width: Math.max(110, 7.2 * Math.max(label.length, sub.length) + 24),
+    height: 40,
+    attrs: { [`data-graph-${role}`]: t.name },
+  };
+}
+
+/**
+ * Model Explorer node-data JSON for one overlay. values: Map or object
+ * {nodeName: number}. label names the quantity ("ms", "SNR dB"...).
+ */
+export function nodeData(values, { label = 'value', gradient = HEAT } = {}) {
+  const entries = values instanceof Map ? [...values] : Object.entries(values);
+  return { label, results: Object.fromEntries(entries.map(([k, v]) => [k, { value: v }])), gradient };
+}
+
+/** Accepts node-data JSON as Model Explorer writes it (results keyed by node id/name), checking its shape. */
+export function parseNodeData(json) {
+  const doc = typeof json === 'string' ? JSON.parse(json) : json;
+  // Model Explorer also wraps per-graph: {graphName: {results...}}.
+  const data = doc?.results ? doc : Object.values(doc ?? {}).find((v) => v?.results);
+  if (!data || typeof data.results !== 'object') throw new Error('node data: expected {results: {nodeId: {value}}}');
+  for (const [k, v] of Object.entries(data.results)) {
+    if (typeof v?.value !== 'number') throw new Error(`node data: results['${k}'].value must be a number`);
+  }
+  return data;
+}
+
+/** Memory lanes: one per intermediate with a lifetime, sorted by first step. */
+export function memoryLanes(graph) {
+  return graph.tensors
+    .filter((t) => t.arena)
+    .map((t) => ({ tensor: t.id, name: t.name, first: t.arena.first, last: t.arena.last, bytes: t.arena.size, offset: t.arena.offset }))
+    .sort((a, b) => a.first - b.first || b.bytes - a.bytes);
+}
+
+export { fmtBytes, fmtNum };
