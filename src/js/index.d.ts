@@ -45,7 +45,7 @@ export interface TensorInfo {
 export interface Feed {
   data: TensorData;
   /** May be omitted when the input's declared shape is fully static. */
-  dims?: number[];
+  dims?: readonly number[];
 }
 
 export interface Tensor<T extends TensorData = TensorData> {
@@ -76,6 +76,8 @@ export interface ModelInfo {
   /** Threads runs use (fewer than asked when the environment gives fewer workers). */
   readonly threads: number;
   readonly requestedThreads: number;
+  /** False when loaded with lowering: false (QDQ graphs run op by op in float). */
+  readonly lowering: boolean;
   /** Why the single-threaded build runs although more threads were asked for. */
   readonly fallback?: string;
 }
@@ -93,6 +95,95 @@ export interface ArenaMemory {
   readonly tensors: number;
 }
 
+export interface NodeTime {
+  op: string;
+  name: string;
+  ms: number;
+  kernelMs: number;
+}
+
+export interface RunOptions {
+  /** Time every node (results carry `profile`, the median over `repeats` runs). */
+  profile?: boolean;
+  /** Runs to take the per-node median over (default 1); only with profile. */
+  repeats?: number;
+}
+
+/** Outputs by name; with {profile: true} also a non-enumerable `profile`. */
+export type RunResults = Record<string, Tensor> & { readonly profile?: NodeTime[] };
+
+export type ReasonCode =
+  | 'INT8'
+  | 'BOUNDARY'
+  | 'TRANSITION'
+  | 'NOT_QUANTIZED'
+  | 'UNSUPPORTED_OP'
+  | 'UNSUPPORTED_ATTR'
+  | 'UNSUPPORTED_DTYPE'
+  | 'NO_QPARAMS'
+  | 'PER_CHANNEL_ACTIVATION'
+  | 'MODE_FP';
+
+export interface GraphLayout {
+  name: 'NCHW' | 'NHWC' | 'plain' | string;
+  order: number[];
+  packed_dim: number;
+  block: number;
+}
+
+export interface GraphQParams {
+  dtype: DType;
+  granularity: 'per-tensor' | 'per-channel' | 'per-group' | 'blockwise';
+  axis: number;
+  scale: number[];
+  zero_point: number[];
+}
+
+export interface GraphNode {
+  id: number;
+  name: string;
+  op: string;
+  domain: string;
+  source_ops: string[];
+  source_nodes: string[];
+  backend: 'int8-simd' | 'int8-ref' | 'float';
+  role: 'compute' | 'quantize' | 'dequantize' | 'transition' | 'data';
+  region: number;
+  reason: { code: ReasonCode; detail: string };
+  kernel: string;
+  inputs: number[];
+  outputs: number[];
+}
+
+export interface GraphTensor {
+  id: number;
+  name: string;
+  kind: 'input' | 'output' | 'constant' | 'intermediate';
+  dtype: string;
+  dims: number[];
+  layout: GraphLayout;
+  qparams: GraphQParams | null;
+  producer: number;
+  consumers: number[];
+  bytes: number;
+  /** Lifetime in execution steps; offset is null until the core exposes arena offsets. */
+  arena: { offset: number | null; size: number; first: number; last: number } | null;
+}
+
+export interface GraphRecords {
+  schema: 1;
+  mode: 'int' | 'int+fp' | 'fp';
+  summary: string;
+  inputs: number[];
+  outputs: number[];
+  nodes: GraphNode[];
+  tensors: GraphTensor[];
+  regions: Array<{ id: number; backend: string; nodes: number[]; transitions: number; transition_bytes: number }>;
+  transitions: Array<{ node: number; from: string; to: string; tensor_in: number; tensor_out: number; bytes: number; region: number; fused: boolean }>;
+  memory: { arena_bytes: number; lower_bound_bytes: number; planned: boolean };
+  passes: Array<{ name: string; ms: number; stats: Record<string, number> }>;
+}
+
 export interface Model {
   readonly inputs: ReadonlyArray<TensorInfo>;
   readonly outputs: ReadonlyArray<TensorInfo>;
@@ -104,7 +195,9 @@ export interface Model {
    * Runs the model. Names, dtypes and shapes are checked before the core is
    * called; symbolic dims must bind consistently across inputs.
    */
-  run(feeds: Record<string, Feed | TensorData>): Promise<Record<string, Tensor>>;
+  run(feeds: Record<string, Feed | TensorData>, options?: RunOptions): Promise<RunResults>;
+  /** The decision records of docs/graph-json.md: backends, regions, reasons, layouts, transitions, qparams, lifetimes. */
+  graph(): GraphRecords;
   /** The core's text summary: inputs, outputs, opsets, op histogram, parameters. */
   describe(): string;
   /** The lowered graph: per node, the int8 op it runs (with its tensors' qparams) or why it stayed float. */
@@ -150,7 +243,7 @@ export class WasmqError extends Error {
  * URLs in Node). The wasm core is instantiated on first use.
  */
 export function load(
-  source: Uint8Array | ArrayBuffer | ArrayBufferView | string | URL,
+  source: Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL,
   options?: LoadOptions,
 ): Promise<Model>;
 

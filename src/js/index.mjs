@@ -11,6 +11,7 @@
 // Layout (same in the repository and in the published package):
 //   src/js/index.mjs  ->  ../../wasm_build/out/wasmq.{mjs,wasm}
 
+import { IS_NODE, readLocalFile, cpuCount, workerClass } from '#platform';
 import { buildGraphRecords } from './graph/records.mjs';
 import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
 
@@ -19,7 +20,6 @@ const DEFAULT_WASM_URL = new URL('../../wasm_build/out/wasmq.wasm', import.meta.
 // The threaded variant (build.sh --threads): wasmq.mjs, wasmq.wasm, wasmq.worker.js.
 const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url);
 
-const IS_NODE = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
 /**
  * Error thrown for every failure. `code` is the C status name
@@ -66,40 +66,6 @@ export function threadsSupported() {
   return IS_NODE || globalThis.crossOriginIsolated === true;
 }
 
-// Node has no Web Worker: the threaded glue's pthread workers run as
-// worker_threads given the globals its worker script expects.
-const NODE_WORKER_BOOT = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { readFileSync } = require('node:fs');
-const { fileURLToPath } = require('node:url');
-globalThis.self = globalThis;
-globalThis.location = { href: workerData.url };
-globalThis.importScripts = () => { throw new Error('importScripts is not available in a wasmq worker'); };
-globalThis.postMessage = (message, transfer) => parentPort.postMessage(message, transfer);
-parentPort.on('message', (data) => globalThis.onmessage({ data }));
-(0, eval)(readFileSync(fileURLToPath(workerData.url), 'utf8'));
-`;
-
-async function nodeWorkerClass() {
-  const { Worker } = await import('node:worker_threads');
-  return class NodeWebWorker {
-    static created = [];
-    #worker;
-    constructor(url) {
-      this.#worker = new Worker(NODE_WORKER_BOOT, { eval: true, workerData: { url: String(url) } });
-      this.#worker.on('message', (data) => this.onmessage?.({ data }));
-      this.#worker.on('error', (e) => this.onerror?.(e));
-      NodeWebWorker.created.push(this.#worker);
-    }
-    postMessage(message, transfer) {
-      this.#worker.postMessage(message, transfer);
-    }
-    terminate() {
-      return this.#worker.terminate();
-    }
-  };
-}
-
 async function instantiateThreadedCore(poolSize) {
   const dir = new URL(coreOptions.threadedDir ?? DEFAULT_THREADED_DIR, import.meta.url);
   const glueUrl = new URL('wasmq.mjs', dir);
@@ -116,7 +82,7 @@ async function instantiateThreadedCore(poolSize) {
   }
   // The pool's workers are all created while the core starts: a Node
   // stand-in for Worker is visible only until then.
-  const shim = IS_NODE && typeof globalThis.Worker === 'undefined' ? await nodeWorkerClass() : null;
+  const shim = typeof globalThis.Worker === 'undefined' ? workerClass() : null;
   if (shim) globalThis.Worker = shim;
   try {
     return await createCore({
@@ -142,9 +108,7 @@ async function instantiateThreadedCore(poolSize) {
 
 /** Workers the threaded core starts with: one per other core, or as many as first asked for. */
 async function threadedPoolSize(requested) {
-  let cores = globalThis.navigator?.hardwareConcurrency;
-  if (!cores && IS_NODE) cores = (await import('node:os')).availableParallelism?.() ?? 1;
-  return Math.max(1, requested - 1, (cores ?? 1) - 1);
+  return Math.max(1, requested - 1, cpuCount() - 1);
 }
 
 /** The threaded core (internal; shared by every model loaded with threads > 1). */
@@ -159,11 +123,7 @@ async function getThreadedCore(requested) {
 }
 
 async function readUrlBytes(url) {
-  if (IS_NODE && url.protocol === 'file:') {
-    const { readFile } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
-    return new Uint8Array(await readFile(fileURLToPath(url)));
-  }
+  if (IS_NODE && url.protocol === 'file:') return readLocalFile(url);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
   return new Uint8Array(await response.arrayBuffer());
@@ -179,7 +139,9 @@ async function instantiateCore() {
     wasmBinary = coreOptions.wasmBinary ?? (await readUrlBytes(wasmUrl));
   } catch (e) {
     throw new WasmqError(
-      `cannot load the wasm core from ${wasmUrl.href} (build it with \`npm run build:wasm\`): ${e.message}`,
+      `cannot load the wasm core from ${wasmUrl.href}: ${e.message}. If your bundler or server moved the file, ` +
+        "call configure({ wasmUrl: '<where wasmq.wasm is served>' }) (or configure({ wasmBinary })) before load(); " +
+        'in a source checkout, build it with `npm run build:wasm`',
       { code: 'WQ_ERR_IO' },
     );
   }
@@ -262,14 +224,14 @@ function asBytes(source) {
 async function readModelSource(source) {
   const bytes = asBytes(source);
   if (bytes) return bytes;
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return new Uint8Array(await source.arrayBuffer());
   let url = null;
   if (source instanceof URL) url = source;
   else if (typeof source === 'string') {
     if (/^(https?|file|blob|data):/i.test(source)) url = new URL(source);
     else if (IS_NODE) {
-      const { readFile } = await import('node:fs/promises');
       try {
-        return new Uint8Array(await readFile(source));
+        return await readLocalFile(source);
       } catch (e) {
         throw new WasmqError(`cannot read model '${source}': ${e.code === 'ENOENT' ? 'no such file' : e.message}`, { code: 'WQ_ERR_IO' });
       }
