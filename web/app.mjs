@@ -1,90 +1,440 @@
-// Placeholder page: load a model picked from disk, show its inputs, outputs
-// and the core's describe() text, and run it on seeded random input.
-import { load } from '../src/js/index.mjs';
+// The inspector's shell: loading (picker, drop, demos), the graph view (the
+// same data/render modules as `wasmq render`; layout in a Worker), the side
+// panel, search, overlays, memory lanes, export, and runs in a Worker.
+import svgPanZoom from 'svg-pan-zoom';
+import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum } from '../src/js/graph/data.mjs';
+import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
+import { startDemo } from './demos.mjs';
 
 const $ = (id) => document.getElementById(id);
-let model = null;
-let runCount = 0;
 
-function setStatus(text, isError = false) {
-  $('status').textContent = text;
-  $('status').className = isError ? 'error' : '';
+// --- workers -----------------------------------------------------------------
+
+const layoutWorker = new Worker(new URL('./layout-worker.mjs', import.meta.url), { type: 'module' });
+let layoutSeq = 0;
+const layoutWaiters = new Map();
+layoutWorker.onmessage = ({ data }) => {
+  const w = layoutWaiters.get(data.id);
+  layoutWaiters.delete(data.id);
+  if (data.error) w?.reject(new Error(data.error));
+  else w?.resolve(data);
+};
+function layoutInWorker(drawable) {
+  const id = ++layoutSeq;
+  return new Promise((resolve, reject) => {
+    layoutWaiters.set(id, { resolve, reject });
+    layoutWorker.postMessage({ id, drawable });
+  });
 }
 
-const shapeText = (shape) => (shape ? `[${shape.map((d) => d ?? '?').join(', ')}]` : 'unknown');
-
-function row(cells) {
-  const tr = document.createElement('tr');
-  for (const c of cells) {
-    const td = document.createElement('td');
-    if (c instanceof Node) td.append(c);
-    else td.textContent = c;
-    tr.append(td);
+/** A model Worker; cancel() terminates it (and every model in it) and starts a fresh one. */
+class Runner {
+  #worker;
+  #seq = 0;
+  #waiters = new Map();
+  constructor() {
+    this.#start();
   }
-  return tr;
-}
-
-function showModel(m) {
-  const inputs = $('inputs').tBodies[0];
-  const outputs = $('outputs').tBodies[0];
-  inputs.replaceChildren();
-  outputs.replaceChildren();
-  for (const t of m.inputs) {
-    const dims = document.createElement('input');
-    dims.className = 'dims';
-    dims.dataset.name = t.name;
-    // Symbolic dims: batch (dim 0) defaults to 1, others to 64; editable.
-    dims.value = (t.shape ?? []).map((d, i) => (typeof d === 'number' ? d : i === 0 ? 1 : 64)).join('x');
-    inputs.append(row([t.name, t.dtype, shapeText(t.shape), dims]));
+  #start() {
+    this.#worker = new Worker(new URL('./run-worker.mjs', import.meta.url), { type: 'module' });
+    this.#worker.onmessage = ({ data }) => {
+      const w = this.#waiters.get(data.id);
+      if (!w) return;
+      if (data.progress !== undefined) return w.onProgress?.(data.progress);
+      this.#waiters.delete(data.id);
+      if (data.error) w.reject(Object.assign(new Error(data.error), { code: data.code }));
+      else w.resolve(data);
+    };
   }
-  for (const t of m.outputs) outputs.append(row([t.name, t.dtype, shapeText(t.shape), '']));
-  $('describe').textContent = m.describe();
-  $('timing').textContent = '';
-  $('model').hidden = false;
-}
-
-$('file').addEventListener('change', async (event) => {
-  const file = event.target.files[0];
-  if (!file) return;
-  model?.dispose();
-  model = null;
-  $('model').hidden = true;
-  setStatus(`loading ${file.name} (${(file.size / 1024).toFixed(0)} KiB)...`);
-  try {
-    const started = performance.now();
-    model = await load(new Uint8Array(await file.arrayBuffer()));
-    setStatus(`${file.name}: loaded in ${(performance.now() - started).toFixed(1)} ms`);
-    showModel(model);
-  } catch (e) {
-    setStatus(`${file.name}: ${e.code ?? 'error'}: ${e.message}`, true);
-  }
-});
-
-$('run').addEventListener('click', async () => {
-  if (!model) return;
-  try {
-    const feeds = {};
-    for (const box of document.querySelectorAll('input.dims')) {
-      const text = box.value.trim();
-      const dims = text === '' ? [] : text.split(/[x,\s]+/).map(Number);
-      if (!dims.every((d) => Number.isInteger(d) && d >= 0)) throw new Error(`bad dims '${text}' for ${box.dataset.name}`);
-      const info = model.inputs.find((t) => t.name === box.dataset.name);
-      feeds[info.name] = { data: randomArray(info.dtype, dims.reduce((a, b) => a * b, 1), runCount), dims };
-    }
-    runCount++;
-    const started = performance.now();
-    const results = await model.run(feeds);
-    const ms = performance.now() - started;
-    const rows = $('outputs').tBodies[0].rows;
-    model.outputs.forEach((t, i) => {
-      const r = results[t.name];
-      const preview = Array.from(r.data.slice(0, 4), (v) => Number(v).toPrecision(4)).join(', ');
-      rows[i].cells[3].textContent = `[${r.dims.join(', ')}]  ${preview}${r.data.length > 4 ? ', ...' : ''}`;
+  call(msg, onProgress, transfer = []) {
+    const id = ++this.#seq;
+    return new Promise((resolve, reject) => {
+      this.#waiters.set(id, { resolve, reject, onProgress });
+      this.#worker.postMessage({ ...msg, id }, transfer);
     });
-    $('timing').textContent = `run ${runCount}: ${ms.toFixed(1)} ms`;
-    setStatus('');
+  }
+  cancel() {
+    this.#worker.terminate();
+    for (const w of this.#waiters.values()) w.reject(Object.assign(new Error('cancelled'), { cancelled: true }));
+    this.#waiters.clear();
+    this.#start();
+  }
+}
+
+export const runner = new Runner();
+
+// --- state -------------------------------------------------------------------
+
+const state = {
+  models: new Map(), // key -> {name, bytes, graph, inputs, outputs, feeds?}
+  shown: null, // key of the model drawn
+  overlay: 'region',
+  data: { time: null, error: null }, // Model Explorer node data per overlay
+  svgText: '',
+  panZoom: null,
+  selected: -1,
+  lastLayoutMs: 0,
+};
+
+function setStatus(text, { error = false, progress } = {}) {
+  $('status-text').textContent = text;
+  $('status').classList.toggle('error', error);
+  $('progress').hidden = progress === undefined;
+  if (progress !== undefined) $('progress').value = progress;
+}
+
+// --- loading -----------------------------------------------------------------
+
+/** Loads bytes into the model Worker under `key`; draws it when `show`. */
+export async function openModel(key, name, bytes, { show = true, options = {} } = {}) {
+  setStatus(`Loading ${name}…`);
+  const copy = bytes.slice(); // the Worker gets its own copy; we keep ours for reloads
+  const r = await runner.call({ type: 'load', key, bytes: copy, options }, undefined, [copy.buffer]);
+  const entry = { key, name, bytes, graph: r.graph, inputs: r.inputs, outputs: r.outputs, options };
+  state.models.set(key, entry);
+  refreshModelPicker();
+  if (show) await showModel(key);
+  return entry;
+}
+
+function refreshModelPicker() {
+  const sel = $('graph-model');
+  sel.replaceChildren(...[...state.models.values()].map((m) => new Option(m.name, m.key)));
+  sel.hidden = state.models.size < 2;
+  if (state.shown) sel.value = state.shown;
+}
+
+async function showModel(key) {
+  state.shown = key;
+  state.data = { time: null, error: state.data.error };
+  state.selected = -1;
+  $('graph-model').value = key;
+  $('run').disabled = false;
+  $('export-svg').disabled = false;
+  $('export-png').disabled = false;
+  await draw();
+  showLanes();
+  $('side').innerHTML = '<h2>Details</h2><p class="muted">Click a node to see its backend, reason, kernel, quantization parameters and shapes.</p>';
+}
+
+async function readFileBytes(file) {
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+async function openFile(file) {
+  try {
+    clearDemo();
+    state.models.clear();
+    await openModel('file', file.name, await readFileBytes(file));
+    setStatus(`${file.name}: ${current().graph.summary}`);
   } catch (e) {
-    setStatus(`run: ${e.code ?? 'error'}: ${e.message}`, true);
+    setStatus(`${file.name}: ${e.message}`, { error: true });
+  }
+}
+
+const current = () => state.models.get(state.shown);
+
+// --- drawing -----------------------------------------------------------------
+
+async function draw() {
+  const m = current();
+  if (!m) return;
+  const overlay = state.overlay;
+  const drawable = toDrawable(m.graph, { overlay, nodeData: overlay === 'region' ? null : state.data[overlay] });
+  const t0 = performance.now();
+  const { layout, ms } = await layoutInWorker(drawable);
+  state.lastLayoutMs = ms;
+  state.svgText = renderSvg(drawable, layout, { title: m.name });
+  const box = $('graph');
+  state.panZoom?.destroy();
+  box.innerHTML = state.svgText;
+  const svg = box.querySelector('svg');
+  svg.removeAttribute('width');
+  svg.removeAttribute('height');
+  state.panZoom = svgPanZoom(svg, { zoomScaleSensitivity: 0.3, minZoom: 0.05, maxZoom: 20, fit: true, center: true, controlIconsEnabled: true });
+  if (drawable.nodes.length > 60) state.panZoom.zoom(Math.max(state.panZoom.getZoom(), 0.6));
+  $('summary').textContent = m.graph.summary;
+  $('summary').dataset.layoutMs = ms.toFixed(1);
+  $('legend').innerHTML =
+    overlay === 'region'
+      ? legendHtml()
+      : drawable.range
+        ? `<span class="range">${escapeXml(overlay)} overlay (${escapeXml(drawable.range.label)}): light = ${fmtNum(drawable.range.min)}, dark red = ${fmtNum(drawable.range.max)}; grey = no value</span>`
+        : '';
+  if (state.selected >= 0) markSelected(state.selected);
+  return performance.now() - t0;
+}
+
+function showLanes() {
+  const g = current().graph;
+  const lanes = memoryLanes(g);
+  $('lanes').innerHTML = renderLanesSvg(lanes, g.nodes.length, { width: Math.max(700, $('lanes').clientWidth - 10) });
+  $('arena').textContent = g.memory.planned ? `· arena ${fmtBytes(g.memory.arena_bytes)}, lower bound ${fmtBytes(g.memory.lower_bound_bytes)}` : '· planned at the first run';
+}
+
+function markSelected(nodeId) {
+  for (const el of $('graph').querySelectorAll('.wq-node.selected')) el.classList.remove('selected');
+  $('graph').querySelector(`.wq-node[data-node-id="${nodeId}"]`)?.classList.add('selected');
+}
+
+function select(nodeId) {
+  const g = current().graph;
+  const n = g.nodes[nodeId];
+  if (!n) return;
+  state.selected = nodeId;
+  markSelected(nodeId);
+  const tensors = [...n.inputs, ...n.outputs].filter((t) => t >= 0);
+  for (const el of $('lanes').querySelectorAll('.wq-lane')) {
+    const t = Number(el.dataset.tensor);
+    el.classList.toggle('hot', tensors.includes(t) || (Number(el.dataset.first) <= nodeId && nodeId <= Number(el.dataset.last) && false));
+  }
+  const fill = BACKEND_COLOURS[colourKey(n)];
+  const time = state.data.time?.results?.[n.name]?.value;
+  const err = state.data.error?.results?.[n.name]?.value;
+  const tensorHtml = (id, role) => {
+    const t = g.tensors[id];
+    const q = t.qparams;
+    const qp = q
+      ? `<div class="qp mono">${escapeXml(q.dtype)} ${escapeXml(q.granularity)}${q.axis >= 0 ? ` axis ${q.axis}` : ''}<br>scale: ${q.scale.map((s) => fmtNum(s)).join(', ')}<br>zero point: ${q.zero_point.join(', ')}</div>`
+      : '';
+    return `<div class="tensor" data-tensor="${t.id}"><div><b>${role}</b> <span class="mono">${escapeXml(t.name)}</span></div>
+      <div class="mono">${escapeXml(t.dtype)} [${t.dims.join(', ')}] · ${escapeXml(t.layout.name)} · ${escapeXml(t.kind)}${t.bytes ? ` · ${fmtBytes(t.bytes)}` : ''}</div>
+      <div class="mono muted">${escapeXml(tensorLabel(t))}</div>${qp}</div>`;
+  };
+  $('side').innerHTML = `<h2>${escapeXml(n.name)}</h2>
+    <dl>
+      <dt>op</dt><dd class="mono">${escapeXml(n.domain ? `${n.domain}.${n.op}` : n.op)}</dd>
+      <dt>backend</dt><dd><span class="pill" style="background:${fill}">${escapeXml(n.backend)}</span> ${escapeXml(n.role)}</dd>
+      <dt>region</dt><dd>${n.region >= 0 ? n.region : 'none (float)'}</dd>
+      <dt>reason</dt><dd><code>${escapeXml(n.reason.code)}</code><br>${escapeXml(n.reason.detail)}</dd>
+      <dt>kernel</dt><dd class="mono">${escapeXml(n.kernel || '—')}</dd>
+      ${time !== undefined ? `<dt>time</dt><dd>${fmtNum(time)} ms (median)</dd>` : ''}
+      ${err !== undefined ? `<dt>error</dt><dd>${fmtNum(err)}</dd>` : ''}
+    </dl>
+    <h3>Inputs</h3>${n.inputs.filter((t) => t >= 0).map((t, i) => tensorHtml(t, `in${i}`)).join('')}
+    <h3>Outputs</h3>${n.outputs.filter((t) => t >= 0).map((t, i) => tensorHtml(t, `out${i}`)).join('')}`;
+}
+
+// --- running -----------------------------------------------------------------
+
+function randomFeeds(m) {
+  const feeds = {};
+  for (const info of m.inputs) {
+    const dims = (info.shape ?? []).map((d, i) => (typeof d === 'number' ? d : i === 0 ? 1 : 64));
+    feeds[info.name] = { data: randomArray(info.dtype, dims.reduce((a, b) => a * b, 1), 0), dims };
+  }
+  return feeds;
+}
+
+/** Runs a loaded model in the Worker with progress; Cancel terminates it. */
+export async function runModel(key, feeds, { profile = false, repeats = 1, label = 'Running' } = {}) {
+  $('cancel').hidden = false;
+  setStatus(`${label}…`, { progress: 0 });
+  try {
+    return await runner.call({ type: 'run', key, feeds, profile, repeats }, (p) => setStatus(`${label}… ${Math.round(p * 100)}%`, { progress: p }));
+  } finally {
+    $('cancel').hidden = true;
+  }
+}
+
+async function runShown() {
+  const m = current();
+  if (!m) return;
+  $('run').disabled = true;
+  try {
+    const r = await runModel(m.key, m.feeds ?? randomFeeds(m), { profile: true, repeats: 5, label: `Running ${m.name} ×5` });
+    state.data.time = nodeData(new Map(r.profile.map((n) => [n.name, n.ms])), { label: 'ms' });
+    $('overlay').querySelector('[data-overlay="time"]').disabled = false;
+    setStatus(`${m.name}: ${fmtNum(r.ms)} ms per run (mean of 5, profiled); per-node times in the Time overlay`);
+    if (state.overlay === 'time') await draw();
+    if (state.selected >= 0) select(state.selected);
+  } catch (e) {
+    if (e.cancelled) {
+      setStatus('Run cancelled; models reloaded.');
+      await reloadAll();
+    } else setStatus(`run failed: ${e.message}`, { error: true });
+  } finally {
+    $('run').disabled = false;
+  }
+}
+
+async function reloadAll() {
+  for (const m of state.models.values()) {
+    const copy = m.bytes.slice();
+    await runner.call({ type: 'load', key: m.key, bytes: copy, options: m.options }, undefined, [copy.buffer]);
+  }
+}
+
+async function setOverlay(name) {
+  if (name !== 'region' && !state.data[name]) {
+    setStatus(name === 'time' ? 'Run the model first (Run ×5) for per-node times.' : 'Load per-node error values (Node data…, Model Explorer JSON) for the error overlay.', { error: true });
+    return;
+  }
+  state.overlay = name;
+  for (const b of $('overlay').querySelectorAll('button')) b.classList.toggle('on', b.dataset.overlay === name);
+  await draw();
+}
+
+// --- export ------------------------------------------------------------------
+
+function download(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+const baseName = () => (current()?.name ?? 'graph').replace(/\.onnx$/i, '');
+
+function exportSvg() {
+  download(new Blob([state.svgText], { type: 'image/svg+xml' }), `${baseName()}.svg`);
+}
+
+async function exportPng() {
+  const img = new Image();
+  const url = URL.createObjectURL(new Blob([state.svgText], { type: 'image/svg+xml' }));
+  await new Promise((resolve, reject) => {
+    img.onload = resolve;
+    img.onerror = () => reject(new Error('SVG did not rasterize'));
+    img.src = url;
+  });
+  const scale = Math.min(2, 16000 / Math.max(img.width, img.height));
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.round(img.width * scale);
+  canvas.height = Math.round(img.height * scale);
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
+  URL.revokeObjectURL(url);
+  canvas.toBlob((b) => download(b, `${baseName()}.png`), 'image/png');
+}
+
+// --- search ------------------------------------------------------------------
+
+function search(text) {
+  const q = text.trim().toLowerCase();
+  const els = $('graph').querySelectorAll('.wq-node');
+  let first = null;
+  for (const el of els) {
+    const hit = q !== '' && (el.dataset.node.toLowerCase().includes(q) || el.dataset.op.toLowerCase().includes(q));
+    el.classList.toggle('match', hit);
+    if (hit && !first) first = el;
+  }
+  if (first) {
+    select(Number(first.dataset.nodeId));
+    panTo(first);
+  }
+  return $('graph').querySelectorAll('.wq-node.match').length;
+}
+
+function panTo(el) {
+  if (!state.panZoom) return;
+  const box = el.getBBox();
+  const sizes = state.panZoom.getSizes();
+  const zoom = sizes.realZoom;
+  state.panZoom.pan({ x: sizes.width / 2 - (box.x + box.width / 2) * zoom, y: sizes.height / 2 - (box.y + box.height / 2) * zoom });
+}
+
+// --- demos -------------------------------------------------------------------
+
+let demoStop = null;
+function clearDemo() {
+  demoStop?.();
+  demoStop = null;
+  $('demo-panel').hidden = true;
+  $('demo-panel').replaceChildren();
+}
+
+async function openDemo(name) {
+  clearDemo();
+  state.models.clear();
+  try {
+    demoStop = await startDemo(name, { panel: $('demo-panel'), openModel, runModel, showModel, setStatus });
+  } catch (e) {
+    setStatus(`demo ${name}: ${e.message}`, { error: true });
+  }
+}
+
+// --- wiring ------------------------------------------------------------------
+
+$('legend').innerHTML = legendHtml();
+$('file').addEventListener('change', (e) => e.target.files[0] && openFile(e.target.files[0]));
+$('demo').addEventListener('change', (e) => e.target.value && openDemo(e.target.value));
+$('graph-model').addEventListener('change', (e) => showModel(e.target.value));
+$('run').addEventListener('click', runShown);
+$('cancel').addEventListener('click', () => runner.cancel());
+$('export-svg').addEventListener('click', exportSvg);
+$('export-png').addEventListener('click', () => exportPng().catch((e) => setStatus(e.message, { error: true })));
+$('search').addEventListener('input', (e) => search(e.target.value));
+$('overlay').addEventListener('click', (e) => e.target.dataset.overlay && setOverlay(e.target.dataset.overlay));
+$('nodedata').addEventListener('change', async (e) => {
+  const f = e.target.files[0];
+  if (!f) return;
+  try {
+    const d = parseNodeData(await f.text());
+    const which = /time|ms/i.test(d.label ?? '') ? 'time' : 'error';
+    state.data[which] = d;
+    await setOverlay(which);
+  } catch (err) {
+    setStatus(`${f.name}: ${err.message}`, { error: true });
   }
 });
+$('graph').addEventListener('click', (e) => {
+  const el = e.target.closest('.wq-node');
+  if (el) select(Number(el.dataset.nodeId));
+});
+addEventListener('dragover', (e) => {
+  e.preventDefault();
+  $('drop').hidden = false;
+});
+addEventListener('dragleave', (e) => {
+  if (e.relatedTarget === null) $('drop').hidden = true;
+});
+addEventListener('drop', (e) => {
+  e.preventDefault();
+  $('drop').hidden = true;
+  const f = e.dataTransfer.files[0];
+  if (f) openFile(f);
+});
+
+// For the browser tests and the console: the app's entry points.
+globalThis.wasmqInspector = {
+  state,
+  openDemo,
+  setOverlay,
+  search,
+  select,
+  runShown,
+  exportSvg,
+  exportPng,
+  /** Lays out a synthetic n-node graph in the Worker; reports layout ms and the main thread's longest stall. */
+  async layoutBenchmark(n) {
+    const { syntheticGraph } = await import('./synthetic.mjs');
+    const drawable = toDrawable(syntheticGraph(n));
+    let last = performance.now();
+    let maxGap = 0;
+    let ticks = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+      ticks++;
+    }, 10);
+    const t0 = performance.now();
+    const { ms } = await layoutInWorker(drawable);
+    const wall = performance.now() - t0;
+    clearInterval(timer);
+    return { nodes: drawable.nodes.length, edges: drawable.edges.length, workerMs: ms, wallMs: wall, maxMainThreadGapMs: maxGap, ticks };
+  },
+};
+
+const demoParam = new URLSearchParams(location.search).get('demo');
+if (demoParam) {
+  $('demo').value = demoParam;
+  openDemo(demoParam);
+}

@@ -7,24 +7,78 @@ import { BACKEND_COLOURS, LEGEND, fmtBytes } from './data.mjs';
 const EDGE_FONT = 10;
 
 /** Positions for every node and edge: plain data (it crosses a Worker boundary). */
+// dagre's phases recurse once per node along the longest chain (ranking,
+// initial order), which overflows a Worker's stack near 1,000 nodes deep and
+// grows superlinearly in time. Larger graphs are laid out in bands of
+// consecutive nodes (execution order is topological), each band by dagre,
+// stacked top to bottom; edges between bands are drawn straight.
+const BAND = 150;
+
 export function layoutDrawable(drawable) {
-  const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: 'TB', nodesep: 28, ranksep: 34, edgesep: 12, marginx: 16, marginy: 16 });
-  g.setDefaultEdgeLabel(() => ({}));
-  for (const n of drawable.nodes) g.setNode(n.key, { width: n.width, height: n.height });
+  if (drawable.nodes.length <= BAND) {
+    const l = layoutBand(drawable.nodes, drawable.edges.map((e, i) => [e, i]), true);
+    return { ...l, edges: drawable.edges.map((_, i) => l.edges[i]) };
+  }
+  const bandOf = new Map();
+  drawable.nodes.forEach((n, i) => bandOf.set(n.key, Math.floor(i / BAND)));
+  const bands = [];
+  for (let b = 0; b * BAND < drawable.nodes.length; b++) bands.push({ nodes: drawable.nodes.slice(b * BAND, (b + 1) * BAND), edges: [] });
+  const crossing = [];
   drawable.edges.forEach((e, i) => {
-    g.setEdge(e.from, e.to, { width: e.label.length * 5.6 + 8, height: EDGE_FONT + 4, labelpos: 'c' }, `e${i}`);
+    const b = bandOf.get(e.from);
+    if (b === bandOf.get(e.to)) bands[b].edges.push([e, i]);
+    else crossing.push([e, i]);
   });
+  const laid = bands.map((band) => layoutBand(band.nodes, band.edges, false));
+  const width = Math.max(...laid.map((l) => l.width));
+  const nodes = {};
+  const edges = new Array(drawable.edges.length);
+  let top = 0;
+  laid.forEach((l, b) => {
+    const dx = (width - l.width) / 2;
+    for (const [key, p] of Object.entries(l.nodes)) nodes[key] = { x: p.x + dx, y: p.y + top };
+    for (const [, i] of bands[b].edges) {
+      const e = l.edges[i];
+      edges[i] = { points: e.points.map(([x, y]) => [x + dx, y + top]), labelX: e.labelX + dx, labelY: e.labelY + top };
+    }
+    top += l.height + 40;
+  });
+  const size = new Map(drawable.nodes.map((n) => [n.key, n]));
+  for (const [e, i] of crossing) {
+    const a = nodes[e.from];
+    const z = nodes[e.to];
+    const p0 = [a.x, a.y + size.get(e.from).height / 2];
+    const p1 = [z.x, z.y - size.get(e.to).height / 2];
+    edges[i] = { points: [p0, p1], labelX: (p0[0] + p1[0]) / 2, labelY: (p0[1] + p1[1]) / 2 };
+  }
+  return { width: Math.ceil(width), height: Math.ceil(top - 40), nodes, edges };
+}
+
+/**
+ * One dagre layout; edges as [edge, index in the drawable]. labelSpace
+ * reserves room for edge labels (a dummy node per edge: twice the ranks, so
+ * only for small graphs; in bands labels sit on the edge's midpoint).
+ */
+function layoutBand(bandNodes, bandEdges, labelSpace) {
+  const g = new dagre.graphlib.Graph({ multigraph: true });
+  g.setGraph({ rankdir: 'TB', nodesep: 28, ranksep: labelSpace ? 34 : 44, edgesep: 12, marginx: 16, marginy: 16 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const n of bandNodes) g.setNode(n.key, { width: n.width, height: n.height });
+  for (const [e, i] of bandEdges) {
+    g.setEdge(e.from, e.to, labelSpace ? { width: e.label.length * 5.6 + 8, height: EDGE_FONT + 4, labelpos: 'c' } : {}, `e${i}`);
+  }
   dagre.layout(g);
   const nodes = {};
   for (const key of g.nodes()) {
     const { x, y } = g.node(key);
     nodes[key] = { x, y };
   }
-  const edges = drawable.edges.map((e, i) => {
+  const edges = {};
+  for (const [e, i] of bandEdges) {
     const { points, x, y } = g.edge(e.from, e.to, `e${i}`);
-    return { points: points.map((p) => [p.x, p.y]), labelX: x, labelY: y };
-  });
+    const mid = points[Math.floor(points.length / 2)];
+    edges[i] = { points: points.map((p) => [p.x, p.y]), labelX: x ?? mid.x, labelY: y ?? mid.y };
+  }
   const { width, height } = g.graph();
   return { width: Math.ceil(width), height: Math.ceil(height), nodes, edges };
 }

@@ -1,0 +1,144 @@
+// The inspector app in Debian's Chromium (playwright-core): every bundled
+// demo draws its graph (nodes with data-node/data-backend/data-region,
+// transitions with data-transition), overlays switch, models run in the
+// Worker, SVG/PNG export, no console errors; the layout of a 1,000-node
+// graph in the Worker while the page keeps responding (printed).
+// Screenshots go to $WQ_ARTIFACTS (default test-artifacts/browser).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, preview } from 'vite';
+import { launchChromium, watchErrors, chromiumAvailable } from './chromium.mjs';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CONFIG = path.join(REPO, 'web/vite.config.mjs');
+const ARTIFACTS = path.resolve(REPO, process.env.WQ_ARTIFACTS ?? 'test-artifacts/browser');
+mkdirSync(ARTIFACTS, { recursive: true });
+
+let server;
+let browser;
+let baseUrl;
+
+before(async () => {
+  assert.ok(chromiumAvailable(), 'Chromium missing: run bash scripts/setup.sh --browser');
+  await build({ configFile: CONFIG, logLevel: 'warn' });
+  server = await preview({ configFile: CONFIG, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
+  baseUrl = server.resolvedUrls.local[0];
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.httpServer.close(resolve));
+});
+
+async function openPage(query = '') {
+  const page = await browser.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${baseUrl}${query}`);
+  return { page, errors };
+}
+
+async function nodeAttrs(page) {
+  return page.$$eval('#graph .wq-node', (els) => els.map((e) => ({ node: e.dataset.node, backend: e.dataset.backend, region: e.dataset.region, transition: e.dataset.transition ?? null })));
+}
+
+const shot = (page, name) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+
+test('draw-a-digit demo: int8 graph with regions and transitions, live prediction float vs int8, overlays, export', async () => {
+  const { page, errors } = await openPage('?demo=mnist');
+  await page.waitForSelector('.mnist-out .pred', { timeout: 30000 });
+  await shot(page, 'mnist-demo-start');
+  const nodes = await nodeAttrs(page);
+  assert.ok(nodes.length >= 10, `drew ${nodes.length} nodes`);
+  assert.ok(nodes.every((n) => n.node && n.backend && n.region !== undefined));
+  assert.ok(nodes.some((n) => n.backend.startsWith('int8') && Number(n.region) >= 1));
+  assert.ok(nodes.some((n) => n.transition), 'a layout transition is drawn');
+  // The sample digit: both models agree with the reference.
+  const pred = await page.$eval('.mnist-out', (e) => [e.dataset.float, e.dataset.int8]);
+  assert.deepEqual(pred, ['2', '2']); // test_data_set_0 of mnist-8 is a 2 (its reference output peaks at 2)
+  // Draw a stroke: the prediction updates without errors.
+  const box = await page.$eval('canvas.pad', (c) => c.getBoundingClientRect().toJSON());
+  await page.click('.demo-card button');
+  await page.mouse.move(box.x + 112, box.y + 30);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 112, box.y + 200, { steps: 8 });
+  await page.mouse.up();
+  // A vertical bar is no 2: the live prediction moves away from it.
+  await page.waitForFunction(() => document.querySelector('.mnist-out').dataset.float !== '2', null, { timeout: 15000 });
+  console.log(`drawn bar predicted as: ${await page.$eval('.mnist-out', (e) => `float ${e.dataset.float}, int8 ${e.dataset.int8}`)}`);
+  // Run with profiling, then the time overlay colours every node.
+  await page.click('#run');
+  await page.waitForFunction(() => !document.querySelector('[data-overlay="time"]').disabled && /per run/.test(document.getElementById('status-text').textContent), null, { timeout: 30000 });
+  await page.click('[data-overlay="time"]');
+  await page.waitForSelector('svg.wq-graph[data-overlay="time"]');
+  const timed = await page.$$eval('#graph .wq-node[data-value]', (els) => els.length);
+  assert.equal(timed, nodes.length);
+  await page.click('[data-overlay="region"]');
+  await page.waitForSelector('svg.wq-graph[data-overlay="region"]');
+  // Select a node: the side panel shows its reason and qparams.
+  await page.click('#graph .wq-node[data-backend^="int8"][data-op^="Q"]');
+  const side = await page.$eval('#side', (e) => e.textContent);
+  assert.match(side, /reason/);
+  assert.match(side, /scale/);
+  // Search by op.
+  await page.fill('#search', 'MaxPool');
+  assert.ok((await page.$$('#graph .wq-node.match')).length >= 1);
+  // Export SVG: the downloaded file is the drawn graph.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
+  const svg = readFileSync(await download.path(), 'utf8');
+  assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  assert.equal((svg.match(/data-node=/g) ?? []).length, nodes.length);
+  const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
+  assert.deepEqual([...readFileSync(await png.path()).subarray(1, 4)], [0x50, 0x4e, 0x47]);
+  await shot(page, 'mnist-demo');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('super-resolution and segmentation demos run in the Worker and draw their float graphs', async () => {
+  for (const [demo, done] of [
+    ['superres', /672×672/],
+    ['segmentation', /mask 160×96/],
+  ]) {
+    const { page, errors } = await openPage(`?demo=${demo}`);
+    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('status-text').textContent), done.source, { timeout: 60000 });
+    const nodes = await nodeAttrs(page);
+    assert.ok(nodes.length > 5);
+    assert.ok(nodes.every((n) => n.backend === 'float' && n.region === '-1'));
+    await shot(page, `${demo}-demo`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+});
+
+test('int8 demos: smallcnn (QDQ) and kws-dscnn draw int8 regions; opening a file by the picker', async () => {
+  const { page, errors } = await openPage('?demo=smallcnn');
+  await page.waitForSelector('#graph .wq-node');
+  const nodes = await nodeAttrs(page);
+  assert.equal(nodes.length, 10);
+  assert.deepEqual(nodes.filter((n) => n.transition).map((n) => n.transition), ['NCHW->NHWC', 'NHWC->NCHW']);
+  assert.match(await page.$eval('#summary', (e) => e.textContent), /^int8: 8 of 10 nodes in 1 region/);
+  await shot(page, 'smallcnn-demo');
+  await page.setInputFiles('#file', path.join(REPO, '../shared/models/synthetic/smallcnn_f32.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'smallcnn_f32.onnx');
+  assert.ok((await nodeAttrs(page)).every((n) => n.backend === 'float'));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('layout of a 1,000-node graph in the Worker takes < 2 s and the page keeps responding', async () => {
+  const { page, errors } = await openPage();
+  const r = await page.evaluate(() => globalThis.wasmqInspector.layoutBenchmark(1000));
+  console.log(
+    `layout 1000-node graph in the worker: ${r.workerMs.toFixed(0)} ms (wall ${r.wallMs.toFixed(0)} ms, ${r.nodes} nodes, ${r.edges} edges); ` +
+      `main thread: ${r.ticks} timer ticks, longest gap ${r.maxMainThreadGapMs.toFixed(0)} ms`,
+  );
+  assert.ok(r.nodes >= 1000);
+  assert.ok(r.workerMs < 2000, `layout took ${r.workerMs} ms`);
+  assert.ok(r.maxMainThreadGapMs < 200, `main thread stalled ${r.maxMainThreadGapMs} ms`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

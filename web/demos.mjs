@@ -1,0 +1,211 @@
+// Bundled demos: draw a digit (mnist-8 float and int8, live prediction),
+// super-resolution on a sample image, a segmentation mask, and two int8
+// graphs to inspect. Model files come from /models/ (served from ../shared by
+// the vite config; never copied into the repository).
+import { parseFloatTensor } from './tensorproto.mjs';
+
+async function fetchBytes(name) {
+  const r = await fetch(`./models/${name}`);
+  if (!r.ok) throw new Error(`cannot fetch ./models/${name}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+function build(tag, props, kids) {
+  const e = Object.assign(document.createElement(tag), props);
+  for (const k of kids) e.append(k);
+  return e;
+}
+
+function card(title, ...kids) {
+  return build('div', { className: 'demo-card' }, [build('h3', { textContent: title }, []), ...kids]);
+}
+
+/** Grey image (values 0..1, h x w) into a canvas. */
+function greyCanvas(data, w, h, { scale = 1 } = {}) {
+  const c = build('canvas', { width: w, height: h }, []);
+  c.style.width = `${w * scale}px`;
+  c.style.height = `${h * scale}px`;
+  const img = c.getContext('2d').createImageData(w, h);
+  for (let i = 0; i < w * h; i++) {
+    const v = Math.max(0, Math.min(255, Math.round(data[i] * 255)));
+    img.data.set([v, v, v, 255], i * 4);
+  }
+  c.getContext('2d').putImageData(img, 0, 0);
+  return c;
+}
+
+function softmax(logits) {
+  const m = Math.max(...logits);
+  const e = logits.map((x) => Math.exp(x - m));
+  const s = e.reduce((a, b) => a + b, 0);
+  return e.map((x) => x / s);
+}
+
+// --- draw a digit --------------------------------------------------------------
+
+async function mnist({ panel, openModel, runModel, setStatus }) {
+  const [f32, int8, sample] = await Promise.all([fetchBytes('mnist-8.onnx'), fetchBytes('mnist-8-int8.onnx'), fetchBytes('mnist-8-digits.pb')]);
+  await openModel('mnist-float', 'mnist-8 (float)', f32, { show: false });
+  await openModel('mnist-int8', 'mnist-8 (int8)', int8);
+  const pad = build('canvas', { width: 224, height: 224, className: 'pad' }, []);
+  pad.style.cursor = 'crosshair';
+  pad.style.background = '#000';
+  const ctx = pad.getContext('2d');
+  // Start from the sample digit of the model's test set (values 0..255).
+  const digit = parseFloatTensor(sample);
+  const small = greyCanvas(Float32Array.from(digit.data, (v) => v / 255), 28, 28);
+  ctx.imageSmoothingEnabled = true;
+  ctx.drawImage(small, 0, 0, 224, 224);
+  const out = build('div', { className: 'mnist-out' }, []);
+  const clear = build('button', { className: 'btn', textContent: 'Clear' }, []);
+  clear.style.cssText = 'background:#fff;color:#111;border-color:#cbd5e1';
+  panel.replaceChildren(card('Draw a digit', pad, clear, build('div', { className: 'cap', textContent: 'Draw with the mouse; both models predict live.' }, [])), card('Prediction: float vs int8', out));
+  panel.hidden = false;
+
+  let busy = false;
+  let again = false;
+  async function predict() {
+    if (busy) return void (again = true);
+    busy = true;
+    try {
+      const c28 = build('canvas', { width: 28, height: 28 }, []);
+      const c = c28.getContext('2d');
+      c.drawImage(pad, 0, 0, 28, 28);
+      const px = c.getImageData(0, 0, 28, 28).data;
+      const data = new Float32Array(784);
+      for (let i = 0; i < 784; i++) data[i] = px[i * 4];
+      const feeds = { Input3: { data, dims: [1, 1, 28, 28] } };
+      const [rf, ri] = [await runModel('mnist-float', feeds, { label: 'float' }), await runModel('mnist-int8', feeds, { label: 'int8' })];
+      const pf = softmax([...rf.results.Plus214_Output_0.data]);
+      const pi = softmax([...ri.results.Plus214_Output_0.data]);
+      const best = (p) => p.indexOf(Math.max(...p));
+      out.replaceChildren(
+        build('div', { className: 'pred', textContent: `${best(pf)} · ${best(pi)}` }, []),
+        build('div', { className: 'cap', textContent: `float ${rf.ms.toFixed(2)} ms · int8 ${ri.ms.toFixed(2)} ms (blue float, green int8)` }, []),
+        build(
+          'div',
+          { className: 'bars' },
+          pf.flatMap((p, d) => [
+            build('span', { textContent: String(d) }, []),
+            build('div', {}, [barDiv(p, 'b f'), barDiv(pi[d], 'b')]),
+            build('span', { textContent: `${(pi[d] * 100).toFixed(0)}%` }, []),
+          ]),
+        ),
+      );
+      out.dataset.float = String(best(pf));
+      out.dataset.int8 = String(best(pi));
+      setStatus(`mnist-8: float says ${best(pf)}, int8 says ${best(pi)}`);
+    } finally {
+      busy = false;
+      if (again) {
+        again = false;
+        predict();
+      }
+    }
+  }
+  let drawing = false;
+  const at = (e) => {
+    const r = pad.getBoundingClientRect();
+    return [((e.clientX - r.left) / r.width) * 224, ((e.clientY - r.top) / r.height) * 224];
+  };
+  pad.addEventListener('pointerdown', (e) => {
+    drawing = true;
+    ctx.strokeStyle = '#fff';
+    ctx.lineWidth = 18;
+    ctx.lineCap = 'round';
+    ctx.beginPath();
+    ctx.moveTo(...at(e));
+  });
+  pad.addEventListener('pointermove', (e) => {
+    if (!drawing) return;
+    ctx.lineTo(...at(e));
+    ctx.stroke();
+    predict();
+  });
+  addEventListener('pointerup', () => {
+    if (drawing) predict();
+    drawing = false;
+  });
+  clear.addEventListener('click', () => {
+    ctx.fillStyle = '#000';
+    ctx.fillRect(0, 0, 224, 224);
+    predict();
+  });
+  await predict();
+  return () => {};
+}
+
+function barDiv(p, cls) {
+  const d = build('div', { className: cls }, []);
+  d.style.width = `${Math.max(1, p * 160)}px`;
+  d.style.marginBottom = '1px';
+  return d;
+}
+
+// --- super-resolution ----------------------------------------------------------
+
+async function superres({ panel, openModel, runModel, setStatus }) {
+  const [model, sample] = await Promise.all([fetchBytes('super-resolution-10.onnx'), fetchBytes('super-resolution-input.pb')]);
+  await openModel('sr-float', 'super-resolution-10 (float)', model, { options: { inputShapes: { input: [1, 1, 224, 224] } } });
+  const x = parseFloatTensor(sample);
+  const r = await runModel('sr-float', { input: { data: x.data, dims: x.dims } }, { label: 'super-resolution' });
+  const y = r.results.output;
+  const [h, w] = y.dims.slice(2);
+  panel.replaceChildren(
+    card('Input 224×224 (scaled up ×3 by the browser)', greyCanvas(x.data, 224, 224, { scale: 1.5 })),
+    card(`Float model output ${w}×${h} (${r.ms.toFixed(1)} ms)`, greyCanvas(y.data, w, h, { scale: 0.5 })),
+  );
+  panel.hidden = false;
+  setStatus(`super-resolution-10: 224×224 → ${w}×${h} in ${r.ms.toFixed(1)} ms (float; the int8 column needs quantize())`);
+  return () => {};
+}
+
+// --- segmentation --------------------------------------------------------------
+
+async function segmentation({ panel, openModel, runModel, setStatus }) {
+  const [model, photo] = await Promise.all([fetchBytes('segmentation.onnx'), fetchBytes('super-resolution-input.pb')]);
+  const H = 96;
+  const W = 160;
+  await openModel('seg', 'teams-segmentation (float)', model, { options: { inputShapes: { bgrm: [1, 4, H, W] } } });
+  // The bundled photo (224x224 grey) cropped to 160x96 as B, G, R; no prior mask.
+  const img = parseFloatTensor(photo).data;
+  const data = new Float32Array(4 * H * W);
+  for (let yy = 0; yy < H; yy++) {
+    for (let xx = 0; xx < W; xx++) {
+      const v = img[(yy * 2 + 16) * 224 + Math.min(223, Math.round(xx * 1.4))];
+      for (let c = 0; c < 3; c++) data[c * H * W + yy * W + xx] = v;
+    }
+  }
+  const r = await runModel('seg', { bgrm: { data, dims: [1, 4, H, W] } }, { label: 'segmentation' });
+  const mask = r.results.mask.data;
+  const over = build('canvas', { width: W, height: H }, []);
+  over.style.width = `${W * 2}px`;
+  over.style.height = `${H * 2}px`;
+  const ctx = over.getContext('2d');
+  const id = ctx.createImageData(W, H);
+  for (let i = 0; i < W * H; i++) {
+    const v = data[i] * 255;
+    const m = Math.max(0, Math.min(1, mask[i]));
+    id.data.set([v * (1 - m) + 46 * m, v * (1 - m) + 139 * m, v * (1 - m) + 87 * m, 255], i * 4);
+  }
+  ctx.putImageData(id, 0, 0);
+  panel.replaceChildren(card('Input', greyCanvas(data, W, H, { scale: 2 })), card(`Mask over the input (${r.ms.toFixed(1)} ms)`, over), card('Mask', greyCanvas(mask, W, H, { scale: 2 })));
+  panel.hidden = false;
+  setStatus(`segmentation: mask ${W}×${H} in ${r.ms.toFixed(1)} ms`);
+  return () => {};
+}
+
+async function graphOnly(file, label, { openModel, setStatus }) {
+  const m = await openModel(file, label, await fetchBytes(file));
+  setStatus(`${label}: ${m.graph.summary}`);
+  return () => {};
+}
+
+export async function startDemo(name, ctx) {
+  if (name === 'mnist') return mnist(ctx);
+  if (name === 'superres') return superres(ctx);
+  if (name === 'segmentation') return segmentation(ctx);
+  if (name === 'smallcnn') return graphOnly('smallcnn-qdq.onnx', 'smallcnn (QDQ int8)', ctx);
+  if (name === 'kws') return graphOnly('kws-dscnn-int8.onnx', 'kws-dscnn (int8)', ctx);
+  throw new Error(`no demo ${name}`);
+}
