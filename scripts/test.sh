@@ -5,7 +5,8 @@
 # "N passed, N failed" summing every stage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+# --browser: Debian's Chromium for the inspector's browser tests.
+bash scripts/setup.sh --browser || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
 export NODE_PATH=/usr/share/nodejs
 logdir=$(mktemp -d)
@@ -84,6 +85,14 @@ else
   rc=${PIPESTATUS[0]}
   count "node tests, 2 threads" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" \
     "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" $rc
+
+  # The inspector app in Chromium (built with vite, driven by playwright-core)
+  # and the npm package as a consumer installs it (vite and esbuild builds).
+  # Screenshots in test-artifacts/browser.
+  node --test --test-reporter=spec tests/browser/ 2>&1 | tee "$logdir/browser.log" | grep -E '^(✔|✖)|layout 1000|bundle' | head -30
+  rc=${PIPESTATUS[0]}
+  count "browser + package" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/browser.log" | grep -oE '[0-9]+$')" \
+    "$(grep -oE '^ℹ fail [0-9]+' "$logdir/browser.log" | grep -oE '[0-9]+$')" $rc
 fi
 
 rm -rf "$logdir"

@@ -1,0 +1,144 @@
+// The npm package as a new user gets it: `npm pack`, the tarball installed
+// into a fresh project, that project bundled with vite and with esbuild
+// (platform browser) and run in Chromium, and used from Node. Prints the
+// bundle sizes.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, createReadStream, existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build as viteBuild } from 'vite';
+import { build as esbuild } from 'esbuild';
+import { load } from '../../src/js/index.mjs';
+import { launchChromium, watchErrors } from './chromium.mjs';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const MODEL = path.resolve(REPO, '../shared/models/synthetic/smallcnn_qdq.onnx');
+const work = mkdtempSync(path.join(tmpdir(), 'wq-consumer-'));
+const app = path.join(work, 'app');
+let browser;
+
+const MAIN_JS = `import { load, configure } from 'wasmq';
+// esbuild does not rewrite new URL(..., import.meta.url): the page says where the files are.
+if (globalThis.WASMQ_DIR) configure({ glueUrl: new URL('wasmq.mjs', WASMQ_DIR), wasmUrl: new URL('wasmq.wasm', WASMQ_DIR) });
+const bytes = new Uint8Array(await (await fetch('./model.onnx')).arrayBuffer());
+const model = await load(new Blob([bytes]));
+const input = model.inputs[0];
+const data = new Float32Array(1 * 3 * 224 * 224).map((_, i) => ((i * 7919) % 255) / 255);
+const out = await model.run({ [input.name]: { data, dims: [1, 3, 224, 224] } });
+const summary = model.graph().summary;
+window.result = { output: Array.from(Object.values(out)[0].data), summary };
+document.body.textContent = summary;
+`;
+
+before(async () => {
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: REPO, encoding: 'utf8' }));
+  const tarball = path.join(work, packed[0].filename);
+  mkdirSync(app);
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball], { cwd: app, stdio: 'pipe' });
+  writeFileSync(path.join(app, 'main.js'), MAIN_JS);
+  writeFileSync(path.join(app, 'index.html'), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>consumer</title><script type="module" src="./main.js"></script>');
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+/** Serves dir; /model.onnx is the shared model. */
+async function serve(dir) {
+  const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.html': 'text/html', '.wasm': 'application/wasm' };
+  const server = createServer((req, res) => {
+    const url = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const file = url === '/model.onnx' ? MODEL : path.join(dir, url === '/' ? 'index.html' : url);
+    if (!file.startsWith(dir) && file !== MODEL) return res.writeHead(403).end();
+    if (!existsSync(file) || statSync(file).isDirectory()) return res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream' });
+    createReadStream(file).pipe(res);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) };
+}
+
+async function expected() {
+  const model = await load(MODEL);
+  try {
+    const data = new Float32Array(1 * 3 * 224 * 224).map((_, i) => ((i * 7919) % 255) / 255);
+    const out = await model.run({ [model.inputs[0].name]: { data, dims: [1, 3, 224, 224] } });
+    return { output: Array.from(Object.values(out)[0].data), summary: model.graph().summary };
+  } finally {
+    model.dispose();
+  }
+}
+
+async function runInChromium(dir) {
+  const server = await serve(dir);
+  const page = await browser.newPage();
+  const errors = watchErrors(page);
+  try {
+    await page.goto(server.url);
+    await page.waitForFunction(() => window.result, null, { timeout: 30000 });
+    assert.deepEqual(errors, []);
+    return await page.evaluate(() => window.result);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+}
+
+const sizeOf = (dir) => readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f)).filter((f) => statSync(f).isFile()).map((f) => [path.relative(dir, f), statSync(f).size]);
+
+test('the packed tarball: LICENSE, types, no test or build files; wasmq --version from the installed bin', () => {
+  const pkgDir = path.join(app, 'node_modules/wasmq');
+  for (const f of ['LICENSE', 'package.json', 'src/js/index.mjs', 'src/js/index.d.ts', 'src/js/platform/browser.mjs', 'wasm_build/out/wasmq.wasm']) {
+    assert.ok(existsSync(path.join(pkgDir, f)), `${f} in the package`);
+  }
+  assert.ok(!existsSync(path.join(pkgDir, 'tests')));
+  const version = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')).version;
+  assert.equal(execFileSync(path.join(app, 'node_modules/.bin/wasmq'), ['--version'], { encoding: 'utf8' }).trim(), version);
+});
+
+test('consumer project built with vite runs the model in Chromium (same output as Node)', async () => {
+  const outDir = path.join(work, 'vite-dist');
+  await viteBuild({ root: app, base: './', logLevel: 'warn', build: { outDir, target: 'es2022' } });
+  const files = sizeOf(outDir);
+  console.log(`vite bundle: ${files.map(([f, s]) => `${f} ${(s / 1024).toFixed(1)} KB`).join(', ')}`);
+  const got = await runInChromium(outDir);
+  assert.deepEqual(got, await expected());
+});
+
+test('consumer project built with esbuild (platform browser) runs the model in Chromium', async () => {
+  const outDir = path.join(work, 'esbuild-dist');
+  mkdirSync(outDir, { recursive: true });
+  await esbuild({ entryPoints: [path.join(app, 'main.js')], bundle: true, format: 'esm', platform: 'browser', target: 'es2022', outfile: path.join(outDir, 'main.js'), absWorkingDir: app, logLevel: 'error' });
+  // The core's files go next to the bundle, as the README tells esbuild users.
+  for (const f of ['wasmq.mjs', 'wasmq.wasm']) copyFileSync(path.join(app, 'node_modules/wasmq/wasm_build/out', f), path.join(outDir, f));
+  writeFileSync(
+    path.join(outDir, 'index.html'),
+    `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>consumer</title><script>globalThis.WASMQ_DIR = new URL('./', location.href).href;</script><script type="module" src="./main.js"></script>`,
+  );
+  const bundle = statSync(path.join(outDir, 'main.js')).size;
+  console.log(`esbuild bundle: main.js ${(bundle / 1024).toFixed(1)} KB (+ wasmq.mjs, wasmq.wasm)`);
+  const got = await runInChromium(outDir);
+  assert.deepEqual(got, await expected());
+});
+
+test('consumer project in Node: import from the installed package, run, and a clear error when the .wasm is elsewhere', () => {
+  const script = `import { load, configure } from 'wasmq';
+import { readFileSync } from 'node:fs';
+const m = await load(readFileSync(${JSON.stringify(MODEL)}));
+console.log(m.graph().summary);`;
+  writeFileSync(path.join(app, 'node.mjs'), script);
+  const out = execFileSync(process.execPath, ['node.mjs'], { cwd: app, encoding: 'utf8' });
+  assert.match(out, /^int8: 8 of 10 nodes in 1 region/);
+  writeFileSync(path.join(app, 'bad.mjs'), `import { load, configure } from 'wasmq';
+configure({ wasmUrl: 'http://127.0.0.1:9/missing/wasmq.wasm' });
+try { await load(new Uint8Array(4)); } catch (e) { console.log(e.message); }`);
+  const msg = execFileSync(process.execPath, ['bad.mjs'], { cwd: app, encoding: 'utf8' });
+  assert.match(msg, /cannot load the wasm core from http:\/\/127\.0\.0\.1:9\/missing\/wasmq\.wasm/);
+  assert.match(msg, /configure\(\{ wasmUrl/);
+});
