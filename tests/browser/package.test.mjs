@@ -61,7 +61,13 @@ async function serve(dir) {
     createReadStream(file).pipe(res);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) };
+  // Chromium keeps its connections open: close them, or close() waits for them.
+  const close = () =>
+    new Promise((r) => {
+      server.close(r);
+      server.closeAllConnections();
+    });
+  return { url: `http://127.0.0.1:${server.address().port}/`, close };
 }
 
 async function expected() {

@@ -1,0 +1,62 @@
+// Helpers for calling the wasm exports (wqx_*): copying bytes, strings and
+// int32 arrays into wasm memory, reading strings and errors back.
+
+import { WasmqError } from './errors.mjs';
+import { dtypeNameOfCode } from './dtypes.mjs';
+
+// Memory can grow on any allocation, which replaces the buffer: always take
+// fresh views through these helpers right before use.
+export function heapU8(core) {
+  return core.HEAPU8;
+}
+
+export function allocBytes(core, bytes) {
+  const ptr = core._wqx_malloc(bytes.byteLength);
+  if (!ptr) throw new WasmqError(`out of wasm memory allocating ${bytes.byteLength} bytes`, { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  heapU8(core).set(bytes, ptr);
+  return ptr;
+}
+
+export function allocInt32(core, values) {
+  const arr = Int32Array.from(values);
+  return allocBytes(core, new Uint8Array(arr.buffer));
+}
+
+export function allocString(core, s) {
+  const n = core.lengthBytesUTF8(s) + 1;
+  const ptr = core._wqx_malloc(n);
+  if (!ptr) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  core.stringToUTF8(s, ptr, n);
+  return ptr;
+}
+
+export function readString(core, ptr) {
+  return ptr ? core.UTF8ToString(ptr) : '';
+}
+
+export function errorFromCtx(core, ctx) {
+  const code = readString(core, core._wqx_error_name(ctx));
+  const node = readString(core, core._wqx_error_node(ctx));
+  const message = readString(core, core._wqx_error_message(ctx)) || code;
+  return new WasmqError(message, { code, node });
+}
+
+/** {name, dtype, shape} of a model input or output (kind 'input' | 'output'). */
+export function readTensorInfo(core, model, kind, i) {
+  const name = readString(core, core[`_wqx_${kind}_name`](model, i));
+  const code = core[`_wqx_${kind}_dtype`](model, i);
+  const rank = core[`_wqx_${kind}_rank`](model, i);
+  let shape = null; // unknown rank
+  if (rank >= 0) {
+    shape = [];
+    for (let d = 0; d < rank; d++) {
+      const dim = core[`_wqx_${kind}_dim`](model, i, d);
+      if (dim >= 0) shape.push(dim);
+      else {
+        const param = readString(core, core[`_wqx_${kind}_dim_param`](model, i, d));
+        shape.push(param || null);
+      }
+    }
+  }
+  return Object.freeze({ name, dtype: dtypeNameOfCode(code), shape: shape && Object.freeze(shape) });
+}

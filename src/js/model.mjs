@@ -1,0 +1,350 @@
+// The loaded model: feeds staged into wasm memory, runs, results copied out,
+// per-node timing, the decision records and memory figures.
+
+import { WasmqError } from './errors.mjs';
+import { buildGraphRecords } from './graph/records.mjs';
+import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
+import { heapU8, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
+import { validateDims } from './source.mjs';
+
+const MAX_RANK = 8;
+
+// Large inputs are staged half a page away from page boundaries. Big
+// ArrayBuffers usually start at (or 16 bytes past) a page boundary; when the
+// copy's destination sits a few bytes past its source modulo 4096, every
+// load waits on a store it only seems to alias ("4K aliasing"): copying
+// 256 KB took 95 us instead of 12 with the wasm heap placing the buffer at
+// page + 32.
+const PAGE = 4096;
+const STAGING_PAGE_OFFSET = 2048 + 64;
+
+/** Start of the staged bytes in a block from wqx_malloc (PAGE extra bytes when bytes >= PAGE). */
+function stagingStart(ptr, bytes) {
+  if (bytes < PAGE) return ptr;
+  return ptr + ((STAGING_PAGE_OFFSET - (ptr % PAGE) + PAGE) % PAGE);
+}
+
+export class Model {
+  #core;
+  #ctx;
+  #handle;
+  #inputNames; // Set of input names
+  #feedInfo; // per input: {info, dtype (undefined if not feedable), staticDims (null if symbolic), count}
+  // Wasm memory the inputs are staged in, kept across runs (the core reads
+  // inputs during a run and keeps nothing): per input a data buffer and its
+  // capacity, and one block of MAX_RANK int32 dims per input.
+  #stagingPtrs = [];
+  #stagingBytes = [];
+  #dimsPtr = 0;
+
+  constructor(core, ctx, handle, info) {
+    this.#core = core;
+    this.#ctx = ctx;
+    this.#handle = handle;
+    /** Which build runs the model and on how many threads: {build, threads, requestedThreads, fallback?}. */
+    this.info = Object.freeze(info);
+    const count = (kind) => core[`_wqx_${kind}_count`](handle);
+    this.inputs = Object.freeze(Array.from({ length: count('input') }, (_, i) => readTensorInfo(core, handle, 'input', i)));
+    this.outputs = Object.freeze(Array.from({ length: count('output') }, (_, i) => readTensorInfo(core, handle, 'output', i)));
+    this.#inputNames = new Set(this.inputs.map((t) => t.name));
+    this.#feedInfo = this.inputs.map((info) => {
+      const staticDims = info.shape && info.shape.every((d) => typeof d === 'number') ? Object.freeze(info.shape.slice()) : null;
+      return { info, dtype: DTYPES[info.dtype], staticDims, count: staticDims ? numel(staticDims) : -1 };
+    });
+  }
+
+  #live() {
+    if (!this.#handle) throw new WasmqError('model was disposed', { code: 'WQ_ERR_DISPOSED' });
+  }
+
+  /** Checks feeds against the declared inputs; returns [{info, dtype, dims, data}] in input order. */
+  #validateFeeds(feeds) {
+    if (feeds === null || typeof feeds !== 'object') {
+      throw new WasmqError(`run: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
+    }
+    for (const key of Object.keys(feeds)) {
+      if (!this.#inputNames.has(key)) {
+        throw new WasmqError(`run: unknown input '${key}' (model inputs: ${[...this.#inputNames].join(', ')})`);
+      }
+    }
+    const bound = new Map(); // symbolic dim name -> value, consistent across inputs
+    return this.#feedInfo.map(({ info, dtype, staticDims, count: staticCount }) => {
+      let feed = feeds[info.name];
+      if (feed === undefined) throw new WasmqError(`run: missing input '${info.name}'`);
+      if (ArrayBuffer.isView(feed)) feed = { data: feed }; // bare TypedArray: dims from the declaration
+      if (!dtype) {
+        throw new WasmqError(`run: input '${info.name}' has dtype ${info.dtype}, which the runtime cannot feed`, { code: 'WQ_ERR_UNSUPPORTED' });
+      }
+      const { data } = feed;
+      if (!arrayMatchesDtype(data, dtype)) {
+        throw new WasmqError(`run: input '${info.name}' is ${info.dtype} and needs a ${dtype.array.name}, got ${arrayKind(data)}`, {
+          code: 'WQ_ERR_SHAPE',
+        });
+      }
+      let dims = feed.dims;
+      let count = staticCount;
+      if (dims === undefined) {
+        if (!staticDims) {
+          throw new WasmqError(`run: input '${info.name}' has shape ${formatShape(info.shape)}; pass dims`);
+        }
+        dims = staticDims; // the declared shape is valid as it stands
+      } else if (!(staticDims && sameDims(dims, staticDims))) {
+        count = checkDims(info, dims, bound);
+      }
+      if (data.length !== count) {
+        throw new WasmqError(`run: input '${info.name}' dims [${dims.join(',')}] need ${count} elements, data has ${data.length}`, {
+          code: 'WQ_ERR_SHAPE',
+        });
+      }
+      return { info, dtype, dims, data };
+    });
+  }
+
+  /** Where input i is staged: at least `bytes` long (grown as needed). */
+  #stagingFor(i, bytes) {
+    if (this.#stagingPtrs[i] && this.#stagingBytes[i] >= bytes) return stagingStart(this.#stagingPtrs[i], this.#stagingBytes[i]);
+    const core = this.#core;
+    if (this.#stagingPtrs[i]) core._wqx_free(this.#stagingPtrs[i]);
+    this.#stagingPtrs[i] = 0;
+    this.#stagingBytes[i] = 0;
+    const ptr = core._wqx_malloc(bytes >= PAGE ? bytes + PAGE : bytes);
+    if (!ptr) throw new WasmqError(`out of wasm memory allocating ${bytes} bytes`, { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    this.#stagingPtrs[i] = ptr;
+    this.#stagingBytes[i] = bytes;
+    return stagingStart(ptr, bytes);
+  }
+
+  /**
+   * Runs the model. feeds: {name: {data: TypedArray, dims: number[]}} (dims
+   * may be omitted for inputs with a fully static shape). Resolves to
+   * {name: {data, dims, dtype}} with data copied out of wasm memory.
+   */
+  async run(feeds, options = {}) {
+    if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
+    this.#live();
+    const staged = this.#validateFeeds(feeds);
+    const core = this.#core;
+    if (!this.#dimsPtr && staged.length > 0) {
+      this.#dimsPtr = core._wqx_malloc(staged.length * MAX_RANK * 4);
+      if (!this.#dimsPtr) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    }
+    for (let i = 0; i < staged.length; i++) {
+      const s = staged[i];
+      const bytes = s.data.byteLength;
+      const dataPtr = this.#stagingFor(i, bytes);
+      const dimsPtr = this.#dimsPtr + i * MAX_RANK * 4;
+      // Views taken after the allocation: growing memory replaces the buffer.
+      core.HEAPU8.set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
+      core.HEAP32.set(s.dims, dimsPtr >> 2);
+      if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
+        throw errorFromCtx(core, this.#ctx);
+      }
+    }
+    if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+    const results = {};
+    for (let i = 0; i < this.outputs.length; i++) results[this.outputs[i].name] = this.#copyResult(i);
+    return results;
+  }
+
+  // Per-node times of `repeats` runs (median per node); the results of the
+  // last run carry them as a non-enumerable `profile` property.
+  async #runProfiled(feeds, repeats) {
+    if (!Number.isInteger(repeats) || repeats < 1) throw new WasmqError(`run: repeats must be an integer >= 1 (got ${repeats})`);
+    const samples = [];
+    let results;
+    try {
+      for (let r = 0; r < repeats; r++) {
+        this.profile(true);
+        results = await this.run(feeds);
+        samples.push(this.nodeTimes());
+      }
+    } finally {
+      if (!this.disposed) this.profile(false);
+    }
+    const median = (xs) => {
+      const s = xs.slice().sort((a, b) => a - b);
+      return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    };
+    const profile = samples[0].map((n, i) => ({
+      op: n.op,
+      name: n.name,
+      ms: median(samples.map((s) => s[i].ms)),
+      kernelMs: median(samples.map((s) => s[i].kernelMs)),
+    }));
+    Object.defineProperty(results, 'profile', { value: profile, enumerable: false });
+    return results;
+  }
+
+  /**
+   * The decision records (docs/graph-json.md): per node the backend, int8
+   * region, reason code and kernel; per tensor dtype, dims, layout, full
+   * qparams and lifetime; regions, layout transitions, the summary line.
+   */
+  graph() {
+    this.#live();
+    const core = this.#core;
+    const ptr = core._wqx_graph_json(this.#handle);
+    if (!ptr) throw new WasmqError('graph failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    let raw;
+    try {
+      raw = JSON.parse(core.UTF8ToString(ptr));
+    } finally {
+      core._wqx_free(ptr);
+    }
+    return buildGraphRecords(raw, { lowered: this.info.lowering !== false, memory: this.memory });
+  }
+
+  #copyResult(i) {
+    const core = this.#core;
+    const h = this.#handle;
+    const code = core._wqx_result_dtype(h, i);
+    const dtype = dtypeFromCode(code);
+    const rank = core._wqx_result_rank(h, i);
+    const name = this.outputs[i].name;
+    if (!dtype || rank < 0) {
+      throw new WasmqError(`run: output '${name}' came back as ${dtypeNameOfCode(code)} rank ${rank}`, { code: 'WQ_ERR_UNSUPPORTED' });
+    }
+    const dims = new Array(rank);
+    for (let d = 0; d < rank; d++) dims[d] = core._wqx_result_dim(h, i, d);
+    const count = numel(dims);
+    const ptr = core._wqx_result_data(h, i);
+    if (!ptr && count > 0) throw new WasmqError(`run: output '${name}' has no data`, { code: 'WQ_ERR_INVALID_MODEL' });
+    const copy = heapU8(core).slice(ptr, ptr + count * dtype.size);
+    return { data: new dtype.array(copy.buffer, 0, count), dims, dtype: dtype.name };
+  }
+
+  /** The core's human-readable summary (inputs, outputs, opsets, ops, parameters). */
+  describe() {
+    this.#live();
+    const core = this.#core;
+    const ptr = core._wqx_describe(this.#handle);
+    if (!ptr) throw new WasmqError('describe failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    try {
+      return core.UTF8ToString(ptr);
+    } finally {
+      core._wqx_free(ptr);
+    }
+  }
+
+  /**
+   * The lowered graph, one entry per node: the int8 op it runs (with the
+   * quantization parameters of its tensors) or why it stayed float.
+   */
+  describeLowered() {
+    this.#live();
+    const core = this.#core;
+    const ptr = core._wqx_describe_lowered(this.#handle);
+    if (!ptr) throw new WasmqError('describeLowered failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    try {
+      return core.UTF8ToString(ptr);
+    } finally {
+      core._wqx_free(ptr);
+    }
+  }
+
+  /**
+   * Arena memory for intermediate tensors, as planned for the latest run (or
+   * at load when every shape is static): {planned, arenaBytes,
+   * lowerBoundBytes, unsharedBytes, tensors}. Before the first run of a model
+   * with symbolic shapes, planned is false and the byte counts are 0.
+   */
+  get memory() {
+    this.#live();
+    const core = this.#core;
+    const h = this.#handle;
+    return Object.freeze({
+      planned: core._wqx_arena_planned(h) !== 0,
+      arenaBytes: core._wqx_arena_bytes(h),
+      lowerBoundBytes: core._wqx_arena_lower_bound(h),
+      unsharedBytes: core._wqx_arena_unshared_bytes(h),
+      tensors: core._wqx_arena_tensor_count(h),
+    });
+  }
+
+  /**
+   * Per-node timing of the runs that follow: profile(true) starts (clearing
+   * the counts), profile(false) stops.
+   */
+  profile(on) {
+    this.#live();
+    if (this.#core._wqx_profile(this.#ctx, this.#handle, on ? 1 : 0) !== 0) throw errorFromCtx(this.#core, this.#ctx);
+  }
+
+  /**
+   * Milliseconds per node of the executed (lowered) graph, summed over the
+   * runs since profile(true): [{op, name, ms, kernelMs}]. ms - kernelMs is
+   * the executor's fixed cost for the node (inputs, shapes, placement).
+   */
+  nodeTimes() {
+    this.#live();
+    const core = this.#core;
+    const h = this.#handle;
+    const times = [];
+    for (let i = 0, n = core._wqx_node_count(h); i < n; i++) {
+      times.push({
+        op: readString(core, core._wqx_node_op(h, i)),
+        name: readString(core, core._wqx_node_name(h, i)),
+        ms: core._wqx_node_ms(h, i, 0),
+        kernelMs: core._wqx_node_ms(h, i, 1),
+      });
+    }
+    return times;
+  }
+
+  /** Frees the model's wasm memory; any later use throws WQ_ERR_DISPOSED. Idempotent. */
+  dispose() {
+    if (!this.#handle) return;
+    for (const p of this.#stagingPtrs) if (p) this.#core._wqx_free(p);
+    if (this.#dimsPtr) this.#core._wqx_free(this.#dimsPtr);
+    this.#stagingPtrs = [];
+    this.#stagingBytes = [];
+    this.#dimsPtr = 0;
+    this.#core._wqx_model_free(this.#handle);
+    this.#core._wqx_ctx_free(this.#ctx);
+    this.#handle = 0;
+    this.#ctx = 0;
+  }
+
+  get disposed() {
+    return !this.#handle;
+  }
+}
+
+function sameDims(dims, want) {
+  if (!Array.isArray(dims) || dims.length !== want.length) return false;
+  for (let d = 0; d < want.length; d++) if (dims[d] !== want[d]) return false;
+  return true;
+}
+
+/**
+ * Validates dims given for an input against its declaration (binding
+ * symbolic dims consistently through `bound`); returns the element count.
+ */
+function checkDims(info, dims, bound) {
+  validateDims(dims, `run: input '${info.name}'`);
+  if (info.shape) {
+    const mismatch = () =>
+      new WasmqError(`run: input '${info.name}' has dims [${dims.join(',')}], model expects ${formatShape(info.shape)}`, {
+        code: 'WQ_ERR_SHAPE',
+      });
+    if (dims.length !== info.shape.length) throw mismatch();
+    info.shape.forEach((want, d) => {
+      if (typeof want === 'number' && want !== dims[d]) throw mismatch();
+      if (typeof want === 'string') {
+        if (bound.has(want) && bound.get(want) !== dims[d]) {
+          throw new WasmqError(
+            `run: input '${info.name}' dim ${d} ('${want}') is ${dims[d]} but another input bound '${want}' to ${bound.get(want)}`,
+            { code: 'WQ_ERR_SHAPE' },
+          );
+        }
+        bound.set(want, dims[d]);
+      }
+    });
+  }
+  return numel(dims);
+}
+
+function formatShape(shape) {
+  if (!shape) return 'of unknown rank';
+  return `[${shape.map((d) => (d === null ? '?' : d)).join(',')}]`;
+}
