@@ -86,12 +86,18 @@ function setStatus(text, { error = false, progress } = {}) {
 
 // --- loading -----------------------------------------------------------------
 
+// Models run on every core (up to 4) when the page is cross-origin isolated,
+// which the app's server arranges (COOP/COEP); else on one thread.
+const DEFAULT_THREADS = globalThis.crossOriginIsolated ? Math.min(navigator.hardwareConcurrency || 1, 4) : 1;
+const THREADED_DIR = new URL('wasmq-mt/', document.baseURI).href;
+
 /** Loads bytes into the model Worker under `key`; draws it when `show`. */
 export async function openModel(key, name, bytes, { show = true, options = {} } = {}) {
   setStatus(`Loading ${name}…`);
   const copy = bytes.slice(); // the Worker gets its own copy; we keep ours for reloads
-  const r = await runner.call({ type: 'load', key, bytes: copy, options }, undefined, [copy.buffer]);
-  const entry = { key, name, bytes, graph: r.graph, inputs: r.inputs, outputs: r.outputs, options };
+  options = { threads: DEFAULT_THREADS, ...options };
+  const r = await runner.call({ type: 'load', key, bytes: copy, options, threadedDir: THREADED_DIR }, undefined, [copy.buffer]);
+  const entry = { key, name, bytes, graph: r.graph, inputs: r.inputs, outputs: r.outputs, options, info: r.info };
   state.models.set(key, entry);
   refreshModelPicker();
   if (show) await showModel(key);
@@ -107,6 +113,10 @@ function refreshModelPicker() {
 
 async function showModel(key) {
   state.shown = key;
+  const { info } = state.models.get(key);
+  // Which core runs the model: 'simd' or 'simd-threads', and on how many threads.
+  $('status').dataset.build = info.build;
+  $('status').dataset.threads = info.threads;
   state.data = { time: null, error: state.data.error };
   state.selected = -1;
   $('graph-model').value = key;
@@ -262,7 +272,7 @@ async function runShown() {
 async function reloadAll() {
   for (const m of state.models.values()) {
     const copy = m.bytes.slice();
-    await runner.call({ type: 'load', key: m.key, bytes: copy, options: m.options }, undefined, [copy.buffer]);
+    await runner.call({ type: 'load', key: m.key, bytes: copy, options: m.options, threadedDir: THREADED_DIR }, undefined, [copy.buffer]);
   }
 }
 

@@ -2,12 +2,17 @@
 // cancels a run by terminating this worker. Messages: {id, type: 'load' |
 // 'run' | 'dispose', ...}; replies {id, ok, ...} or {id, error}, and
 // {id, progress} during profiled repeats.
-import { load } from '../src/js/index.mjs';
+import { load, configure } from '../src/js/index.mjs';
 
 const models = new Map();
+let configured = false;
 
 async function handle(msg) {
   if (msg.type === 'load') {
+    // The page says where the threaded core is served (before the first load).
+    // Demos hold up to three models at once (float, int8, quantized in the page).
+    if (!configured && msg.threadedDir) configure({ threadedDir: msg.threadedDir, threadPoolSize: 3 * Math.max(1, (msg.options?.threads ?? 1) - 1) });
+    configured = true;
     models.get(msg.key)?.dispose();
     const model = await load(msg.bytes, msg.options ?? {});
     models.set(msg.key, model);

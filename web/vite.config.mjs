@@ -2,7 +2,7 @@
 // repository, as in CI) when the page asks for them: never copied into the
 // repository or the build output.
 import { defineConfig } from 'vite';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +24,22 @@ export const DEMO_FILES = {
   'kws-dscnn-int8.onnx': 'models-int8/mlperftiny-kws-dscnn-int8/model.onnx',
 };
 
+// The threaded core (wasm_build/out/mt: wasmq.mjs, .wasm, .worker.js) is
+// served at ./wasmq-mt/ and copied there by the build; the page tells the
+// model Worker where it is.
+const THREADED_DIR = path.join(REPO, 'wasm_build/out/mt');
+const THREADED_FILES = { 'wasmq.mjs': 'text/javascript', 'wasmq.worker.js': 'text/javascript', 'wasmq.wasm': 'application/wasm' };
+
+// Shared wasm memory (the threaded build) needs a cross-origin isolated page.
+const ISOLATION_HEADERS = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+
+function serveThreadedCore(req, res, next) {
+  const m = /^\/wasmq-mt\/([^/?#]+)/.exec(req.url ?? '');
+  if (!m || !THREADED_FILES[m[1]] || !existsSync(path.join(THREADED_DIR, m[1]))) return next();
+  res.setHeader('Content-Type', THREADED_FILES[m[1]]);
+  createReadStream(path.join(THREADED_DIR, m[1])).pipe(res);
+}
+
 function serveSharedModels(req, res, next) {
   const m = /^\/models\/([^/?#]+)/.exec(req.url ?? '');
   if (!m) return next();
@@ -42,8 +58,8 @@ export default defineConfig({
   root: path.join(REPO, 'web'),
   base: './',
   publicDir: false,
-  server: { fs: { allow: [REPO] }, host: '127.0.0.1' },
-  preview: { host: '127.0.0.1' },
+  server: { fs: { allow: [REPO] }, host: '127.0.0.1', headers: ISOLATION_HEADERS },
+  preview: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   worker: { format: 'es' },
   build: { outDir: path.join(REPO, 'web/dist'), emptyOutDir: true, target: 'es2022', chunkSizeWarningLimit: 1024 },
   plugins: [
@@ -51,9 +67,15 @@ export default defineConfig({
       name: 'wasmq-shared-models',
       configureServer(server) {
         server.middlewares.use(serveSharedModels);
+        server.middlewares.use(serveThreadedCore);
       },
       configurePreviewServer(server) {
         server.middlewares.use(serveSharedModels);
+      },
+      writeBundle(options) {
+        // Without the threaded build the page runs single-threaded (model.info says why).
+        if (!existsSync(THREADED_DIR)) return;
+        for (const f of Object.keys(THREADED_FILES)) cpSync(path.join(THREADED_DIR, f), path.join(options.dir, 'wasmq-mt', f));
       },
     },
   ],

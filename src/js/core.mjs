@@ -19,16 +19,20 @@ let coreOptions = {};
 
 /**
  * Optional: where to find the build (defaults next to the package) or the
- * .wasm bytes themselves, the threaded build's folder, and the thread count
- * load() uses when its options give none (default 1). Must be called before
- * the first load().
+ * .wasm bytes themselves, the threaded build's folder, the thread count
+ * load() uses when its options give none (default 1), and how many workers
+ * the threaded core starts with (threadPoolSize; every model with N threads
+ * holds N-1 of them while it lives). Must be called before the first load().
  */
-export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads } = {}) {
+export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize } = {}) {
   if (corePromise || threadedCorePromise) throw new WasmqError('configure() must be called before the core is instantiated');
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
     throw new WasmqError(`configure: threads must be an integer >= 1 (got ${threads})`);
   }
-  coreOptions = { glueUrl, wasmUrl, wasmBinary, threadedDir, threads };
+  if (threadPoolSize !== undefined && !(Number.isInteger(threadPoolSize) && threadPoolSize >= 1 && threadPoolSize <= 64)) {
+    throw new WasmqError(`configure: threadPoolSize must be an integer from 1 to 64 (got ${threadPoolSize})`);
+  }
+  coreOptions = { glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize };
 }
 
 /**
@@ -81,9 +85,9 @@ async function instantiateThreadedCore(poolSize) {
   }
 }
 
-/** Workers the threaded core starts with: one per other core, or as many as first asked for. */
+/** Workers the threaded core starts with: as configured, else one per other core or as many as first asked for. */
 async function threadedPoolSize(requested) {
-  return Math.max(1, requested - 1, cpuCount() - 1);
+  return coreOptions.threadPoolSize ?? Math.max(1, requested - 1, cpuCount() - 1);
 }
 
 /** The threaded core (internal; shared by every model loaded with threads > 1). */

@@ -259,6 +259,12 @@ export function configure(options: {
   threadedDir?: string | URL;
   /** Threads load() uses when its options give none (default 1). */
   threads?: number;
+  /**
+   * Workers the threaded core starts with (1-64; default one per other core, or the first
+   * load's threads - 1). Each model loaded with N threads holds N - 1 of them while it lives;
+   * a model that finds too few runs on fewer threads and says so in `info.fallback`.
+   */
+  threadPoolSize?: number;
 }): void;
 
 /** Whether the threaded build can run here (SharedArrayBuffer: Node, or a crossOriginIsolated page). */

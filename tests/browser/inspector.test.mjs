@@ -51,6 +51,11 @@ test('draw-a-digit demo: int8 graph with regions and transitions, live predictio
   const { page, errors } = await openPage('?demo=mnist');
   await page.waitForSelector('.mnist-out .pred', { timeout: 30000 });
   await shot(page, 'mnist-demo-start');
+  // The server isolates the page (COOP/COEP), so models run on the threaded core.
+  assert.equal(await page.evaluate(() => globalThis.crossOriginIsolated), true);
+  const build = await page.$eval('#status', (e) => ({ build: e.dataset.build, threads: Number(e.dataset.threads) }));
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  assert.deepEqual(build, cores > 1 ? { build: 'simd-threads', threads: Math.min(cores, 4) } : { build: 'simd', threads: 1 });
   const nodes = await nodeAttrs(page);
   assert.ok(nodes.length >= 10, `drew ${nodes.length} nodes`);
   assert.ok(nodes.every((n) => n.node && n.backend && n.region !== undefined));
