@@ -81,12 +81,12 @@ async function expected() {
   }
 }
 
-async function runInChromium(dir) {
+async function runInChromium(dir, file = '') {
   const server = await serve(dir);
   const page = await browser.newPage();
   const errors = watchErrors(page);
   try {
-    await page.goto(server.url);
+    await page.goto(server.url + file);
     await page.waitForFunction(() => window.result, null, { timeout: 30000 });
     assert.deepEqual(errors, []);
     return await page.evaluate(() => window.result);
@@ -147,4 +147,56 @@ try { await load(new Uint8Array(4)); } catch (e) { console.log(e.message); }`);
   const msg = execFileSync(process.execPath, ['bad.mjs'], { cwd: app, encoding: 'utf8' });
   assert.match(msg, /cannot load the wasm core from http:\/\/127\.0\.0\.1:9\/missing\/wasmq\.wasm/);
   assert.match(msg, /configure\(\{ wasmUrl/);
+});
+
+// No bundler: the installed package served as files, an import map naming
+// the package entry and its #platform import (what package.json's
+// "imports" does for bundlers and Node).
+const IMPORT_MAP = {
+  imports: {
+    wasmq: './node_modules/wasmq/src/js/index.mjs',
+    '#platform': './node_modules/wasmq/src/js/platform/browser.mjs',
+  },
+};
+
+test('plain <script type=module> with an import map runs the model in Chromium', async () => {
+  writeFileSync(
+    path.join(app, 'plain.html'),
+    `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>plain</title>
+<script type="importmap">${JSON.stringify(IMPORT_MAP)}</script>
+<script type="module" src="./main.js"></script>`,
+  );
+  const got = await runInChromium(app, 'plain.html');
+  assert.deepEqual(got, await expected());
+});
+
+// Workers do not read import maps, so the Worker script is bundled (esbuild
+// here; vite does the same for the inspector's Workers).
+test('in a module Worker bundled by esbuild', async () => {
+  const outDir = path.join(work, 'worker-dist');
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(
+    path.join(app, 'worker-src.js'),
+    `import { load, configure } from 'wasmq';
+configure({ glueUrl: new URL('wasmq.mjs', self.location.href), wasmUrl: new URL('wasmq.wasm', self.location.href) });
+self.onmessage = async ({ data }) => {
+  const model = await load(new Blob([data]));
+  const input = new Float32Array(1 * 3 * 224 * 224).map((_, i) => ((i * 7919) % 255) / 255);
+  const out = await model.run({ [model.inputs[0].name]: { data: input, dims: [1, 3, 224, 224] } });
+  self.postMessage({ output: Array.from(Object.values(out)[0].data), summary: model.graph().summary });
+};`,
+  );
+  await esbuild({ entryPoints: [path.join(app, 'worker-src.js')], bundle: true, format: 'esm', platform: 'browser', target: 'es2022', outfile: path.join(outDir, 'worker.js'), absWorkingDir: app, logLevel: 'error' });
+  for (const f of ['wasmq.mjs', 'wasmq.wasm']) copyFileSync(path.join(app, 'node_modules/wasmq/wasm_build/out', f), path.join(outDir, f));
+  writeFileSync(
+    path.join(outDir, 'worker.html'),
+    `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>worker</title>
+<script type="module">
+const worker = new Worker('./worker.js', { type: 'module' });
+worker.onmessage = ({ data }) => { window.result = data; };
+worker.postMessage(new Uint8Array(await (await fetch('./model.onnx')).arrayBuffer()));
+</script>`,
+  );
+  const got = await runInChromium(outDir, 'worker.html');
+  assert.deepEqual(got, await expected());
 });
