@@ -122,7 +122,8 @@ export type ReasonCode =
   | 'UNSUPPORTED_DTYPE'
   | 'NO_QPARAMS'
   | 'PER_CHANNEL_ACTIVATION'
-  | 'MODE_FP';
+  | 'MODE_FP'
+  | 'SHAPE';
 
 export interface GraphLayout {
   name: 'NCHW' | 'NHWC' | 'plain' | string;

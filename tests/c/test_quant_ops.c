@@ -737,6 +737,103 @@ static void test_unsupported_dtypes(void) {
   }
 }
 
+/* onnxruntime's contrib ops (com.microsoft) by their documented formula:
+ * dequantize each operand, apply the op in float32, quantize (round half to
+ * even, saturate). */
+static wq_node make_contrib_node(const char *op_type, int n_in, wq_attr *attrs, int n_attrs) {
+  wq_node n = make_node(op_type, 1, n_in, 1, attrs, n_attrs);
+  n.domain = (char *)"com.microsoft";
+  n.op = wq_op_find("com.microsoft", op_type);
+  return n;
+}
+
+static void test_contrib_qlinear_add_mul(void) {
+  wq_error err;
+  wq_value out[1];
+  {
+    /* uint8 add, B's zero point omitted (0): a_s (a - 128) + b_s b =
+     * -59 + 5 = -54, 36 + 25 = 61, -64 + 63.75 = -0.25, 63.5 + 0 = 63.5;
+     * / c_s 1 -> -54, 61, -0 (0), 64 (half to even); + 100. */
+    static const uint8_t a[4] = {10, 200, 0, 255}, b[4] = {20, 100, 255, 0};
+    static const float a_s = 0.5f, b_s = 0.25f, c_s = 1.0f;
+    static const uint8_t a_zp = 128, c_zp = 100;
+    const int64_t d4[1] = {4};
+    wq_node node = make_contrib_node("QLinearAdd", 8, NULL, 0);
+    CHECK(node.op != NULL);
+    int io[8] = {0, 1, 2, 3, 4, -1, 6, 7};
+    node.inputs = io;
+    wq_value in[8] = {val(WQ_DT_UINT8, a, 1, d4),
+                      SCALAR_F(&a_s),
+                      val(WQ_DT_UINT8, &a_zp, 0, D1),
+                      val(WQ_DT_UINT8, b, 1, d4),
+                      SCALAR_F(&b_s),
+                      {.dtype = WQ_DT_UNDEFINED, .rank = -1},
+                      SCALAR_F(&c_s),
+                      val(WQ_DT_UINT8, &c_zp, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want[4] = {46, 161, 100, 164};
+    CHECK(out[0].dtype == WQ_DT_UINT8);
+    check_ints(&out[0], want, 4, "QLinearAdd");
+    free_outputs(out, 1);
+  }
+  {
+    /* int8 mul with a broadcast scalar B = -2 (scale 1): 0.1 * a * -2 / 0.2 =
+     * -a, so -128 -> 128 saturates to 127, 127 -> -127, 3 -> -3. */
+    static const int8_t a[3] = {-128, 127, 3}, b = -2, zp = 0;
+    static const float a_s = 0.1f, b_s = 1.0f, c_s = 0.2f;
+    const int64_t d3[1] = {3};
+    wq_node node = make_contrib_node("QLinearMul", 8, NULL, 0);
+    wq_value in[8] = {val(WQ_DT_INT8, a, 1, d3),
+                      SCALAR_F(&a_s),
+                      val(WQ_DT_INT8, &zp, 0, D1),
+                      val(WQ_DT_INT8, &b, 0, D1),
+                      SCALAR_F(&b_s),
+                      val(WQ_DT_INT8, &zp, 0, D1),
+                      SCALAR_F(&c_s),
+                      val(WQ_DT_INT8, &zp, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want[3] = {127, -127, -3};
+    check_ints(&out[0], want, 3, "QLinearMul");
+    free_outputs(out, 1);
+    /* A zero point of another dtype than the data is a model error. */
+    static const uint8_t uzp = 0;
+    in[2] = val(WQ_DT_UINT8, &uzp, 0, D1);
+    CHECK(run_node(&node, in, out, &err) == WQ_ERR_INVALID_MODEL);
+    CHECK_MSG(strstr(err.message, "zero point is uint8 but the data is int8"), "%s", err.message);
+  }
+}
+
+static void test_contrib_qlinear_global_average_pool(void) {
+  /* Channel 0 codes 10, 20, 30, 41 (zp 10, scale 0.5): mean 61 * 0.5 / 4 =
+   * 7.625, / 0.25 = 30.5 -> 30 (half to even) + 5 = 35. Channel 1 codes
+   * 0, 0, 0, 1: -39 * 0.125 = -4.875, / 0.25 = -19.5 -> -20 + 5 = -15,
+   * saturated to 0. Same data channels-first and channels-last. */
+  static const uint8_t nchw[8] = {10, 20, 30, 41, 0, 0, 0, 1};
+  static const uint8_t nhwc[8] = {10, 0, 20, 0, 30, 0, 41, 1};
+  static const float x_s = 0.5f, y_s = 0.25f;
+  static const uint8_t x_zp = 10, y_zp = 5;
+  const int64_t dims[4] = {1, 2, 2, 2};
+  for (int last = 0; last <= 1; last++) {
+    wq_error err;
+    wq_value out[1];
+    wq_attr attrs[1] = {attr_int("channels_last", last)};
+    wq_node node = make_contrib_node("QLinearGlobalAveragePool", 5, attrs, 1);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[5] = {val(WQ_DT_UINT8, last ? nhwc : nchw, 4, dims), SCALAR_F(&x_s),
+                      val(WQ_DT_UINT8, &x_zp, 0, D1), SCALAR_F(&y_s),
+                      val(WQ_DT_UINT8, &y_zp, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    CHECK(out[0].rank == 4 && out[0].dims[0] == 1);
+    CHECK(last ? out[0].dims[3] == 2 && out[0].dims[1] == 1
+               : out[0].dims[1] == 2 && out[0].dims[3] == 1);
+    const int64_t want[2] = {35, 0};
+    check_ints(&out[0], want, 2,
+               last ? "QLinearGlobalAveragePool channels_last" : "QLinearGlobalAveragePool");
+    free_outputs(out, 1);
+    node.op->free_state(node.op_state);
+  }
+}
+
 int main(void) {
   test_quantize_rounding_and_saturation();
   test_quantize_per_axis_and_blocked();
@@ -747,5 +844,7 @@ int main(void) {
   test_qlinear_conv();
   test_dynamic_quantize();
   test_unsupported_dtypes();
+  test_contrib_qlinear_add_mul();
+  test_contrib_qlinear_global_average_pool();
   WQ_TEST_END();
 }

@@ -110,6 +110,10 @@ typedef struct {
   bool planned;
   int64_t x_dims[WQ_MAX_RANK]; /* the shape the plan was made for */
   int x_rank;
+  /* Planned for one batch item (a symbolic batch): runs item by item, any
+   * batch size; x_item/y_item are the bytes of one item. */
+  bool per_item;
+  int64_t x_item, y_item;
   wq_qconv_plan plan;
 } qconv_nhwc_state;
 
@@ -192,8 +196,12 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
   wq_value wv = wq_tensor_value(w);
   wq_value xv = wq_tensor_value(&g->tensors[node->inputs[0]]);
   WQ_TRY(wq_int8_expect_8bit(node, "w", wv.dtype, err));
+  s->per_item = xv.rank >= 1 && xv.dims[0] < 0;
+  if (s->per_item)
+    xv.dims[0] = 1;
   if (!wq_value_shape_known(&xv) || !wq_value_shape_known(&wv))
-    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConvNHWC: x and w shapes must be static");
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConvNHWC: x and w shapes must be static (but for the batch)");
   wq_conv_geometry geo;
   WQ_TRY(qconv_nhwc_geometry(node, &xv, &wv, &geo, err));
   const wq_qparams *qx, *qw, *qy;
@@ -257,6 +265,10 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
   WQ_TRY(st);
   s->x_rank = xv.rank;
   memcpy(s->x_dims, xv.dims, sizeof s->x_dims);
+  s->x_item = wq_value_numel(&xv) * (int64_t)wq_dtype_size(qx->dtype);
+  s->y_item = M; /* 8-bit output codes */
+  for (int i = 0; i < geo.n_spatial; i++)
+    s->y_item *= geo.out[i];
   s->planned = true;
   char note[96];
   snprintf(note, sizeof note, "kernel %s", wq_qconv_algo_name(s->plan.algo));
@@ -268,11 +280,16 @@ static wq_status qconv_nhwc_run(const wq_node *node, const wq_value *in, wq_valu
   const qconv_nhwc_state *s = node->op_state;
   if (!s->planned)
     return wq_int8_not_planned(node, err);
+  const int first = s->per_item ? 1 : 0;
   if (in[0].rank != s->x_rank ||
-      memcmp(in[0].dims, s->x_dims, sizeof(int64_t) * (size_t)in[0].rank))
+      memcmp(in[0].dims + first, s->x_dims + first, sizeof(int64_t) * (size_t)(in[0].rank - first)))
     return wq_fail(err, WQ_ERR_SHAPE, node->name,
                    "QConvNHWC: x shape differs from the planned one");
-  wq_status st = wq_qconv_run(&s->plan, in[0].data, out[0].data, err);
+  const int64_t items = s->per_item ? in[0].dims[0] : 1;
+  wq_status st = WQ_OK;
+  for (int64_t b = 0; b < items && st == WQ_OK; b++)
+    st = wq_qconv_run(&s->plan, (const unsigned char *)in[0].data + b * s->x_item,
+                      (unsigned char *)out[0].data + b * s->y_item, err);
   if (st != WQ_OK)
     wq_error_set_node(err, node->name);
   return st;

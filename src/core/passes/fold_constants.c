@@ -53,9 +53,106 @@ static wq_status fold_node(wq_graph *g, const wq_node *node, wq_value *in, wq_va
   return WQ_OK;
 }
 
+/* Shapes through symbolic dims (a dynamic batch): when every input's rank
+ * is known, the node is probed twice, with each unknown dim of the graph
+ * set to 1 and then to 2. An output dim equal in both probes is static, one
+ * that differs stays unknown. Small integer tensors computed from shapes
+ * (the Shape -> Gather -> Concat -> Reshape plumbing of exported models) are
+ * evaluated in each probe, so a Reshape to [batch, -1] still gets its
+ * static dims. Only shapes are recorded, nothing is folded, and a node whose
+ * probes fail keeps unknown outputs for the run-time inference. This lets
+ * the int8 lowering see ranks and channel counts of models exported with a
+ * dynamic batch. */
+#define WQ_PROBE_MAX_ELEMENTS 64
+
+typedef struct {
+  wq_value *values[2]; /* per tensor and probe: evaluated small tensors (data owned) */
+} symbolic_probe;
+
+static void probe_free(symbolic_probe *pr, int n_tensors) {
+  for (int p = 0; p < 2; p++) {
+    if (!pr->values[p])
+      continue;
+    for (int t = 0; t < n_tensors; t++)
+      free(pr->values[p][t].data);
+    free(pr->values[p]);
+  }
+}
+
+static void infer_through_symbolic_dims(wq_graph *g, const wq_node *node, const wq_value *in,
+                                        symbolic_probe *pr) {
+  for (int k = 0; k < node->n_inputs; k++)
+    if (node->inputs[k] >= 0 && in[k].rank < 0)
+      return;
+  const int ni = node->n_inputs, no = node->n_outputs;
+  wq_value *probe_in = calloc(2 * (size_t)ni + 1, sizeof *probe_in);
+  wq_value *probe_out = calloc(2 * (size_t)no + 1, sizeof *probe_out);
+  bool ok = probe_in && probe_out, evaluated = ok;
+  for (int p = 0; p < 2 && ok; p++) {
+    for (int k = 0; k < ni; k++) {
+      wq_value *v = &probe_in[p * ni + k];
+      int t = node->inputs[k];
+      *v = t >= 0 && pr->values[p][t].data ? pr->values[p][t] : in[k];
+      for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] < 0)
+          v->dims[d] = p + 1;
+      if (t >= 0 && !v->data)
+        evaluated = false;
+    }
+    wq_value *out = &probe_out[p * no];
+    for (int k = 0; k < no; k++) {
+      out[k].dtype = WQ_DT_UNDEFINED;
+      out[k].rank = -1;
+    }
+    wq_error ignored;
+    wq_error_clear(&ignored);
+    ok = node->op->infer(node, &probe_in[p * ni], out, &ignored) == WQ_OK;
+    /* Evaluate small shape computations (every input known in this probe,
+     * or a shape-only op) so their readers see values, not just shapes. */
+    bool shape_only = (node->op->flags & WQ_OP_FLAG_SHAPE_ONLY) != 0;
+    for (int k = 0; k < no && ok; k++)
+      if (!wq_value_shape_known(&out[k]) || wq_value_numel(&out[k]) > WQ_PROBE_MAX_ELEMENTS)
+        evaluated = false;
+    if (ok && (evaluated || shape_only)) {
+      wq_value *run_out = calloc((size_t)no + 1, sizeof *run_out);
+      if (run_out && wq_run_node(node, &probe_in[p * ni], run_out, &ignored) == WQ_OK) {
+        for (int k = 0; k < no; k++) {
+          int t = node->outputs[k];
+          if (t >= 0) {
+            free(pr->values[p][t].data);
+            pr->values[p][t] = run_out[k];
+          } else {
+            free(run_out[k].data);
+          }
+        }
+      }
+      free(run_out);
+    }
+  }
+  for (int k = 0; k < no && ok; k++) {
+    const wq_value *a = &probe_out[k], *b = &probe_out[no + k];
+    if (node->outputs[k] < 0 || a->rank < 0 || a->rank != b->rank || a->dtype != b->dtype)
+      continue;
+    wq_value shape = *a;
+    shape.data = NULL;
+    for (int d = 0; d < a->rank; d++)
+      if (a->dims[d] != b->dims[d] || a->dims[d] < 0)
+        shape.dims[d] = -1;
+    wq_tensor *t = &g->tensors[node->outputs[k]];
+    if (t->rank >= 0 && t->rank != shape.rank)
+      continue; /* disagrees with the declaration: left to run time */
+    store_shape(t, &shape);
+  }
+  free(probe_in);
+  free(probe_out);
+}
+
 wq_status wq_pass_fold_constants(wq_graph *g, int fold, wq_fold_stats *stats, wq_error *err) {
   wq_fold_stats local = {0, 0};
   wq_status st = WQ_OK;
+  /* Tensor indices stay valid: removing nodes keeps the tensor table. */
+  symbolic_probe probe = {{calloc((size_t)g->n_tensors + 1, sizeof(wq_value)),
+                           calloc((size_t)g->n_tensors + 1, sizeof(wq_value))}};
   int i = 0;
   while (i < g->n_nodes && st == WQ_OK) {
     wq_node *node = &g->nodes[i];
@@ -81,7 +178,12 @@ wq_status wq_pass_fold_constants(wq_graph *g, int fold, wq_fold_stats *stats, wq
       if (!tensor->is_constant)
         all_constant = false;
     }
-    bool removed = false;
+    bool removed = false, probed_input = false;
+    for (int k = 0; k < node->n_inputs && probe.values[0]; k++)
+      if (node->inputs[k] >= 0 && probe.values[0][node->inputs[k]].data)
+        probed_input = true;
+    if ((!shapes_known || probed_input) && probe.values[0] && probe.values[1])
+      infer_through_symbolic_dims(g, node, in, &probe);
     if (shapes_known) {
       for (int k = 0; k < node->n_outputs; k++) {
         out[k].dtype = WQ_DT_UNDEFINED;
@@ -121,6 +223,7 @@ wq_status wq_pass_fold_constants(wq_graph *g, int fold, wq_fold_stats *stats, wq
     if (!removed)
       i++;
   }
+  probe_free(&probe, g->n_tensors);
   if (stats)
     *stats = local;
   return st;

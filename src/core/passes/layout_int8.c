@@ -34,24 +34,26 @@ static bool is_onnx_op(const wq_node *n, const char *op_type) {
          strcmp(n->op_type, op_type) == 0;
 }
 
-/* A tensor that may move: 8-bit, rank 3 or 4, static shape, no or
- * per-tensor quantization. */
+/* A tensor that may move: 8-bit, rank 3 or 4, static shape (a symbolic
+ * batch, dim 0, is fine: both layouts keep it first), no or per-tensor
+ * quantization. */
 static bool movable(const wq_graph *g, int t) {
   if (t < 0)
     return false;
   const wq_tensor *x = &g->tensors[t];
   if (!is_8bit(x->dtype) || x->rank < 3 || x->rank > 4 || x->is_constant)
     return false;
-  for (int d = 0; d < x->rank; d++)
+  for (int d = 1; d < x->rank; d++)
     if (x->dims[d] < 0)
       return false;
   return !x->qparams || wq_qparams_is_per_tensor(x->qparams);
 }
 
+/* Bytes of a tensor; per batch item when the batch is symbolic. */
 static int64_t tensor_bytes(const wq_tensor *t) {
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++)
-    n *= t->dims[d];
+    n *= t->dims[d] < 0 ? 1 : t->dims[d];
   return n * (int64_t)wq_dtype_size(t->dtype);
 }
 
@@ -119,9 +121,9 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
   char name[300], note[400];
   snprintf(name, sizeof name, "%s_%s", c->g->tensors[from].name, to_nhwc ? "to_nhwc" : "to_nchw");
   int64_t bytes = tensor_bytes(&c->g->tensors[from]);
-  snprintf(note, sizeof note, "layout transition %s -> %s of '%s' (%lld bytes)",
+  snprintf(note, sizeof note, "layout transition %s -> %s of '%s' (%lld bytes%s)",
            to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW", c->g->tensors[from].name,
-           (long long)bytes);
+           (long long)bytes, c->g->tensors[from].dims[0] < 0 ? " per batch item" : "");
   n.name = wq_strdup(name);
   n.op_type = wq_strdup(op_type);
   n.domain = wq_strdup(WQ_INT8_DOMAIN);

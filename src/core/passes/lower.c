@@ -65,6 +65,9 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_gemm(c, i, done, err);
   if (lower_is_op(n, "QLinearConv") || lower_is_op(n, "QLinearMatMul"))
     return lower_qlinear(c, i, done, err);
+  lower_qlinear_operand contrib[3];
+  if (lower_contrib_operands(n, contrib) > 0)
+    return lower_contrib(c, i, done, err);
   if (lower_is_op(n, "ConvInteger") || lower_is_op(n, "MatMulInteger")) {
     WQ_TRY(lower_integer(c, i, done, err));
     return *done ? lower_float_rescale(c, i, err) : WQ_OK;

@@ -101,6 +101,19 @@ bool lower_node_qparams(lower_ctx *c, const wq_node *node, int data_tensor, wq_q
  * producer gave it. */
 wq_status lower_attach_qparams(lower_ctx *c, wq_error *err);
 
+/* onnxruntime's operator-format contrib ops (domain com.microsoft) carry
+ * each operand's scale and zero point as inputs: operand `data` (input
+ * index; -1 for output 0) with its `scale` and `zp` (optional) inputs. */
+typedef struct {
+  int data, scale, zp;
+} lower_qlinear_operand;
+bool lower_is_contrib(const wq_node *n, const char *op_type);
+/* The operands of a contrib QLinear op (the count), 0 for any other node. */
+int lower_contrib_operands(const wq_node *n, lower_qlinear_operand out[3]);
+/* Operand o's tensor carries per-tensor parameters equal to those the node
+ * reads it with; false with a reason in c->why. */
+bool lower_contrib_operand_matches(lower_ctx *c, const wq_node *n, const lower_qlinear_operand *o);
+
 bool lower_qparams_equal(const wq_qparams *a, const wq_qparams *b);
 /* Same dtype and single (scale, zero point); shapes may differ. */
 bool lower_per_tensor_equal(const wq_qparams *a, const wq_qparams *b);
@@ -148,6 +161,8 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err);
+/* lower_contrib.c: QLinearAdd/QLinearMul/QLinearGlobalAveragePool (com.microsoft). */
+wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err);
 
 /* lower_rescale.c: node i, just lowered to QConv/QGemm with int32 output,
  * absorbs a following Cast -> Mul(scale) [-> Add(bias)] [-> Relu] into a

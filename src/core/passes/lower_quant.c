@@ -51,10 +51,19 @@ static bool qparams_from_parts(lower_ctx *c, const char *node_name, int data_ten
     lower_why(c, "the shape of '%s' is unknown", data->name);
     return false;
   }
+  /* Symbolic dims (a dynamic batch) do not change per-tensor or per-axis
+   * parameters: an unknown dim counts as 1, or as the scale's length along
+   * the quantized axis. */
+  int64_t dims[WQ_MAX_RANK];
+  int64_t along = axis < 0 ? axis + data->rank : axis;
+  for (int d = 0; d < data->rank; d++)
+    dims[d] = data->dims[d] >= 0              ? data->dims[d]
+              : d == along && scale.rank == 1 ? scale.dims[0]
+                                              : 1;
   wq_error local;
   wq_error_clear(&local);
-  if (wq_qparams_from_onnx(out, data->dtype, data->rank, data->dims, &scale, has_zp ? &zp : NULL,
-                           axis, block_size, node_name, data->name, &local) != WQ_OK) {
+  if (wq_qparams_from_onnx(out, data->dtype, data->rank, dims, &scale, has_zp ? &zp : NULL, axis,
+                           block_size, node_name, data->name, &local) != WQ_OK) {
     lower_why(c, "quantization parameters of '%s' are not usable: %s", data->name, local.message);
     return false;
   }
@@ -112,6 +121,54 @@ static wq_status attach_from_parts(lower_ctx *c, const char *node_name, int data
   return st;
 }
 
+bool lower_is_contrib(const wq_node *n, const char *op_type) {
+  return n->domain && strcmp(n->domain, "com.microsoft") == 0 && strcmp(n->op_type, op_type) == 0;
+}
+
+int lower_contrib_operands(const wq_node *n, lower_qlinear_operand out[3]) {
+  /* Inputs (data, scale, zero point) and the output's (scale, zero point). */
+  if (lower_is_contrib(n, "QLinearAdd") || lower_is_contrib(n, "QLinearMul")) {
+    out[0] = (lower_qlinear_operand){0, 1, 2};
+    out[1] = (lower_qlinear_operand){3, 4, 5};
+    out[2] = (lower_qlinear_operand){-1, 6, 7};
+    return 3;
+  }
+  if (lower_is_contrib(n, "QLinearGlobalAveragePool")) {
+    out[0] = (lower_qlinear_operand){0, 1, 2};
+    out[1] = (lower_qlinear_operand){-1, 3, 4};
+    return 2;
+  }
+  return 0;
+}
+
+/* Tensor of operand o of node n (its output for data -1), or -1 if absent. */
+static int operand_tensor(const wq_node *n, const lower_qlinear_operand *o) {
+  if (o->data < 0)
+    return n->outputs[0];
+  return o->data < n->n_inputs ? n->inputs[o->data] : -1;
+}
+
+static int optional_input(const wq_node *n, int k) { return k < n->n_inputs ? n->inputs[k] : -1; }
+
+bool lower_contrib_operand_matches(lower_ctx *c, const wq_node *n, const lower_qlinear_operand *o) {
+  int t = operand_tensor(n, o);
+  const wq_tensor *tt = t >= 0 ? &c->g->tensors[t] : NULL;
+  if (!tt || !tt->qparams) {
+    lower_why(c, "'%s' has no usable quantization parameters", tt ? tt->name : "?");
+    return false;
+  }
+  wq_qparams qp;
+  if (!qparams_from_parts(c, n->name, t, optional_input(n, o->scale), optional_input(n, o->zp), 1,
+                          0, &qp))
+    return false;
+  bool same = lower_qparams_equal(&qp, tt->qparams);
+  wq_qparams_free(&qp);
+  if (!same)
+    lower_why(c, "'%s' carries other quantization parameters than %s '%s' reads it with", tt->name,
+              n->op_type, n->name);
+  return same;
+}
+
 wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
   wq_graph *g = c->g;
   /* Producers first: a tensor's parameters are those it was written with. */
@@ -128,6 +185,12 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
       WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], n->inputs[6], n->inputs[7], 1, 0, err));
     } else if (lower_is_op(n, "QLinearMatMul")) {
       WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], n->inputs[6], n->inputs[7], 1, 0, err));
+    } else {
+      lower_qlinear_operand ops[3];
+      for (int k = 0, count = lower_contrib_operands(n, ops); k < count; k++)
+        if (ops[k].data < 0)
+          WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], optional_input(n, ops[k].scale),
+                                   optional_input(n, ops[k].zp), 1, 0, err));
     }
   }
   /* Then readers, for int8 tensors no node writes (graph inputs, constants). */
@@ -148,6 +211,13 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[0], n->inputs[1], n->inputs[2], 1, 0, err));
       /* b [K, N]: a 1-D scale is per column (the last axis). */
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[3], n->inputs[4], n->inputs[5], -1, 0, err));
+    } else {
+      lower_qlinear_operand ops[3];
+      for (int k = 0, count = lower_contrib_operands(n, ops); k < count; k++)
+        if (ops[k].data >= 0)
+          WQ_TRY(attach_from_parts(c, n->name, operand_tensor(n, &ops[k]),
+                                   optional_input(n, ops[k].scale), optional_input(n, ops[k].zp), 1,
+                                   0, err));
     }
   }
   if (c->capture)

@@ -142,6 +142,18 @@ static const char *tensor_kind(const wq_tensor *x) {
   return x->is_constant ? "constant" : "intermediate";
 }
 
+/* A float-backend node that only computes shapes and indices: every output
+ * is a 64-bit integer tensor (Shape -> Gather -> Concat -> Reshape plumbing
+ * left by a dynamic batch). It moves no activation data. */
+static bool computes_shapes(const wq_graph *g, const wq_node *n) {
+  if (n->n_outputs == 0)
+    return false;
+  for (int k = 0; k < n->n_outputs; k++)
+    if (n->outputs[k] >= 0 && g->tensors[n->outputs[k]].dtype != WQ_DT_INT64)
+      return false;
+  return true;
+}
+
 char *wq_lower_graph_json(const wq_graph *g) {
   text t = {0};
   static const char *const backends[] = {"int8-simd", "int8-simd", "float"};
@@ -153,6 +165,8 @@ char *wq_lower_graph_json(const wq_graph *g) {
     const char *role = roles[kind];
     if (kind == KIND_BOUNDARY && strcmp(n->op_type, "DequantizeLinear") == 0)
       role = "dequantize";
+    if (kind == KIND_FLOAT && computes_shapes(g, n))
+      role = "data";
     put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
     put_json_string(&t, n->name);
     put(&t, ",\"op\":");

@@ -28,6 +28,7 @@ function reasonOf(node, lowered) {
   if (TRANSITION_OPS[node.op]) return { code: 'TRANSITION', detail };
   if (node.role === 'quantize' || node.role === 'dequantize') return { code: 'BOUNDARY', detail };
   if (node.backend.startsWith('int8')) return { code: 'INT8', detail };
+  if (node.role === 'data') return { code: 'SHAPE', detail: 'computes shapes or indices (integers); moves no activations' };
   if (!lowered) return { code: 'MODE_FP', detail: detail || 'lowering off: runs as in the file' };
   if (/not supported|unsupported|no int8/i.test(detail)) return { code: 'UNSUPPORTED_OP', detail };
   if (/per-channel/i.test(detail) && /activation/i.test(detail)) return { code: 'PER_CHANNEL_ACTIVATION', detail };
@@ -148,7 +149,8 @@ export function buildGraphRecords(raw, { lowered = true, memory = null } = {}) {
 function summaryLine(nodes, regions, transitions) {
   const int8 = nodes.filter((n) => n.backend.startsWith('int8') && n.role !== 'quantize' && n.role !== 'dequantize').length;
   const boundary = nodes.filter((n) => n.role === 'quantize' || n.role === 'dequantize').length;
-  const floats = nodes.filter((n) => n.backend === 'float');
+  const floats = nodes.filter((n) => n.backend === 'float' && n.role !== 'data');
+  const shapeNodes = nodes.filter((n) => n.role === 'data').length;
   const why = new Map();
   for (const n of floats) if (n.reason.code !== 'NOT_QUANTIZED' && n.reason.code !== 'MODE_FP') why.set(n.op, (why.get(n.op) ?? 0) + 1);
   const whyText = why.size ? ` (${[...why].map(([op, c]) => `${op} x${c}`).join(', ')} unsupported)` : '';
@@ -156,6 +158,7 @@ function summaryLine(nodes, regions, transitions) {
   return (
     `int8: ${int8} of ${nodes.length} nodes in ${regions.length} region${regions.length === 1 ? '' : 's'}; ` +
     `quantize/dequantize: ${boundary}; float: ${floats.length} node${floats.length === 1 ? '' : 's'}${whyText}; ` +
+    (shapeNodes ? `shape computations: ${shapeNodes}; ` : '') +
     `${transitions.length} transition${transitions.length === 1 ? '' : 's'} moving ${fmtBytes(bytes)}`
   );
 }

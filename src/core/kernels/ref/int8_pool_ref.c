@@ -68,3 +68,14 @@ void wq_int8_global_avgpool_ref(int64_t planes, int64_t plane_size, const wq_int
     store_mean(q, sum, plane_size, y, p);
   }
 }
+
+void wq_int8_global_avgpool_nhwc_ref(int64_t batch, int64_t plane_size, int64_t channels,
+                                     const wq_int8_pool_quant *q, const void *x, void *y) {
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t ch = 0; ch < channels; ch++) {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < plane_size; i++)
+        sum += wq_ref_q_load(x, q->x_dtype, (b * plane_size + i) * channels + ch) - q->x_zero_point;
+      store_mean(q, sum, plane_size, y, b * channels + ch);
+    }
+}
