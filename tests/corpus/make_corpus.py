@@ -61,8 +61,9 @@ def f_packed_float(field, values):
 
 # ---- ONNX messages (field numbers from onnx.proto) -------------------------
 
-FLOAT, INT64, STRING = 1, 7, 8
-ATTR_INT, ATTR_GRAPH = 2, 5
+FLOAT, UINT8, INT8, INT32, INT64, STRING = 1, 2, 3, 6, 7, 8
+ATTR_INT, ATTR_GRAPH, ATTR_INTS = 2, 5, 7
+INT64_MAX = (1 << 63) - 1
 
 
 def tensor(name, dtype, dims, raw=None, floats=None, extra=b""):
@@ -93,6 +94,10 @@ def value_info(name, elem_type=FLOAT, dims=None):
 
 def attr_int(name, v):
     return f_str(1, name) + f_int(3, v) + f_int(20, ATTR_INT)
+
+
+def attr_ints(name, values):
+    return f_str(1, name) + b"".join(f_int(8, v) for v in values) + f_int(20, ATTR_INTS)
 
 
 def attr_graph(name, g):
@@ -285,7 +290,115 @@ def build():
                     [value_info("X", FLOAT, [2, 3])], [value_info("Y", FLOAT, [2, 3])])),
         "WQ_OK")
 
+    add_geometry_cases(add)
     return cases
+
+
+# ---- edge values of geometry attributes (issue #12) ---------------------------
+# Each `run` case loads, then runs once on tests/c/seeded_run.h's inputs;
+# `same-as F` compares the outputs with F's bit for bit. Pairs differ only in
+# a stride that cannot matter (one output column either way).
+
+
+def dw_weights(c):
+    return [((i * 7) % 11 - 5) / 4 for i in range(c * 9)]
+
+
+def float_conv(dims, strides, pads, group, dilations=None, op="Conv"):
+    c = dims[1]
+    cin = 1 if group == c else c
+    w = dw_weights(c * cin)
+    attrs = [attr_ints("strides", strides), attr_ints("pads", pads)]
+    if op == "Conv":
+        attrs.append(attr_int("group", group))
+    if dilations:
+        attrs.append(attr_ints("dilations", dilations))
+    inputs = ["X", "W"]
+    inits = [tensor("W", FLOAT, [c, cin, 3, 3], raw=struct.pack("<%df" % len(w), *w))]
+    if op != "Conv":
+        attrs.append(attr_ints("kernel_shape", [3, 3]))
+        inputs, inits = ["X"], []
+    return model(graph([node(op, inputs, ["Y"], name="window", attrs=attrs)],
+                       [value_info("X", FLOAT, list(dims))], [value_info("Y", FLOAT, None)],
+                       initializers=inits))
+
+
+def scalar(name, dtype, value):
+    fmt = {FLOAT: "<f", UINT8: "<B", INT8: "<b", INT32: "<i"}[dtype]
+    return tensor(name, dtype, [], raw=struct.pack(fmt, value))
+
+
+def qlinear_dw_conv(stride_w, c=8):
+    w = [((i * 5) % 13) - 6 for i in range(c * 9)]
+    inits = [scalar("xs", FLOAT, 0.05), scalar("xz", UINT8, 128),
+             tensor("W", INT8, [c, 1, 3, 3], raw=struct.pack("<%db" % len(w), *w)),
+             scalar("ws", FLOAT, 0.02), scalar("wz", INT8, 0),
+             scalar("ys", FLOAT, 0.1), scalar("yz", UINT8, 120)]
+    attrs = [attr_ints("strides", [1, stride_w]), attr_ints("pads", [1, 1, 1, 1]),
+             attr_int("group", c)]
+    return model(graph([node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["Y"],
+                             name="qdw", attrs=attrs)],
+                       [value_info("X", UINT8, [1, c, 6, 16])], [value_info("Y", UINT8, None)],
+                       initializers=inits))
+
+
+def qdq_dw_conv(stride_w, c=8):
+    """The same depthwise conv as QDQ (lowered to the int8 kernels)."""
+    w = [((i * 5) % 13) - 6 for i in range(c * 9)]
+    inits = [scalar("xs", FLOAT, 0.05), scalar("xz", UINT8, 128),
+             tensor("Wq", INT8, [c, 1, 3, 3], raw=struct.pack("<%db" % len(w), *w)),
+             scalar("ws", FLOAT, 0.02), scalar("wz", INT8, 0),
+             scalar("ys", FLOAT, 0.1), scalar("yz", UINT8, 120)]
+    attrs = [attr_ints("strides", [1, stride_w]), attr_ints("pads", [1, 1, 1, 1]),
+             attr_int("group", c)]
+    nodes = [node("QuantizeLinear", ["X", "xs", "xz"], ["Xq"], name="qx"),
+             node("DequantizeLinear", ["Xq", "xs", "xz"], ["Xf"], name="dqx"),
+             node("DequantizeLinear", ["Wq", "ws", "wz"], ["Wf"], name="dqw"),
+             node("Conv", ["Xf", "Wf"], ["Yf"], name="conv", attrs=attrs),
+             node("QuantizeLinear", ["Yf", "ys", "yz"], ["Yq"], name="qy"),
+             node("DequantizeLinear", ["Yq", "ys", "yz"], ["Y"], name="dqy")]
+    return model(graph(nodes, [value_info("X", FLOAT, [1, c, 6, 16])],
+                       [value_info("Y", FLOAT, None)], initializers=inits))
+
+
+def add_geometry_cases(add):
+    dw = [1, 8, 26, 16]
+    add("conv_dw_stride_300.onnx", float_conv(dw, [1, 300], [2] * 4, 8), "WQ_OK", "run")
+    add("conv_dw_stride_int64_max.onnx", float_conv(dw, [1, INT64_MAX], [2] * 4, 8), "WQ_OK",
+        "run same-as conv_dw_stride_300.onnx")
+    add("conv_stride_300.onnx", float_conv([1, 3, 26, 16], [1, 300], [2] * 4, 1), "WQ_OK", "run")
+    add("conv_stride_int64_max.onnx", float_conv([1, 3, 26, 16], [1, INT64_MAX], [2] * 4, 1),
+        "WQ_OK", "run same-as conv_stride_300.onnx")
+    add("conv_stride_both_int64_max.onnx",
+        float_conv([1, 3, 26, 16], [INT64_MAX, INT64_MAX], [2] * 4, 1), "WQ_OK", "run")
+    add("conv_pads_2p30.onnx", float_conv(dw, [1, 1], [1 << 30] * 4, 8),
+        "WQ_ERR_INVALID_MODEL", "attribute pads[0] is 1073741824")
+    add("conv_pads_int64_max.onnx", float_conv(dw, [1, 1], [INT64_MAX] * 4, 8),
+        "WQ_ERR_INVALID_MODEL", "attribute pads[0]")
+    add("conv_dilation_int64_max.onnx", float_conv(dw, [1, 1], [1] * 4, 8, [1, INT64_MAX]),
+        "WQ_ERR_SHAPE", "dilation 9223372036854775807")
+    add("conv_dilation_2p62.onnx", float_conv(dw, [1, 1], [1] * 4, 8, [1 << 62, 1]),
+        "WQ_ERR_SHAPE", "spatial axis 0")
+    add("maxpool_stride_300.onnx", float_conv(dw, [1, 300], [1] * 4, 8, op="MaxPool"), "WQ_OK",
+        "run")
+    add("maxpool_stride_int64_max.onnx", float_conv(dw, [1, INT64_MAX], [1] * 4, 8, op="MaxPool"),
+        "WQ_OK", "run same-as maxpool_stride_300.onnx")
+    add("qlinearconv_dw_stride_300.onnx", qlinear_dw_conv(300), "WQ_OK", "run")
+    add("qlinearconv_dw_stride_2p31.onnx", qlinear_dw_conv((1 << 31) - 1), "WQ_OK",
+        "run same-as qlinearconv_dw_stride_300.onnx")
+    add("qlinearconv_dw_stride_int64_max.onnx", qlinear_dw_conv(INT64_MAX), "WQ_OK",
+        "run same-as qlinearconv_dw_stride_300.onnx")
+    add("qdq_conv_dw_stride_300.onnx", qdq_dw_conv(300), "WQ_OK", "run")
+    add("qdq_conv_dw_stride_2p31.onnx", qdq_dw_conv((1 << 31) - 1), "WQ_OK",
+        "run same-as qdq_conv_dw_stride_300.onnx")
+    # A declared input dim of 2^62: the element count must not wrap.
+    add("input_dim_2p62.onnx",
+        model(graph([node("Relu", ["X"], ["Y"], name="relu")],
+                    [value_info("X", FLOAT, [4, 1 << 62])], [value_info("Y", FLOAT, None)])),
+        "WQ_ERR_SHAPE", "element count overflows")
+    add("initializer_dim_2p62.onnx",
+        model(relu_model() + f_bytes(5, tensor("big", FLOAT, [1 << 62, 4], raw=b""))),
+        "WQ_ERR_SHAPE", "element count overflows")
 
 
 def main():

@@ -6,13 +6,11 @@
 int64_t wq_value_numel(const wq_value *v) {
   if (v->rank < 0)
     return -1;
-  int64_t n = 1;
-  for (int i = 0; i < v->rank; i++) {
+  for (int i = 0; i < v->rank; i++)
     if (v->dims[i] < 0)
       return -1;
-    n *= v->dims[i];
-  }
-  return n;
+  int64_t n;
+  return wq_product_within(v->dims, v->rank, WQ_MAX_ELEMENTS, &n) ? n : WQ_MAX_ELEMENTS + 1;
 }
 
 size_t wq_value_nbytes(const wq_value *v) {
@@ -29,21 +27,18 @@ wq_status wq_shape_check(const int64_t *dims, int rank, const char *node, const 
   if (rank < 0 || rank > WQ_MAX_RANK)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node, "%s: rank %d is outside 0..%d", what, rank,
                    WQ_MAX_RANK);
-  int64_t n = 1;
   for (int i = 0; i < rank; i++) {
     if (dims[i] < 0)
       return wq_fail(err, WQ_ERR_SHAPE, node, "%s: dim %d is negative (%lld)", what, i,
                      (long long)dims[i]);
-    if (dims[i] == 0) {
-      n = 0;
-      continue;
-    }
-    if (n > WQ_MAX_ELEMENTS / dims[i] && n != 0)
-      return wq_fail(err, WQ_ERR_SHAPE, node, "%s: element count overflows the %lld limit", what,
-                     (long long)WQ_MAX_ELEMENTS);
-    n *= dims[i];
+    /* A zero dim makes the count 0, but its other dims must still be sane. */
+    if (dims[i] > WQ_MAX_DIM)
+      return wq_fail(err, WQ_ERR_SHAPE, node,
+                     "%s: element count overflows the %lld limit (dim %d is %lld)", what,
+                     (long long)WQ_MAX_ELEMENTS, i, (long long)dims[i]);
   }
-  if (n > WQ_MAX_ELEMENTS)
+  int64_t n;
+  if (!wq_product_within(dims, rank, WQ_MAX_ELEMENTS, &n))
     return wq_fail(err, WQ_ERR_SHAPE, node, "%s: element count overflows the %lld limit", what,
                    (long long)WQ_MAX_ELEMENTS);
   return WQ_OK;

@@ -7,13 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "checked.h"
 #include "dtype.h"
 #include "status.h"
-
-#define WQ_MAX_RANK 8
-/* Largest element count a single tensor may have; keeps every byte size
- * well inside size_t on wasm32 (and rejects overflowing dims early). */
-#define WQ_MAX_ELEMENTS ((int64_t)1 << 28)
 
 typedef struct {
   wq_dtype dtype; /* WQ_DT_UNDEFINED for an omitted optional input */
@@ -23,7 +19,8 @@ typedef struct {
 } wq_value;
 
 /* Element count of a known shape; 1 for rank 0. Returns -1 for unknown rank or
- * any unknown (negative) dim. */
+ * any unknown (negative) dim, and WQ_MAX_ELEMENTS + 1 for any count past the
+ * limit (never a wrapped product; wq_shape_check rejects such shapes). */
 int64_t wq_value_numel(const wq_value *v);
 size_t wq_value_nbytes(const wq_value *v);
 bool wq_value_present(const wq_value *v); /* not an omitted optional input */

@@ -99,12 +99,26 @@ static wq_status conv_transpose_resolve(const wq_node *node, const wq_value *in,
       g->out[i] = -1;
       continue;
     }
-    int64_t full = g->stride[i] * (in_spatial[i] - 1) +
-                   (s->n_output_padding ? s->output_padding[i] : 0) +
-                   wq_conv_effective_kernel(g->kernel[i], g->dilation[i]);
+    /* stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1, checked:
+     * the attributes may be anything up to INT64_MAX. */
+    int64_t full, keff;
+    int64_t out_pad = s->n_output_padding ? s->output_padding[i] : 0;
+    if (!wq_muladd_i64(g->kernel[i] - 1, g->dilation[i], 1, &keff) ||
+        !wq_muladd_i64(g->stride[i], in_spatial[i] - 1, keff, &full) ||
+        !wq_add_i64(full, out_pad, &full) || full > WQ_MAX_DIM ||
+        (out_shape && (out_shape[i] < 1 || out_shape[i] > WQ_MAX_DIM)))
+      return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                     "ConvTranspose: spatial axis %d: output size overflows the %lld limit "
+                     "(strides, dilations, output_padding or output_shape too large)",
+                     i, (long long)WQ_MAX_DIM);
     wq_auto_pad ap = s->win.auto_pad;
     if (out_shape || ap == WQ_AUTO_PAD_SAME_UPPER || ap == WQ_AUTO_PAD_SAME_LOWER) {
-      int64_t target = out_shape ? out_shape[i] : in_spatial[i] * g->stride[i];
+      int64_t target = out_shape ? out_shape[i] : 0;
+      if (!out_shape && (!wq_mul_i64(in_spatial[i], g->stride[i], &target) || target > WQ_MAX_DIM))
+        return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                       "ConvTranspose: spatial axis %d: input %lld times stride %lld overflows the "
+                       "%lld limit",
+                       i, (long long)in_spatial[i], (long long)g->stride[i], (long long)WQ_MAX_DIM);
       int64_t total = full - target;
       if (total < 0)
         total = 0;

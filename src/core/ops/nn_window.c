@@ -16,12 +16,15 @@ wq_status wq_window_read_ints(const wq_node *node, const char *name, int64_t *ds
   return WQ_OK;
 }
 
-static wq_status check_min(const wq_node *node, const char *name, const int64_t *v, int n,
-                           int64_t min, wq_error *err) {
+/* Values in [min, max]; a stride may be huge (valid ONNX: one window),
+ * lengths (pads, kernel sizes) are bounded by the largest dim. */
+static wq_status check_range(const wq_node *node, const char *name, const int64_t *v, int n,
+                             int64_t min, int64_t max, wq_error *err) {
   for (int i = 0; i < n; i++)
-    if (v[i] < min)
-      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: %s[%d] is %lld (must be >= %lld)",
-                     node->op_type, name, i, (long long)v[i], (long long)min);
+    if (v[i] < min || v[i] > max)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "%s: attribute %s[%d] is %lld (must be in %lld..%lld)", node->op_type, name, i,
+                     (long long)v[i], (long long)min, (long long)max);
   return WQ_OK;
 }
 
@@ -38,10 +41,10 @@ wq_status wq_window_attrs_parse(const wq_node *node, wq_window_attrs *a, wq_erro
   WQ_TRY(wq_window_read_ints(node, "dilations", a->dilations, WQ_CONV_MAX_SPATIAL, &a->n_dilations,
                              err));
   WQ_TRY(wq_window_read_ints(node, "pads", a->pads, 2 * WQ_CONV_MAX_SPATIAL, &a->n_pads, err));
-  WQ_TRY(check_min(node, "kernel_shape", a->kernel_shape, a->n_kernel_shape, 1, err));
-  WQ_TRY(check_min(node, "strides", a->strides, a->n_strides, 1, err));
-  WQ_TRY(check_min(node, "dilations", a->dilations, a->n_dilations, 1, err));
-  WQ_TRY(check_min(node, "pads", a->pads, a->n_pads, 0, err));
+  WQ_TRY(check_range(node, "kernel_shape", a->kernel_shape, a->n_kernel_shape, 1, WQ_MAX_DIM, err));
+  WQ_TRY(check_range(node, "strides", a->strides, a->n_strides, 1, INT64_MAX, err));
+  WQ_TRY(check_range(node, "dilations", a->dilations, a->n_dilations, 1, INT64_MAX, err));
+  WQ_TRY(check_range(node, "pads", a->pads, a->n_pads, 0, WQ_MAX_DIM, err));
   return WQ_OK;
 }
 
@@ -101,13 +104,14 @@ wq_status wq_window_geometry(const wq_node *node, const wq_window_attrs *a, int 
     if (wq_conv_geometry_resolve(&one, a->auto_pad, ceil_mode) >= 0)
       return wq_fail(err, WQ_ERR_SHAPE, node->name,
                      "%s: spatial axis %d: input %lld with pads %lld+%lld is smaller than the "
-                     "dilated kernel %lld",
+                     "kernel %lld with dilation %lld",
                      node->op_type, i, (long long)g->in[i], (long long)g->pad_begin[i],
-                     (long long)g->pad_end[i],
-                     (long long)wq_conv_effective_kernel(g->kernel[i], g->dilation[i]));
+                     (long long)g->pad_end[i], (long long)g->kernel[i], (long long)g->dilation[i]);
     g->pad_begin[i] = one.pad_begin[0];
     g->pad_end[i] = one.pad_end[0];
     g->out[i] = one.out[0];
+    g->stride[i] = one.stride[0]; /* resolve makes irrelevant strides and dilations 1 */
+    g->dilation[i] = one.dilation[0];
   }
   for (int i = 0; i < n_spatial; i++)
     if (unknown[i])

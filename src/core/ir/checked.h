@@ -1,0 +1,69 @@
+/* The size limits of the core, stated once, and the checked integer
+ * arithmetic that every size, shape and geometry computation uses: int64
+ * multiply/add that report overflow instead of wrapping (signed overflow is
+ * undefined in C, and a wrapped size turns into a heap overrun), and
+ * narrowing to the types kernels index with (size_t is 32 bits in wasm). */
+#ifndef WQ_IR_CHECKED_H
+#define WQ_IR_CHECKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest rank of any tensor. */
+#define WQ_MAX_RANK 8
+/* Largest element count of one tensor; also bounds every dim and every
+ * geometry attribute that is a length (pads, kernel sizes, block sizes):
+ * none can usefully exceed the tensor it applies to. */
+#define WQ_MAX_ELEMENTS ((int64_t)1 << 28)
+#define WQ_MAX_DIM WQ_MAX_ELEMENTS
+/* Largest byte size of one tensor or scratch buffer (8-byte elements at the
+ * element limit): well inside wasm32's 4 GiB, so size_t never wraps. */
+#define WQ_MAX_TENSOR_BYTES (WQ_MAX_ELEMENTS * 8)
+
+/* *out = a * b; false (and *out unspecified) when it overflows int64. */
+static inline bool wq_mul_i64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+/* *out = a + b; false when it overflows int64. */
+static inline bool wq_add_i64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/* *out = a * b + c; false on any overflow. */
+static inline bool wq_muladd_i64(int64_t a, int64_t b, int64_t c, int64_t *out) {
+  int64_t p;
+  return wq_mul_i64(a, b, &p) && wq_add_i64(p, c, out);
+}
+
+/* Product of n values >= 0; false when it exceeds `limit`. */
+static inline bool wq_product_within(const int64_t *v, int n, int64_t limit, int64_t *out) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    if (v[i] < 0 || !wq_mul_i64(p, v[i], &p) || p > limit)
+      return false;
+  *out = p;
+  return true;
+}
+
+/* Byte size count * elem_size as size_t; false when negative, past
+ * WQ_MAX_TENSOR_BYTES or past size_t. */
+static inline bool wq_bytes_size(int64_t count, int64_t elem_size, size_t *out) {
+  int64_t b;
+  if (count < 0 || elem_size < 0 || !wq_mul_i64(count, elem_size, &b) || b > WQ_MAX_TENSOR_BYTES ||
+      (uint64_t)b > (uint64_t)SIZE_MAX)
+    return false;
+  *out = (size_t)b;
+  return true;
+}
+
+/* v as int32; false when out of range. */
+static inline bool wq_to_i32(int64_t v, int32_t *out) {
+  if (v < INT32_MIN || v > INT32_MAX)
+    return false;
+  *out = (int32_t)v;
+  return true;
+}
+
+#endif
