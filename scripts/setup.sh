@@ -19,6 +19,7 @@ command -v emcc >/dev/null || missing+=(emscripten)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v python3 >/dev/null || missing+=(python3)
+command -v clang >/dev/null || missing+=(clang) # libFuzzer targets (tests/fuzz)
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 
 if [ ${#missing[@]} -gt 0 ]; then

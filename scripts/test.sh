@@ -43,6 +43,15 @@ if [ $rc -eq 0 ]; then
   count "conformance native" "$(echo "$line" | grep -oE '^[0-9]+')" "$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')" $rc
 fi
 
+# libFuzzer targets (tests/fuzz): each briefly with a fixed seed; any crash,
+# sanitizer report or timeout fails. The long campaign: tests/fuzz/run.sh --time 3600.
+echo "== fuzz (short runs)"
+bash tests/fuzz/run.sh --time 40 2>&1 | tee "$logdir/fuzz.log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '^fuzz: [0-9]+ passed' "$logdir/fuzz.log" | tail -1)
+count "fuzz" "$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')" \
+  "$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')" $rc
+
 # The Release build is what users and the demo get; -O3 surfaces warnings
 # (maybe-uninitialized) that the sanitizer build at -O1 does not.
 echo "== native release build"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds and runs the libFuzzer targets (tests/fuzz/README.md).
+#   tests/fuzz/run.sh                 each target 45 s, fixed seed (the CI run: 40 s)
+#   tests/fuzz/run.sh --time 3600     the long campaign: 1 h per target
+#   tests/fuzz/run.sh --target fuzz_structured --time 60
+# Seeds are read in place: the small shared models, the ONNX conformance
+# cases, tests/corpus and tests/models. What the fuzzer learns goes to
+# build-fuzz/corpus-<target>, crashes to build-fuzz/artifacts. Ends with
+# "fuzz: N passed, N failed" (a target passes with 0 crashes, sanitizer
+# reports, leaks and timeouts) and prints each target's executions and coverage.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+time_per_target=45
+seed=12
+targets=(fuzz_load fuzz_structured)
+while [ $# -gt 0 ]; do
+  case $1 in
+  --time) time_per_target=$2; shift 2 ;;
+  --seed) seed=$2; shift 2 ;;
+  --target) targets=("$2"); shift 2 ;;
+  *) echo "usage: $0 [--time SECONDS] [--seed N] [--target fuzz_load|fuzz_structured]"; exit 2 ;;
+  esac
+done
+if ! command -v clang >/dev/null; then
+  echo "fuzz: clang not found (apt-get install clang)"; echo "fuzz: 0 passed, 1 failed"; exit 1
+fi
+build=${WQ_FUZZ_BUILD:-build-fuzz}
+{ cmake -S . -B $build -DCMAKE_C_COMPILER=clang -DWQ_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug &&
+  cmake --build $build -j2 --target "${targets[@]}"; } >"$build.log" 2>&1 ||
+  { tail -30 "$build.log"; echo "fuzz: 0 passed, ${#targets[@]} failed"; exit 1; }
+
+# Seeds by symlink (never copied): models up to 64 KiB.
+shared=${WQ_SHARED_DIR:-../shared}
+seeds=$build/seeds
+rm -rf "$seeds" && mkdir -p "$seeds"
+i=0
+while IFS= read -r f; do
+  ln -s "$(realpath "$f")" "$seeds/seed$((i++)).onnx"
+done < <(find "$shared/models" "$shared/models-int8" "$shared/onnx-node-tests" tests/corpus tests/models \
+           -name '*.onnx' -size -65k 2>/dev/null | sort)
+mkdir -p $build/artifacts
+pass=0 fail=0
+for t in "${targets[@]}"; do
+  # Short runs start from the seeds alone, so a fixed seed repeats the run.
+  [ "$time_per_target" -le 60 ] && rm -rf "$build/corpus-$t"
+  mkdir -p "$build/corpus-$t"
+  log=$build/$t.log
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$build/$t" -seed="$seed" -max_total_time="$time_per_target" -max_len=65536 -timeout=10 \
+    -rss_limit_mb=2048 -malloc_limit_mb=1536 -dict=tests/fuzz/onnx.dict -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/$t-" "$build/corpus-$t" "$seeds" >"$log" 2>&1
+  rc=$?
+  execs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$')
+  cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
+  if [ $rc -eq 0 ] && ! grep -qE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then
+    pass=$((pass + 1)); echo "fuzz: $t ok: ${execs:-?} executions, $cov, $i seeds"
+  else
+    fail=$((fail + 1)); echo "fuzz: $t FAILED (rc $rc), log $log:"
+    grep -E -A25 'ERROR: |runtime error:' "$log" | head -60
+  fi
+done
+echo "fuzz: $pass passed, $fail failed"
+[ $fail -eq 0 ]
