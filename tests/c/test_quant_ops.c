@@ -834,6 +834,128 @@ static void test_contrib_qlinear_global_average_pool(void) {
   }
 }
 
+static void test_contrib_qlinear_lookups(void) {
+  wq_error err;
+  wq_value out[1];
+  {
+    /* int8 LeakyRelu, alpha 0.1: codes -128, -10, 2, 7, 127 (zp 2, scale
+     * 0.5) are -65, -6, 0, 2.5, 62.5 -> -6.5, -0.6, 0, 2.5, 62.5; / 0.25 ->
+     * -26, -2.4, 0, 10, 250 -> -26, -2, 0, 10, 250; + (-3) -> -29, -5, -3, 7,
+     * 247 saturated to 127. */
+    static const int8_t x[5] = {-128, -10, 2, 7, 127};
+    static const float x_s = 0.5f, y_s = 0.25f;
+    static const int8_t x_zp = 2, y_zp = -3;
+    const int64_t d5[1] = {5};
+    wq_attr attrs[1] = {{.name = (char *)"alpha", .type = WQ_ATTR_FLOAT, .f = 0.1f}};
+    wq_node node = make_contrib_node("QLinearLeakyRelu", 5, attrs, 1);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[5] = {val(WQ_DT_INT8, x, 1, d5), SCALAR_F(&x_s), val(WQ_DT_INT8, &x_zp, 0, D1),
+                      SCALAR_F(&y_s), val(WQ_DT_INT8, &y_zp, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want[5] = {-29, -5, -3, 7, 127};
+    check_ints(&out[0], want, 5, "QLinearLeakyRelu");
+    free_outputs(out, 1);
+    node.op->free_state(node.op_state);
+  }
+  {
+    /* uint8 Sigmoid: codes 0, 112, 128, 144, 255 (zp 128, scale 1/16) are
+     * -8, -1, 0, 1, 7.9375 -> 0.000335, 0.268941, 0.5, 0.731059, 0.999643;
+     * * 256 (y scale 1/256, zp 0) -> 0.09, 68.85, 128, 187.15, 255.91 ->
+     * 0, 69, 128, 187, 256 saturated to 255. */
+    static const uint8_t x[5] = {0, 112, 128, 144, 255};
+    static const float x_s = 0.0625f, y_s = 1.0f / 256.0f;
+    static const uint8_t x_zp = 128;
+    const int64_t d5[1] = {5};
+    wq_node node = make_contrib_node("QLinearSigmoid", 4, NULL, 0);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[4] = {val(WQ_DT_UINT8, x, 1, d5), SCALAR_F(&x_s), val(WQ_DT_UINT8, &x_zp, 0, D1),
+                      SCALAR_F(&y_s)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want[5] = {0, 69, 128, 187, 255};
+    check_ints(&out[0], want, 5, "QLinearSigmoid");
+    free_outputs(out, 1);
+    node.op->free_state(node.op_state);
+  }
+}
+
+static void test_contrib_qlinear_reduce_mean(void) {
+  /* int8 [2, 2, 2] (indices a, b, c), axes [0, 2] kept: zp 1, scale 0.5.
+   * b = 0: codes 1, 2, 3, 4 -> sum of (q - 1) 6, mean 6 * 0.5 / 4 = 0.75,
+   * / 0.25 = 3, + 5 = 8. b = 1: codes 10, -20, 30, 41 -> 57, 7.125, 28.5 ->
+   * 28 (half to even), 33. */
+  static const int8_t x[8] = {1, 2, 10, -20, 3, 4, 30, 41};
+  static const float x_s = 0.5f, y_s = 0.25f;
+  static const int8_t x_zp = 1, y_zp = 5;
+  const int64_t dims[3] = {2, 2, 2};
+  int64_t axes[2] = {0, 2};
+  wq_error err;
+  wq_value out[1];
+  wq_attr attrs[2] = {attr_ints("axes", axes, 2), attr_int("keepdims", 1)};
+  wq_node node = make_contrib_node("QLinearReduceMean", 5, attrs, 2);
+  CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+  wq_value in[5] = {val(WQ_DT_INT8, x, 3, dims), SCALAR_F(&x_s), val(WQ_DT_INT8, &x_zp, 0, D1),
+                    SCALAR_F(&y_s), val(WQ_DT_INT8, &y_zp, 0, D1)};
+  CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+  CHECK(out[0].rank == 3 && out[0].dims[0] == 1 && out[0].dims[1] == 2 && out[0].dims[2] == 1);
+  const int64_t want[2] = {8, 33};
+  check_ints(&out[0], want, 2, "QLinearReduceMean");
+  free_outputs(out, 1);
+  node.op->free_state(node.op_state);
+}
+
+static void test_contrib_qlinear_average_pool(void) {
+  /* uint8 [1, 1, 3, 3], 2x2 windows, stride 1: codes 10 20 30 / 40 50 60 /
+   * 70 80 91 (zp 10, scale 0.5) -> window sums of (q - 10) 80, 120, 200,
+   * 241 -> means * 0.5 / 4 = 10, 15, 25, 30.125 -> / 1 + 3 = 13, 18, 28,
+   * 33. */
+  static const uint8_t x[9] = {10, 20, 30, 40, 50, 60, 70, 80, 91};
+  static const float x_s = 0.5f, y_s = 1.0f;
+  static const uint8_t x_zp = 10, y_zp = 3;
+  const int64_t dims[4] = {1, 1, 3, 3};
+  int64_t kernel[2] = {2, 2};
+  wq_error err;
+  wq_value out[1];
+  wq_attr attrs[1] = {attr_ints("kernel_shape", kernel, 2)};
+  wq_node node = make_contrib_node("QLinearAveragePool", 5, attrs, 1);
+  CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+  wq_value in[5] = {val(WQ_DT_UINT8, x, 4, dims), SCALAR_F(&x_s), val(WQ_DT_UINT8, &x_zp, 0, D1),
+                    SCALAR_F(&y_s), val(WQ_DT_UINT8, &y_zp, 0, D1)};
+  CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+  CHECK(out[0].rank == 4 && out[0].dims[2] == 2 && out[0].dims[3] == 2);
+  const int64_t want[4] = {13, 18, 28, 33};
+  check_ints(&out[0], want, 4, "QLinearAveragePool");
+  free_outputs(out, 1);
+  node.op->free_state(node.op_state);
+  /* channels_last = 1 is refused at load with the reason. */
+  wq_attr last_attrs[2] = {attr_ints("kernel_shape", kernel, 2), attr_int("channels_last", 1)};
+  wq_node last = make_contrib_node("QLinearAveragePool", 5, last_attrs, 2);
+  CHECK(last.op->prepare(&last, &err) == WQ_ERR_UNSUPPORTED);
+  CHECK_MSG(strstr(err.message, "channels_last=1 is not supported"), "%s", err.message);
+}
+
+static void test_contrib_qlinear_concat(void) {
+  /* int8, axis 1, Y scale 0.5 zp 0: A [1, 2] = 4, -6 with Y's parameters
+   * (copied); B [1, 2] = 10, 5 at scale 0.25 zp 2 -> 2, 0.75 -> / 0.5 = 4,
+   * 1.5 -> 4, 2 (half to even). */
+  static const int8_t a[2] = {4, -6}, b[2] = {10, 5};
+  static const float y_s = 0.5f, a_s = 0.5f, b_s = 0.25f;
+  static const int8_t y_zp = 0, a_zp = 0, b_zp = 2;
+  const int64_t dims[2] = {1, 2};
+  wq_error err;
+  wq_value out[1];
+  wq_attr attrs[1] = {attr_int("axis", 1)};
+  wq_node node = make_contrib_node("QLinearConcat", 8, attrs, 1);
+  CHECK(node.op != NULL);
+  wq_value in[8] = {SCALAR_F(&y_s), val(WQ_DT_INT8, &y_zp, 0, D1), val(WQ_DT_INT8, a, 2, dims),
+                    SCALAR_F(&a_s), val(WQ_DT_INT8, &a_zp, 0, D1), val(WQ_DT_INT8, b, 2, dims),
+                    SCALAR_F(&b_s), val(WQ_DT_INT8, &b_zp, 0, D1)};
+  CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+  CHECK(out[0].rank == 2 && out[0].dims[1] == 4);
+  const int64_t want[4] = {4, -6, 4, 2};
+  check_ints(&out[0], want, 4, "QLinearConcat");
+  free_outputs(out, 1);
+}
+
 int main(void) {
   test_quantize_rounding_and_saturation();
   test_quantize_per_axis_and_blocked();
@@ -846,5 +968,9 @@ int main(void) {
   test_unsupported_dtypes();
   test_contrib_qlinear_add_mul();
   test_contrib_qlinear_global_average_pool();
+  test_contrib_qlinear_lookups();
+  test_contrib_qlinear_reduce_mean();
+  test_contrib_qlinear_average_pool();
+  test_contrib_qlinear_concat();
   WQ_TEST_END();
 }

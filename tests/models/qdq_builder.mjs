@@ -54,7 +54,9 @@ function valueInfo(name, dtype, shape) {
   return [...str(1, name), ...bytes(2, bytes(1, t))];
 }
 
-export function encodeModel({ nodes, initializers, inputs, outputs, opset }) {
+// Nodes may name a domain (n.domain, e.g. 'com.microsoft' for onnxruntime's
+// contrib ops); extraOpsets lists [domain, version] imports besides ai.onnx.
+export function encodeModel({ nodes, initializers, inputs, outputs, opset, extraOpsets = [] }) {
   const graph = [
     ...nodes.flatMap((n) =>
       bytes(1, [
@@ -62,6 +64,7 @@ export function encodeModel({ nodes, initializers, inputs, outputs, opset }) {
         ...n.outputs.flatMap((o) => str(2, o)),
         ...str(3, n.name),
         ...str(4, n.op),
+        ...(n.domain ? str(7, n.domain) : []),
         ...Object.entries(n.attrs ?? {}).flatMap(([k, v]) => bytes(5, attribute(k, v))),
       ]),
     ),
@@ -70,7 +73,9 @@ export function encodeModel({ nodes, initializers, inputs, outputs, opset }) {
     ...inputs.flatMap((t) => bytes(11, valueInfo(t.name, t.dtype, t.shape))),
     ...outputs.flatMap((t) => bytes(12, valueInfo(t.name, t.dtype, t.shape))),
   ];
-  return new Uint8Array([...int(1, 8), ...str(2, 'wasmq-tests'), ...bytes(7, graph), ...bytes(8, [...str(1, ''), ...int(2, opset)])]);
+  return new Uint8Array([...int(1, 8), ...str(2, 'wasmq-tests'), ...bytes(7, graph), ...bytes(8, [...str(1, ''), ...int(2, opset)]),
+    ...extraOpsets.flatMap(([domain, version]) => bytes(8, [...str(1, domain), ...int(2, version)])),
+  ]);
 }
 
 // --- float graph description --------------------------------------------------

@@ -25,7 +25,7 @@ const CASES = [
   // Published with a dynamic batch.
   { name: 'mobilenetv2-12-int8', item: [3, 224, 224], batches: [1, 2], contrib: ['QLinearAdd', 'QLinearGlobalAveragePool'] },
   // Its global pool is two float ReduceMeans between DequantizeLinear and QuantizeLinear.
-  { name: 'mlperftiny-kws-dscnn-int8', item: [1, 49, 10], batches: [1], contrib: ['QLinearAdd'], todo: 'QDQ ReduceMean has no int8 lowering yet' },
+  { name: 'mlperftiny-kws-dscnn-int8', item: [1, 49, 10], batches: [1], contrib: ['QLinearAdd'] },
 ];
 
 async function runOrt(file, name, data, dims) {

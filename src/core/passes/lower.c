@@ -65,7 +65,7 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_gemm(c, i, done, err);
   if (lower_is_op(n, "QLinearConv") || lower_is_op(n, "QLinearMatMul"))
     return lower_qlinear(c, i, done, err);
-  lower_qlinear_operand contrib[3];
+  lower_qlinear_operand contrib[LOWER_CONTRIB_MAX_OPERANDS];
   if (lower_contrib_operands(n, contrib) > 0)
     return lower_contrib(c, i, done, err);
   if (lower_is_op(n, "ConvInteger") || lower_is_op(n, "MatMulInteger")) {
@@ -78,6 +78,8 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_pool(c, i, done, err);
   if (lower_is_op(n, "Concat"))
     return lower_concat(c, i, done, err);
+  if (lower_is_op(n, "ReduceMean"))
+    return lower_reduce_mean(c, i, done, err);
   if (lower_is_lookup_op(n))
     return lower_lookup(c, i, done, err);
   if (lower_is_data_movement_op(n))

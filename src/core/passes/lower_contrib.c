@@ -1,29 +1,150 @@
 /* Lowering of onnxruntime's operator-format contrib ops (com.microsoft):
- * QLinearAdd/QLinearMul become QAdd/QMul and QLinearGlobalAveragePool (on
- * channels-first data) QGlobalAveragePool, with the operands' scales and
+ * QLinearAdd/QLinearMul become QAdd/QMul, QLinearGlobalAveragePool (on
+ * channels-first data) QGlobalAveragePool, QLinearSigmoid/QLinearLeakyRelu
+ * a QLookup of their 256 codes and QLinearReduceMean (axes one contiguous
+ * block) QReduceMean, with the operands' scales and
  * zero points moved onto their tensors (lower_attach_qparams). The wasmq
  * ops compute the same codes as the contrib ops' reference kernels, and
  * being ordinary int8 ops they join the layout pass's channels-last
  * regions instead of forcing transitions around them. */
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "../ops/contrib_qlinear.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
+
+/* QLinearSigmoid / QLinearLeakyRelu: QLookup(x, table) with the node's
+ * own table over x's and y's parameters (already checked equal to the
+ * node's operands). */
+static wq_status lower_contrib_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  const int x = n->inputs[0], y = n->outputs[0];
+  const wq_qparams *xq = g->tensors[x].qparams, *yq = g->tensors[y].qparams;
+  uint8_t *table = malloc(256);
+  if (!table)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
+  if (!wq_contrib_lookup_table(n, xq->dtype, xq->scale[0], xq->zero_point[0], yq->dtype,
+                               yq->scale[0], yq->zero_point[0], table)) {
+    free(table);
+    return lower_why(c, "%s is not prepared", n->op_type);
+  }
+  int64_t dims[1] = {256};
+  int t = lower_add_constant(c, n->name, "_table", yq->dtype, 1, dims, table, 256);
+  if (t < 0)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
+  n = &g->nodes[i];
+  char why[WQ_LOWER_WHY_MAX];
+  snprintf(why, sizeof why, "QLookup from %s (com.microsoft, table of its 256 codes)", n->op_type);
+  int inputs[2] = {x, t};
+  lower_attrs none = {0};
+  WQ_TRY(lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QLookup", inputs, 2, &y, 1, &none, err));
+  lower_why(c, "%s", why);
+  *done = true;
+  return WQ_OK;
+}
+
+/* QLinearReduceMean over one contiguous block of axes: QReduceMean. */
+static wq_status lower_contrib_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  const int x = n->inputs[0], y = n->outputs[0];
+  const int rank = g->tensors[x].rank;
+  const wq_attr *a = wq_node_attr(n, "axes");
+  if (rank < 1 || !a || a->type != WQ_ATTR_INTS || a->count == 0)
+    return lower_why(c, "input rank or axes not known at load");
+  bool reduced[WQ_MAX_RANK] = {false};
+  for (size_t k = 0; k < a->count; k++) {
+    int64_t d = a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k];
+    if (d < 0 || d >= rank)
+      return lower_why(c, "axis out of range");
+    reduced[d] = true;
+  }
+  int first = -1, last = -1;
+  for (int d = 0; d < rank; d++)
+    if (reduced[d]) {
+      first = first < 0 ? d : first;
+      last = d;
+    }
+  for (int d = first; d <= last; d++)
+    if (!reduced[d])
+      return lower_why(c, "reduced axes are not one contiguous block: runs on the contrib op's "
+                          "reference kernel");
+  const wq_attr *keep = wq_node_attr(n, "keepdims");
+  lower_attrs attrs = {0};
+  wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "first_axis", first, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "n_axes", last - first + 1, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "keepdims", keep && keep->type == WQ_ATTR_INT ? keep->i != 0 : 1,
+                         err);
+  if (st == WQ_OK)
+    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QReduceMean", &x, 1, &y, 1, &attrs, err);
+  lower_attrs_free(&attrs);
+  WQ_TRY(st);
+  lower_why(c, "QReduceMean from QLinearReduceMean (com.microsoft, same arithmetic)");
+  *done = true;
+  return WQ_OK;
+}
+
+/* QLinearConcat: QConcat of the inputs (each requantized by table to the
+ * output's parameters when they differ, as the contrib op does). */
+static wq_status lower_contrib_concat(lower_ctx *c, int i, int n_x, const lower_qlinear_operand *xs,
+                                      bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  int inputs[LOWER_CONTRIB_MAX_OPERANDS];
+  for (int k = 0; k < n_x; k++)
+    inputs[k] = n->inputs[xs[k].data];
+  const int y = n->outputs[0];
+  lower_attrs attrs = {0};
+  wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
+  if (st == WQ_OK)
+    st = lower_attrs_copy(&attrs, n, "axis", err);
+  if (st == WQ_OK)
+    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConcat", inputs, n_x, &y, 1, &attrs, err);
+  lower_attrs_free(&attrs);
+  WQ_TRY(st);
+  lower_why(c, "QConcat from QLinearConcat (com.microsoft, same arithmetic)");
+  *done = true;
+  return WQ_OK;
+}
 
 wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  lower_qlinear_operand ops[3];
+  lower_qlinear_operand ops[LOWER_CONTRIB_MAX_OPERANDS];
   int count = lower_contrib_operands(n, ops);
   for (int k = 0; k < count; k++)
     if (!lower_contrib_operand_matches(c, n, &ops[k]))
       return WQ_OK;
+  if (lower_is_contrib(n, "QLinearSigmoid") || lower_is_contrib(n, "QLinearLeakyRelu"))
+    return lower_contrib_lookup(c, i, done, err);
+  if (lower_is_contrib(n, "QLinearReduceMean"))
+    return lower_contrib_reduce_mean(c, i, done, err);
+  if (lower_is_contrib(n, "QLinearConcat"))
+    return lower_contrib_concat(c, i, count - 1, ops + 1, done, err);
   const int y = n->outputs[0];
   const wq_dtype y_dtype = g->tensors[y].dtype;
   const char *op_type;
   int inputs[2];
   int n_inputs;
-  if (lower_is_contrib(n, "QLinearGlobalAveragePool")) {
+  lower_attrs attrs = {0};
+  if (lower_is_contrib(n, "QLinearAveragePool")) {
+    static const char *const POOL_ATTRS[] = {
+        "kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad", NULL};
+    for (int k = 0; POOL_ATTRS[k]; k++)
+      if (lower_attrs_copy(&attrs, n, POOL_ATTRS[k], err) != WQ_OK) {
+        lower_attrs_free(&attrs);
+        return WQ_ERR_OUT_OF_MEMORY;
+      }
+    op_type = "QAveragePool";
+    inputs[0] = n->inputs[0];
+    n_inputs = 1;
+  } else if (lower_is_contrib(n, "QLinearGlobalAveragePool")) {
     const wq_attr *a = wq_node_attr(n, "channels_last");
     if (a && a->type == WQ_ATTR_INT && a->i != 0)
       return lower_why(c, "channels-last input: runs on the contrib op's reference kernel");
@@ -38,7 +159,6 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   }
   char why[WQ_LOWER_WHY_MAX];
   snprintf(why, sizeof why, "%s from %s (com.microsoft, same arithmetic)", op_type, n->op_type);
-  lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", y_dtype, err);
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, op_type, inputs, n_inputs, &y, 1, &attrs, err);

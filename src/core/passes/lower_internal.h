@@ -108,8 +108,11 @@ typedef struct {
   int data, scale, zp;
 } lower_qlinear_operand;
 bool lower_is_contrib(const wq_node *n, const char *op_type);
-/* The operands of a contrib QLinear op (the count), 0 for any other node. */
-int lower_contrib_operands(const wq_node *n, lower_qlinear_operand out[3]);
+/* QLinearConcat has one operand per input plus its output. */
+#define LOWER_CONTRIB_MAX_OPERANDS 32
+/* The operands of a contrib QLinear op (the count), 0 for any other node
+ * (and for a QLinearConcat of more inputs than fit). */
+int lower_contrib_operands(const wq_node *n, lower_qlinear_operand out[LOWER_CONTRIB_MAX_OPERANDS]);
 /* Operand o's tensor carries per-tensor parameters equal to those the node
  * reads it with; false with a reason in c->why. */
 bool lower_contrib_operand_matches(lower_ctx *c, const wq_node *n, const lower_qlinear_operand *o);
@@ -172,6 +175,8 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err);
+/* lower_reduce.c: DequantizeLinear -> ReduceMean chain -> QuantizeLinear. */
+wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err);
 /* QuantizeLinear(DequantizeLinear(x)): x itself (equal parameters) or a
  * requantizing QLookup. */

@@ -125,7 +125,8 @@ bool lower_is_contrib(const wq_node *n, const char *op_type) {
   return n->domain && strcmp(n->domain, "com.microsoft") == 0 && strcmp(n->op_type, op_type) == 0;
 }
 
-int lower_contrib_operands(const wq_node *n, lower_qlinear_operand out[3]) {
+int lower_contrib_operands(const wq_node *n,
+                           lower_qlinear_operand out[LOWER_CONTRIB_MAX_OPERANDS]) {
   /* Inputs (data, scale, zero point) and the output's (scale, zero point). */
   if (lower_is_contrib(n, "QLinearAdd") || lower_is_contrib(n, "QLinearMul")) {
     out[0] = (lower_qlinear_operand){0, 1, 2};
@@ -133,10 +134,22 @@ int lower_contrib_operands(const wq_node *n, lower_qlinear_operand out[3]) {
     out[2] = (lower_qlinear_operand){-1, 6, 7};
     return 3;
   }
-  if (lower_is_contrib(n, "QLinearGlobalAveragePool")) {
+  if (lower_is_contrib(n, "QLinearGlobalAveragePool") || lower_is_contrib(n, "QLinearSigmoid") ||
+      lower_is_contrib(n, "QLinearLeakyRelu") || lower_is_contrib(n, "QLinearReduceMean") ||
+      lower_is_contrib(n, "QLinearAveragePool")) {
     out[0] = (lower_qlinear_operand){0, 1, 2};
     out[1] = (lower_qlinear_operand){-1, 3, 4};
     return 2;
+  }
+  if (lower_is_contrib(n, "QLinearConcat")) {
+    /* Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input. */
+    int inputs = (n->n_inputs - 2) / 3;
+    if (n->n_inputs < 5 || (n->n_inputs - 2) % 3 != 0 || inputs + 1 > LOWER_CONTRIB_MAX_OPERANDS)
+      return 0;
+    out[0] = (lower_qlinear_operand){-1, 0, 1};
+    for (int k = 0; k < inputs; k++)
+      out[1 + k] = (lower_qlinear_operand){2 + 3 * k, 3 + 3 * k, 4 + 3 * k};
+    return inputs + 1;
   }
   return 0;
 }
@@ -186,7 +199,7 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
     } else if (lower_is_op(n, "QLinearMatMul")) {
       WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], n->inputs[6], n->inputs[7], 1, 0, err));
     } else {
-      lower_qlinear_operand ops[3];
+      lower_qlinear_operand ops[LOWER_CONTRIB_MAX_OPERANDS];
       for (int k = 0, count = lower_contrib_operands(n, ops); k < count; k++)
         if (ops[k].data < 0)
           WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], optional_input(n, ops[k].scale),
@@ -212,7 +225,7 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
       /* b [K, N]: a 1-D scale is per column (the last axis). */
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[3], n->inputs[4], n->inputs[5], -1, 0, err));
     } else {
-      lower_qlinear_operand ops[3];
+      lower_qlinear_operand ops[LOWER_CONTRIB_MAX_OPERANDS];
       for (int k = 0, count = lower_contrib_operands(n, ops); k < count; k++)
         if (ops[k].data >= 0)
           WQ_TRY(attach_from_parts(c, n->name, operand_tensor(n, &ops[k]),

@@ -1,0 +1,141 @@
+/* Lowering of ReduceMean on quantized data: DequantizeLinear -> ReduceMean
+ * [-> ReduceMean ...] -> QuantizeLinear becomes one QReduceMean on the
+ * codes. Exporters write a global pooling over the spatial axes either as
+ * one ReduceMean(axes=[2, 3]) or as a chain reducing the last axis twice
+ * (the MLPerf Tiny DS-CNN: ReduceMean(axes=[-1], keepdims=0) x 2); the mean
+ * of the chain equals the mean over the union of its axes, which QReduceMean
+ * takes exactly from the integer sum. The union must be one contiguous block
+ * of axes (QReduceMean's [outer, reduced, inner] view). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../ops/int8_common.h"
+#include "lower_internal.h"
+
+/* Marks in `reduced` (indexed by the current tensor's dims) the axes node n
+ * reduces; *keepdims from its attribute. false with a reason. */
+static bool reduce_axes(lower_ctx *c, const wq_node *n, int rank, bool *reduced, bool *keepdims) {
+  const wq_graph *g = c->g;
+  int64_t keep = 1, noop = 0;
+  const wq_attr *a = wq_node_attr(n, "keepdims");
+  if (a && a->type == WQ_ATTR_INT)
+    keep = a->i;
+  a = wq_node_attr(n, "noop_with_empty_axes");
+  if (a && a->type == WQ_ATTR_INT && n->opset >= 18)
+    noop = a->i;
+  *keepdims = keep != 0;
+  const int64_t *axes = NULL;
+  int64_t count = 0;
+  if (n->opset < 18) {
+    a = wq_node_attr(n, "axes");
+    if (a && a->type == WQ_ATTR_INTS) {
+      axes = a->ints;
+      count = (int64_t)a->count;
+    }
+  } else if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+    const wq_tensor *t = &g->tensors[n->inputs[1]];
+    if (!t->is_constant || !t->data || t->dtype != WQ_DT_INT64 || t->rank != 1) {
+      lower_why(c, "ReduceMean '%s': axes are not a constant 1-D int64 tensor", n->name);
+      return false;
+    }
+    axes = t->data;
+    count = t->dims[0];
+  }
+  for (int d = 0; d < rank; d++)
+    reduced[d] = count == 0 && !noop;
+  if (count == 0 && noop) {
+    lower_why(c, "ReduceMean '%s' reduces nothing (noop_with_empty_axes)", n->name);
+    return false;
+  }
+  for (int64_t k = 0; k < count; k++) {
+    int64_t d = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (d < 0 || d >= rank || reduced[d]) {
+      lower_why(c, "ReduceMean '%s': axis %lld is out of range or repeated", n->name,
+                (long long)axes[k]);
+      return false;
+    }
+    reduced[d] = true;
+  }
+  return true;
+}
+
+wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  int x = lower_activation_input(c, g->nodes[i].inputs[0], "input data");
+  if (x < 0)
+    return WQ_OK;
+  const int rank = g->tensors[x].rank;
+  if (rank < 1 || rank > WQ_MAX_RANK)
+    return lower_why(c, "input rank is not known at load");
+  /* origin[d]: the input axis behind axis d of the current tensor. */
+  int origin[WQ_MAX_RANK], cur_rank = rank;
+  bool union_reduced[WQ_MAX_RANK] = {false};
+  for (int d = 0; d < rank; d++)
+    origin[d] = d;
+  int chain[WQ_MAX_RANK * 2], n_chain = 0;
+  bool keepdims = true;
+  int j = i;
+  for (;;) {
+    const wq_node *n = &g->nodes[j];
+    bool reduced[WQ_MAX_RANK], keep;
+    if (!reduce_axes(c, n, cur_rank, reduced, &keep))
+      return WQ_OK;
+    if (n_chain > 0 && keep != keepdims)
+      return lower_why(c, "ReduceMean chain mixes keepdims values");
+    keepdims = keep;
+    int kept = 0;
+    for (int d = 0; d < cur_rank; d++) {
+      if (reduced[d])
+        union_reduced[origin[d]] = true;
+      if (!reduced[d] || keep)
+        origin[kept++] = origin[d];
+    }
+    cur_rank = kept;
+    chain[n_chain++] = j;
+    int t = n->outputs[0], reader = -1;
+    if (g->tensors[t].is_output || lower_consumers(c, t, &reader) != 1 || reader < 0 ||
+        !lower_is_op(&g->nodes[reader], "ReduceMean") || n_chain == WQ_MAX_RANK * 2)
+      break;
+    j = reader;
+  }
+  int first = -1, last = -1;
+  for (int d = 0; d < rank; d++)
+    if (union_reduced[d]) {
+      if (first < 0)
+        first = d;
+      last = d;
+    }
+  for (int d = first; d <= last; d++)
+    if (!union_reduced[d])
+      return lower_why(c, "reduced axes are not one contiguous block");
+  lower_sink sink;
+  if (!lower_output_sink(c, g->nodes[chain[n_chain - 1]].outputs[0], false, &sink))
+    return WQ_OK;
+  lower_attrs attrs = {0};
+  wq_status st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "first_axis", first, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "n_axes", last - first + 1, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "keepdims", keepdims, err);
+  char why[WQ_LOWER_WHY_MAX];
+  snprintf(why, sizeof why, "QReduceMean from %d ReduceMean node(s) over axes %d..%d (exact sum)",
+           n_chain, first, last);
+  for (int k = 1; k < n_chain && st == WQ_OK; k++) {
+    char absorbed_why[WQ_LOWER_WHY_MAX];
+    snprintf(absorbed_why, sizeof absorbed_why, "absorbed into QReduceMean '%s'", g->nodes[i].name);
+    st = lower_set_why(&g->nodes[chain[k]], absorbed_why, err);
+    c->absorbed[chain[k]] = true;
+    c->stats.nodes_absorbed++;
+  }
+  lower_absorb_sink(c, &sink, why, sizeof why);
+  if (st == WQ_OK)
+    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QReduceMean", &x, 1, &sink.tensor, 1, &attrs,
+                            err);
+  lower_attrs_free(&attrs);
+  WQ_TRY(st);
+  lower_why(c, "%s", why);
+  *done = true;
+  return WQ_OK;
+}
