@@ -15,7 +15,9 @@
 // over all timed runs and [p10, p90]. A benchmark, not a test: it asserts
 // nothing about time; a failure prints in its cell and the run goes on.
 // Timings on shared machines are noisy: compare the ratios of one run, not
-// absolute times across runs; the load average is printed beside them.
+// absolute times across runs; the load average is printed beside them, and
+// a second table gives the same runs in process CPU time (one thread), which
+// leaves out the time other processes held the CPU.
 // --threads N (N > 1) adds cells of ours on N threads (the threaded build)
 // and onnxruntime-web with numThreads N, and a table comparing them.
 
@@ -73,7 +75,7 @@ function parseArgs(argv) {
     else if (a === '--timeout') opts.timeout = Number(value());
     else if (a === '--no-build') opts.build = false;
     else if (a === '--help' || a === '-h') {
-      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 20).join('\n').replace(/^\/\/ ?/gm, ''));
+      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1).filter((l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith('//'))).join('\n').replace(/^\/\/ ?/gm, ''));
       process.exit(0);
     } else throw new Error(`unknown option ${a} (see --help)`);
   }
@@ -338,11 +340,18 @@ async function main() {
       const r = await runWorker(spec, opts.timeout);
       const prev = results.get(key);
       if (!prev || r.error) results.set(key, prev?.error ? prev : r.error || !prev ? r : prev);
-      else prev.times.push(...r.times);
+      else {
+        prev.times.push(...r.times);
+        if (prev.cpuTimes && r.cpuTimes) prev.cpuTimes.push(...r.cpuTimes);
+      }
       log(`[${done}/${total}] round ${round + 1} ${label}: ${r.error ? `error: ${r.error}` : `${fmtMs(r)} ms`}`);
     }
   }
-  for (const r of results.values()) if (!r.error && r.times) Object.assign(r, summarize(r.times), { rounds: opts.rounds });
+  for (const r of results.values()) {
+    if (r.error || !r.times) continue;
+    Object.assign(r, summarize(r.times), { rounds: opts.rounds });
+    if (r.cpuTimes?.length) r.cpu = summarize(r.cpuTimes);
+  }
   const loadAfter = loadavg();
   done++;
   log(`[${done}/${total}] kernels: dot_i16x8 peak and int8 GEMM GOPS ...`);
@@ -397,6 +406,20 @@ async function main() {
     ['model', 'ours int8', 'ours float', 'ORT-web int8', 'ORT-web float', 'int8 vs ORT int8', 'float vs ORT float', 'int8 vs ORT float'],
     table.map((t) => t.text),
   );
+  // The same runs in process CPU time (one-thread cells): on a shared
+  // machine the wall time also holds the time other processes had the CPU,
+  // which hits whichever side happened to be running; CPU time does not.
+  const cpuOf = (cell) => (cell && !cell.error && cell.cpu ? cell.cpu : null);
+  const cpuRows = table
+    .filter((t) => cpuOf(t.cells.oursInt8) || cpuOf(t.cells.oursFloat))
+    .map((t) => {
+      const c = Object.fromEntries(Object.entries(t.cells).map(([k, v]) => [k, cpuOf(v)]));
+      return [t.row.name, fmtMs(c.oursInt8), fmtMs(c.ortInt8), ratio(c.ortInt8, c.oursInt8), fmtMs(c.oursFloat), fmtMs(c.ortFloat), ratio(c.ortFloat, c.oursFloat)];
+    });
+  if (cpuRows.length) {
+    console.log('\nprocess CPU time per run (user + system, ms; the same runs, one thread): median [p10, p90]\n');
+    printTable(['model', 'ours int8', 'ORT-web int8', 'int8 vs ORT int8', 'ours float', 'ORT-web float', 'float vs ORT float'], cpuRows);
+  }
   if (opts.threads > 1) {
     // Ours on N threads against ours on one and against ORT-web numThreads N.
     const n = opts.threads;
@@ -471,7 +494,7 @@ async function main() {
   if (perNode.length) console.log(`\nours, per run (profiled runs): kernel time, fixed cost per node, JS and staging:\n${perNode.join('\n')}`);
 
   // Kernels.
-  console.log('\nint8 kernels (best of 9 interleaved rounds, GOPS = 2 ops per multiply-add):');
+  console.log('\nint8 kernels (best of 9 interleaved rounds of process CPU time, GOPS = 2 ops per multiply-add):');
   const peak = kernels.dotPeak?.gops;
   if (kernels.error) console.log(`  error: ${kernels.error}`);
   if (kernels.dotPeak?.error) console.log(`  i32x4.dot_i16x8_s peak: error: ${kernels.dotPeak.error}`);
@@ -530,7 +553,7 @@ async function main() {
         inputShapes: t.row.inputShapes,
         oursInt8Lowered: t.lowered,
         ...Object.fromEntries(
-          Object.entries(t.cells).map(([k, c]) => [k, c ? (({ output, times, ...rest }) => ({ ...rest, outputDims: output?.dims }))(c) : null]),
+          Object.entries(t.cells).map(([k, c]) => [k, c ? (({ output, times, cpuTimes, ...rest }) => ({ ...rest, outputDims: output?.dims }))(c) : null]),
         ),
         agreementInt8: agreement(t.cells.oursInt8, t.cells.ortInt8),
         agreementFloat: agreement(t.cells.oursFloat, t.cells.ortFloat),
