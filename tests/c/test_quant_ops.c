@@ -956,6 +956,48 @@ static void test_contrib_qlinear_concat(void) {
   free_outputs(out, 1);
 }
 
+static void test_contrib_qgemm(void) {
+  /* A uint8 [2, 3] (scale 0.5, zp 128) centered: 2 0 -8 / 0 12 0. B int8
+   * transB [2, 3] with per-column scales 0.25, 0.5 and zero points 0, 1,
+   * centered: 1 2 3 / -2 -1 3. A B^T = -22 -28 / 24 -12; + C (10, -4) =
+   * -12 -32 / 34 -16. Column scales alpha a_s b_s = 0.125, 0.25: float Y
+   * -1.5 -8 / 4.25 -4; quantized (y_s 0.5, zp 100): -3 -16 / 8.5 -8 ->
+   * 97 84 / 108 (half to even) 92. */
+  static const uint8_t a[6] = {130, 128, 120, 128, 140, 128};
+  static const int8_t b[6] = {1, 2, 3, -1, 0, 4};
+  static const float a_s = 0.5f, b_s[2] = {0.25f, 0.5f}, y_s = 0.5f;
+  static const uint8_t a_zp = 128, y_zp = 100;
+  static const int8_t b_zp[2] = {0, 1};
+  static const int32_t bias[2] = {10, -4};
+  const int64_t d23[2] = {2, 3}, d2[1] = {2};
+  wq_attr attrs[1] = {attr_int("transB", 1)};
+  for (int quantized = 0; quantized <= 1; quantized++) {
+    wq_error err;
+    wq_value out[1];
+    wq_node node = make_contrib_node("QGemm", quantized ? 9 : 7, attrs, 1);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[9] = {val(WQ_DT_UINT8, a, 2, d23),    SCALAR_F(&a_s),
+                      val(WQ_DT_UINT8, &a_zp, 0, D1), val(WQ_DT_INT8, b, 2, d23),
+                      val(WQ_DT_FLOAT, b_s, 1, d2),   val(WQ_DT_INT8, b_zp, 1, d2),
+                      val(WQ_DT_INT32, bias, 1, d2),  SCALAR_F(&y_s),
+                      val(WQ_DT_UINT8, &y_zp, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    CHECK(out[0].rank == 2 && out[0].dims[0] == 2 && out[0].dims[1] == 2);
+    if (quantized) {
+      const int64_t want[4] = {97, 84, 108, 92};
+      check_ints(&out[0], want, 4, "QGemm quantized");
+    } else {
+      const float want[4] = {-1.5f, -8.0f, 4.25f, -4.0f};
+      CHECK(out[0].dtype == WQ_DT_FLOAT);
+      for (int k = 0; k < 4; k++)
+        CHECK_MSG(((const float *)out[0].data)[k] == want[k], "QGemm float [%d] = %g", k,
+                  (double)((const float *)out[0].data)[k]);
+    }
+    free_outputs(out, 1);
+    node.op->free_state(node.op_state);
+  }
+}
+
 int main(void) {
   test_quantize_rounding_and_saturation();
   test_quantize_per_axis_and_blocked();
@@ -972,5 +1014,6 @@ int main(void) {
   test_contrib_qlinear_reduce_mean();
   test_contrib_qlinear_average_pool();
   test_contrib_qlinear_concat();
+  test_contrib_qgemm();
   WQ_TEST_END();
 }

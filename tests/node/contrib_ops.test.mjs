@@ -22,7 +22,7 @@ const QP = {
 
 // A model: x (float) -> QuantizeLinear -> body -> DequantizeLinear -> y.
 // body(dtype) gives { nodes, inits, yScale } reading 'xq' and writing 'yq'.
-function wrap(dtype, body) {
+function wrap(dtype, body, shape = X_SHAPE) {
   const qp = QP[dtype];
   const scalar = (name, ty, value) => ({ name, dtype: ty, dims: [], data: ty === 'float' ? Float32Array.of(value) : qp.data.of(value) });
   const inner = body(dtype, qp, scalar);
@@ -38,7 +38,7 @@ function wrap(dtype, body) {
   ];
   const bytes = encodeModel({
     nodes, initializers, opset: 13, extraOpsets: [['com.microsoft', 1]],
-    inputs: [{ name: 'x', dtype: 'float', shape: X_SHAPE }],
+    inputs: [{ name: 'x', dtype: 'float', shape }],
     outputs: [{ name: 'y', dtype: 'float' }],
   });
   return { bytes, yScale: qp.y[0] };
@@ -48,7 +48,46 @@ const contrib = (op, attrs = {}) => ({
   nodes: [{ op, name: op, domain: 'com.microsoft', inputs: ['xq', 'x_scale', 'x_zp', 'y_scale', 'y_zp'], outputs: ['yq'], attrs }],
 });
 
+// Seeded int8 codes in [-127, 127] for constant weights.
+const codes = (n, seed) => Int8Array.from(randomArray('int8', n, seed), (v) => (v === -128 ? -127 : v));
+
 const CASES = [
+  {
+    // onnxruntime's quantizer writes Gemm as QGemm: B int8 [N, K] (transB)
+    // with per-column scales, int32 C at a_scale * b_scale. onnxruntime's
+    // CPU kernel takes uint8 A only when Y is quantized (int8 Y: no kernel).
+    name: 'QGemm transB, per-column b_scale, int32 C',
+    dtypes: ['uint8'],
+    shape: [3, 16],
+    lowered: 'QGemm from QGemm',
+    body: (dtype, qp) => ({
+      nodes: [{
+        op: 'QGemm', name: 'qgemm', domain: 'com.microsoft', attrs: { transB: 1 },
+        inputs: ['xq', 'x_scale', 'x_zp', 'w', 'w_scale', 'w_zp', 'bias', 'y_scale', 'y_zp'], outputs: ['yq'],
+      }],
+      inits: [
+        { name: 'w', dtype: 'int8', dims: [8, 16], data: codes(128, 7) },
+        { name: 'w_scale', dtype: 'float', dims: [8], data: Float32Array.from({ length: 8 }, (_, i) => 0.002 + 0.0005 * i) },
+        { name: 'w_zp', dtype: 'int8', dims: [8], data: new Int8Array(8) },
+        { name: 'bias', dtype: 'int32', dims: [8], data: Int32Array.from({ length: 8 }, (_, i) => (i - 4) * 3000) },
+      ],
+    }),
+  },
+  {
+    // Two inputs at different parameters, requantized to the output's.
+    name: 'QLinearConcat axis 1, inputs at different scales',
+    lowered: 'QConcat from QLinearConcat',
+    body: (dtype, qp, scalar) => ({
+      nodes: [
+        { op: 'QuantizeLinear', name: 'quantize_x2', inputs: ['x', 'x2_scale', 'x_zp'], outputs: ['xq2'] },
+        {
+          op: 'QLinearConcat', name: 'concat', domain: 'com.microsoft', attrs: { axis: 1 },
+          inputs: ['y_scale', 'y_zp', 'xq', 'x_scale', 'x_zp', 'xq2', 'x2_scale', 'x_zp'], outputs: ['yq'],
+        },
+      ],
+      inits: [scalar('x2_scale', 'float', 0.02)],
+    }),
+  },
   { name: 'QLinearSigmoid', lowered: 'QLookup from QLinearSigmoid', body: () => contrib('QLinearSigmoid') },
   { name: 'QLinearLeakyRelu alpha 0.1', lowered: 'QLookup from QLinearLeakyRelu', body: () => contrib('QLinearLeakyRelu', { alpha: { float: 0.1 } }) },
   {
@@ -87,16 +126,17 @@ const CASES = [
   },
 ];
 
-const seededInput = (seed) => {
-  const n = X_SHAPE.reduce((a, b) => a * b, 1);
+const seededInput = (seed, shape) => {
+  const n = shape.reduce((a, b) => a * b, 1);
   return randomArray('float32', n, seed).map((v) => v * 8 - 4);
 };
 
 for (const c of CASES) {
-  for (const dtype of ['uint8', 'int8']) {
+  for (const dtype of c.dtypes ?? ['uint8', 'int8']) {
     test(`${c.name} (${dtype}): identical to onnxruntime-node, lowered to int8`, async () => {
-      const { bytes, yScale } = wrap(dtype, c.body);
-      const ortBytes = c.ortBody ? wrap(dtype, c.ortBody).bytes : bytes;
+      const shape = c.shape ?? X_SHAPE;
+      const { bytes, yScale } = wrap(dtype, c.body, shape);
+      const ortBytes = c.ortBody ? wrap(dtype, c.ortBody, shape).bytes : bytes;
       const session = await ort.InferenceSession.create(ortBytes, ORT_OPTIONS).catch((e) => e);
       const model = await load(bytes);
       try {
@@ -104,9 +144,9 @@ for (const c of CASES) {
         assert.doesNotMatch(model.describeLowered(), /\[float\]/);
         assert.ok(!(session instanceof Error), `onnxruntime-node cannot run it: ${session.message}`);
         for (const seed of [0, 1, 2]) {
-          const data = seededInput(seed);
-          const ours = (await model.run({ x: { data, dims: X_SHAPE } })).y.data;
-          const theirs = Object.values(await session.run({ x: new ort.Tensor('float32', data, X_SHAPE) }))[0].data;
+          const data = seededInput(seed, shape);
+          const ours = (await model.run({ x: { data, dims: shape } })).y.data;
+          const theirs = Object.values(await session.run({ x: new ort.Tensor('float32', data, shape) }))[0].data;
           assert.equal(ours.length, theirs.length);
           let worst = 0;
           for (let i = 0; i < ours.length; i++) worst = Math.max(worst, Math.round(Math.abs(ours[i] - theirs[i]) / yScale));

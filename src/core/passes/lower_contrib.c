@@ -9,6 +9,7 @@
  * regions instead of forcing transitions around them. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../ops/contrib_qlinear.h"
 #include "../ops/int8_common.h"
@@ -113,6 +114,84 @@ static wq_status lower_contrib_concat(lower_ctx *c, int i, int n_x, const lower_
   return WQ_OK;
 }
 
+/* QGemm with a quantized output, A not transposed, constant B and an
+ * optional constant int32 C of N values: wasmq QGemm (weight as [N, K],
+ * alpha folded into its scales, C as the int32 bias). */
+static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  if (n->n_inputs < 8 || n->inputs[7] < 0)
+    return lower_why(c, "float output (no y_scale): runs on the contrib op's reference kernel");
+  int64_t trans_a = 0, trans_b = 0;
+  float alpha = 1.0f;
+  if (wq_attr_int(n, "transA", 0, &trans_a, NULL) != WQ_OK ||
+      wq_attr_int(n, "transB", 0, &trans_b, NULL) != WQ_OK ||
+      wq_attr_float(n, "alpha", 1.0f, &alpha, NULL) != WQ_OK || trans_a != 0)
+    return lower_why(c,
+                     "transA or unreadable attributes: runs on the contrib op's reference kernel");
+  const int a = n->inputs[0], b = n->inputs[3], y = n->outputs[0];
+  const wq_tensor *bt = &g->tensors[b];
+  if (!bt->is_constant || !bt->data || !bt->qparams || bt->rank != 2)
+    return lower_why(c, "B '%s' is not a 2-D constant with quantization parameters", bt->name);
+  /* B must carry exactly the parameters this node reads it with. */
+  wq_node view = *n;
+  wq_attr axis_attr = {.name = (char *)"axis", .type = WQ_ATTR_INT, .i = trans_b ? 0 : 1};
+  int in3[3] = {b, n->inputs[4], n->n_inputs > 5 ? n->inputs[5] : -1};
+  view.inputs = in3;
+  view.n_inputs = 3;
+  view.attrs = &axis_attr;
+  view.n_attrs = 1;
+  view.opset = 13;
+  wq_qparams bq;
+  if (!lower_node_qparams(c, &view, b, &bq))
+    return WQ_OK;
+  bool same = lower_qparams_equal(&bq, bt->qparams);
+  wq_qparams_free(&bq);
+  if (!same)
+    return lower_why(c, "B '%s' carries other quantization parameters than QGemm reads it with",
+                     bt->name);
+  const int64_t N = trans_b ? bt->dims[0] : bt->dims[1];
+  int bias = -1;
+  if (n->n_inputs > 6 && n->inputs[6] >= 0) {
+    const wq_tensor *ct = &g->tensors[n->inputs[6]];
+    int64_t count = 1;
+    for (int d = 0; d < ct->rank; d++)
+      count *= ct->dims[d];
+    if (!ct->is_constant || !ct->data || ct->dtype != WQ_DT_INT32 || count != N ||
+        (ct->rank == 2 && ct->dims[0] != 1) || ct->rank > 2)
+      return lower_why(c, "C '%s' is not a constant int32 vector of N = %lld values", ct->name,
+                       (long long)N);
+    if (ct->rank == 1) {
+      bias = n->inputs[6];
+    } else {
+      int32_t *copy = malloc((size_t)(N > 0 ? N : 1) * sizeof *copy);
+      if (!copy)
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
+      memcpy(copy, ct->data, (size_t)N * sizeof *copy);
+      int64_t dims[1] = {N};
+      bias = lower_add_constant(c, n->name, "_bias", WQ_DT_INT32, 1, dims, copy,
+                                (size_t)N * sizeof *copy);
+      if (bias < 0)
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
+    }
+  }
+  int w = -1;
+  WQ_TRY(lower_weight_nk(c, b, !trans_b, alpha, g->nodes[i].name, &w, err));
+  if (w < 0)
+    return WQ_OK;
+  int inputs[3] = {a, w, bias};
+  lower_attrs attrs = {0};
+  wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
+  if (st == WQ_OK)
+    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QGemm", inputs, bias >= 0 ? 3 : 2, &y, 1, &attrs,
+                            err);
+  lower_attrs_free(&attrs);
+  WQ_TRY(st);
+  lower_why(c, "QGemm from QGemm (com.microsoft; weight as [N, K], same arithmetic)");
+  *done = true;
+  return WQ_OK;
+}
+
 wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
@@ -125,6 +204,8 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_contrib_lookup(c, i, done, err);
   if (lower_is_contrib(n, "QLinearReduceMean"))
     return lower_contrib_reduce_mean(c, i, done, err);
+  if (lower_is_contrib(n, "QGemm"))
+    return lower_contrib_qgemm(c, i, done, err);
   if (lower_is_contrib(n, "QLinearConcat"))
     return lower_contrib_concat(c, i, count - 1, ops + 1, done, err);
   const int y = n->outputs[0];

@@ -164,6 +164,12 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err);
+/* The constant int8 weight `q` of a matrix product ([K, N] when `kn`, else
+ * [N, K]) as QGemm's [N, K] operand with per-tensor or per-N parameters,
+ * scaled by alpha (a new constant unless already so); *out -1 with a
+ * reason in c->why when its parameters do not allow it. */
+wq_status lower_weight_nk(lower_ctx *c, int q, bool kn, float alpha, const char *base, int *out,
+                          wq_error *err);
 /* lower_contrib.c: QLinearAdd/QLinearMul/QLinearGlobalAveragePool (com.microsoft). */
 wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err);
 

@@ -547,3 +547,8 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   *done = true;
   return WQ_OK;
 }
+
+wq_status lower_weight_nk(lower_ctx *c, int q, bool kn, float alpha, const char *base, int *out,
+                          wq_error *err) {
+  return canonical_weight(c, q, kn, alpha, base, out, err);
+}

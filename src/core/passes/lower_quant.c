@@ -141,6 +141,15 @@ int lower_contrib_operands(const wq_node *n,
     out[1] = (lower_qlinear_operand){-1, 3, 4};
     return 2;
   }
+  if (lower_is_contrib(n, "QGemm")) {
+    /* A, and Y when quantized (y_scale present); B is attached on its own
+     * (per-column parameters along its N axis). */
+    out[0] = (lower_qlinear_operand){0, 1, 2};
+    if (n->n_inputs < 8 || n->inputs[7] < 0)
+      return 1;
+    out[1] = (lower_qlinear_operand){-1, 7, 8};
+    return 2;
+  }
   if (lower_is_contrib(n, "QLinearConcat")) {
     /* Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input. */
     int inputs = (n->n_inputs - 2) / 3;
@@ -225,6 +234,13 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
       /* b [K, N]: a 1-D scale is per column (the last axis). */
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[3], n->inputs[4], n->inputs[5], -1, 0, err));
     } else {
+      if (lower_is_contrib(n, "QGemm") && n->n_inputs > 4) {
+        /* B [K, N] ([N, K] with transB): a 1-D scale is per column. */
+        const wq_attr *tb = wq_node_attr(n, "transB");
+        int axis = tb && tb->type == WQ_ATTR_INT && tb->i != 0 ? 0 : 1;
+        WQ_TRY(attach_from_parts(c, n->name, n->inputs[3], n->inputs[4], optional_input(n, 5), axis,
+                                 0, err));
+      }
       lower_qlinear_operand ops[LOWER_CONTRIB_MAX_OPERANDS];
       for (int k = 0, count = lower_contrib_operands(n, ops); k < count; k++)
         if (ops[k].data >= 0)
