@@ -441,6 +441,37 @@ static void test_unary(void) {
   CHECK_NEAR(y[3], tanh(1.5), 1e-6);
   free(out[0].data);
 
+  /* Elu, Softplus, Gelu: the ONNX operator documentation's examples on
+   * -1, 0, 1 (Elu with alpha 2). */
+  const float e[] = {-1, 0, 1};
+  const int64_t de[] = {3};
+  wq_value ein[1] = {val(WQ_DT_FLOAT, 1, de, e)};
+  wq_attr elu_alpha = attr_float("alpha", 2.0f);
+  CHECK(run_op("Elu", 6, &elu_alpha, 1, ein, 1, out, 1, &err) == WQ_OK);
+  y = out[0].data;
+  CHECK_NEAR(y[0], -1.2642411, 1e-6);
+  CHECK(y[1] == 0 && y[2] == 1);
+  free(out[0].data);
+  CHECK(run_op("Softplus", 1, NULL, 0, ein, 1, out, 1, &err) == WQ_OK);
+  y = out[0].data;
+  CHECK_NEAR(y[0], 0.31326166, 1e-6);
+  CHECK_NEAR(y[1], 0.69314718, 1e-6);
+  CHECK_NEAR(y[2], 1.31326163, 1e-6);
+  free(out[0].data);
+  CHECK(run_op("Gelu", 20, NULL, 0, ein, 1, out, 1, &err) == WQ_OK);
+  y = out[0].data;
+  CHECK_NEAR(y[0], -0.15865529, 1e-6);
+  CHECK(y[1] == 0);
+  CHECK_NEAR(y[2], 0.84134471, 1e-6);
+  free(out[0].data);
+  wq_attr tanh_approx = {
+      .name = (char *)"approximate", .type = WQ_ATTR_STRING, .s = (char *)"tanh", .s_len = 4};
+  CHECK(run_op("Gelu", 20, &tanh_approx, 1, ein, 1, out, 1, &err) == WQ_OK);
+  y = out[0].data;
+  CHECK_NEAR(y[0], -0.15880801, 1e-6);
+  CHECK_NEAR(y[2], 0.84119199, 1e-6);
+  free(out[0].data);
+
   const float s[] = {0, 4, 2.25f};
   const int64_t ds[] = {3};
   wq_value sin_[1] = {val(WQ_DT_FLOAT, 1, ds, s)};

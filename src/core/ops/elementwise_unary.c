@@ -1,5 +1,5 @@
 /* Unary elementwise ops: Sqrt, Exp, Relu, LeakyRelu, Sigmoid, Tanh,
- * HardSigmoid, HardSwish, Clip, Identity, Cast. Kernels are in
+ * HardSigmoid, HardSwish, Elu, Softplus, Gelu, Clip, Identity, Cast. Kernels are in
  * kernels/ref/ew_unary.c and ew_cast.c. Attributes are few and cheap to read,
  * so they are read where used (prepare only validates them at load). */
 #include <string.h>
@@ -26,7 +26,10 @@ static wq_status unary_params_of(const wq_node *node, unary_params *p, wq_error 
                {"Sigmoid", EW_UNARY_SIGMOID},
                {"Tanh", EW_UNARY_TANH},
                {"HardSigmoid", EW_UNARY_HARD_SIGMOID},
-               {"HardSwish", EW_UNARY_HARD_SWISH}};
+               {"HardSwish", EW_UNARY_HARD_SWISH},
+               {"Elu", EW_UNARY_ELU},
+               {"Softplus", EW_UNARY_SOFTPLUS},
+               {"Gelu", EW_UNARY_GELU}};
   p->kind = EW_UNARY_RELU;
   p->alpha = p->beta = 0.0f;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -35,6 +38,16 @@ static wq_status unary_params_of(const wq_node *node, unary_params *p, wq_error 
     p->kind = kinds[i].kind;
     if (p->kind == EW_UNARY_LEAKY_RELU)
       WQ_TRY(wq_attr_float(node, "alpha", 0.01f, &p->alpha, err));
+    if (p->kind == EW_UNARY_ELU)
+      WQ_TRY(wq_attr_float(node, "alpha", 1.0f, &p->alpha, err));
+    if (p->kind == EW_UNARY_GELU) {
+      const wq_attr *a = wq_node_attr(node, "approximate");
+      bool tanh_approx = a && a->type == WQ_ATTR_STRING && strcmp(a->s, "tanh") == 0;
+      if (a && !tanh_approx && !(a->type == WQ_ATTR_STRING && strcmp(a->s, "none") == 0))
+        return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                       "Gelu: approximate must be \"none\" or \"tanh\"");
+      p->beta = tanh_approx ? 1.0f : 0.0f;
+    }
     if (p->kind == EW_UNARY_HARD_SIGMOID) {
       WQ_TRY(wq_attr_float(node, "alpha", 0.2f, &p->alpha, err));
       WQ_TRY(wq_attr_float(node, "beta", 0.5f, &p->beta, err));
@@ -101,6 +114,9 @@ EW_UNARY_OP(wq_op_sigmoid, "Sigmoid", 1)
 EW_UNARY_OP(wq_op_tanh, "Tanh", 1)
 EW_UNARY_OP(wq_op_hard_sigmoid, "HardSigmoid", 1)
 EW_UNARY_OP(wq_op_hard_swish, "HardSwish", 14)
+EW_UNARY_OP(wq_op_elu, "Elu", 6)
+EW_UNARY_OP(wq_op_softplus, "Softplus", 1)
+EW_UNARY_OP(wq_op_gelu, "Gelu", 20)
 
 /* ---- Clip ---- */
 

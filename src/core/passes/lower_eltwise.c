@@ -22,9 +22,9 @@ static bool op_in(const wq_node *n, const char *const *names) {
   return false;
 }
 
-static const char *const LOOKUP_OPS[] = {"Relu",      "Clip",      "Sigmoid", "Tanh", "HardSigmoid",
-                                         "HardSwish", "LeakyRelu", "Exp",     "Sqrt", "Add",
-                                         "Sub",       "Mul",       "Div",     NULL};
+static const char *const LOOKUP_OPS[] = {
+    "Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Softplus",
+    "Gelu", "Exp",  "Sqrt",    "Add",  "Sub",         "Mul",       "Div",       NULL};
 static const char *const MOVEMENT_OPS[] = {"MaxPool", "Reshape",   "Transpose",    "Flatten",
                                            "Squeeze", "Unsqueeze", "DepthToSpace", "Resize",
                                            "Slice",   "Gather",    "Identity",     NULL};

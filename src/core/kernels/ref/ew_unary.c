@@ -51,6 +51,22 @@ void ew_unary_float(ew_unary_kind kind, float alpha, float beta, const float *x,
     for (int64_t i = 0; i < n; i++)
       y[i] = x[i] * clamp01(x[i] * (1.0f / 6.0f) + 0.5f);
     break;
+  case EW_UNARY_ELU:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] < 0.0f ? alpha * (expf(x[i]) - 1.0f) : x[i];
+    break;
+  case EW_UNARY_SOFTPLUS:
+    /* ln(1 + e^x) = max(x, 0) + ln(1 + e^-|x|): e^-|x| never overflows. */
+    for (int64_t i = 0; i < n; i++)
+      y[i] = (x[i] > 0.0f ? x[i] : 0.0f) + log1pf(expf(-fabsf(x[i])));
+    break;
+  case EW_UNARY_GELU:
+    for (int64_t i = 0; i < n; i++) {
+      float v = x[i];
+      y[i] = beta != 0.0f ? 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)))
+                          : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    }
+    break;
   }
 }
 

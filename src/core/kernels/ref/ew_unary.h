@@ -15,10 +15,14 @@ typedef enum {
   EW_UNARY_SIGMOID,    /* 1 / (1 + e^-x), evaluated without overflow */
   EW_UNARY_TANH,
   EW_UNARY_HARD_SIGMOID, /* max(0, min(1, alpha * x + beta)) */
-  EW_UNARY_HARD_SWISH    /* x * max(0, min(1, x / 6 + 1/2)) */
+  EW_UNARY_HARD_SWISH,   /* x * max(0, min(1, x / 6 + 1/2)) */
+  EW_UNARY_ELU,          /* x >= 0 ? x : alpha * (e^x - 1) */
+  EW_UNARY_SOFTPLUS,     /* ln(1 + e^x), evaluated without overflow */
+  EW_UNARY_GELU          /* x/2 (1 + erf(x / sqrt 2)); beta = 1: the tanh approximation */
 } ew_unary_kind;
 
-/* Float32 kernel of `kind`; alpha/beta are used by LeakyRelu and HardSigmoid. */
+/* Float32 kernel of `kind`; alpha/beta are used by LeakyRelu, HardSigmoid,
+ * Elu and Gelu (beta selects its approximation). */
 void ew_unary_float(ew_unary_kind kind, float alpha, float beta, const float *x, float *y,
                     int64_t n);
 
