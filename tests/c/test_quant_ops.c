@@ -998,6 +998,52 @@ static void test_contrib_qgemm(void) {
   }
 }
 
+static void test_contrib_matmul_to_float(void) {
+  wq_error err;
+  wq_value out[1];
+  {
+    /* MatMulIntegerToFloat: A uint8 [2, 3] (scale 0.5, zp 128) centered
+     * 2 0 -8 / 0 12 0; B int8 [3, 2] per-column scales 0.25, 0.5 and zero
+     * points 0, 1, centered columns 1 2 3 and -2 -1 3. A B = -22 -28 / 24
+     * -12; * (0.125, 0.25) = -2.75 -7 / 3 -3; + bias (1, -0.5) = -1.75 -7.5
+     * / 4 -3.5. */
+    static const uint8_t a[6] = {130, 128, 120, 128, 140, 128};
+    static const int8_t b[6] = {1, -1, 2, 0, 3, 4};
+    static const float a_s = 0.5f, b_s[2] = {0.25f, 0.5f}, bias[2] = {1.0f, -0.5f};
+    static const uint8_t a_zp = 128;
+    static const int8_t b_zp[2] = {0, 1};
+    const int64_t d23[2] = {2, 3}, d32[2] = {3, 2}, d2[1] = {2};
+    wq_node node = make_contrib_node("MatMulIntegerToFloat", 7, NULL, 0);
+    CHECK(node.op != NULL);
+    wq_value in[7] = {
+        val(WQ_DT_UINT8, a, 2, d23),  val(WQ_DT_INT8, b, 2, d32),     SCALAR_F(&a_s),
+        val(WQ_DT_FLOAT, b_s, 1, d2), val(WQ_DT_UINT8, &a_zp, 0, D1), val(WQ_DT_INT8, b_zp, 1, d2),
+        val(WQ_DT_FLOAT, bias, 1, d2)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const float want[4] = {-1.75f, -7.5f, 4.0f, -3.5f};
+    CHECK(out[0].dtype == WQ_DT_FLOAT && out[0].rank == 2 && out[0].dims[1] == 2);
+    for (int k = 0; k < 4; k++)
+      CHECK_MSG(((const float *)out[0].data)[k] == want[k], "MatMulIntegerToFloat [%d] = %g", k,
+                (double)((const float *)out[0].data)[k]);
+    free_outputs(out, 1);
+  }
+  {
+    /* DynamicQuantizeMatMul: A = -1, 3 -> range [-1, 3], scale 4/255, zp
+     * round(63.75) = 64, codes 0, 255; B int8 [2, 1] = 10, -20 at 0.5:
+     * (0 - 64) 10 + (255 - 64)(-20) = -4460; * (4/255 * 0.5) = -34.98039. */
+    static const float a[2] = {-1.0f, 3.0f}, b_s = 0.5f;
+    static const int8_t b[2] = {10, -20};
+    const int64_t d12[2] = {1, 2}, d21[2] = {2, 1};
+    wq_node node = make_contrib_node("DynamicQuantizeMatMul", 3, NULL, 0);
+    CHECK(node.op != NULL);
+    wq_value in[3] = {val(WQ_DT_FLOAT, a, 2, d12), val(WQ_DT_INT8, b, 2, d21), SCALAR_F(&b_s)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    CHECK(out[0].rank == 2 && out[0].dims[0] == 1 && out[0].dims[1] == 1);
+    CHECK_NEAR(((const float *)out[0].data)[0], -4460.0 * 2.0 / 255.0, 1e-4);
+    free_outputs(out, 1);
+  }
+}
+
 int main(void) {
   test_quantize_rounding_and_saturation();
   test_quantize_per_axis_and_blocked();
@@ -1015,5 +1061,6 @@ int main(void) {
   test_contrib_qlinear_average_pool();
   test_contrib_qlinear_concat();
   test_contrib_qgemm();
+  test_contrib_matmul_to_float();
   WQ_TEST_END();
 }

@@ -163,3 +163,49 @@ test('a contrib op that is still missing fails with the clear error', async () =
   const { bytes } = wrap('uint8', () => contrib('QLinearNotAnOp'));
   await assert.rejects(load(bytes), /unsupported op QLinearNotAnOp in domain com\.microsoft/);
 });
+
+// onnxruntime's dynamic-quantization contrib ops, float32 in and out: the
+// integer product is exact on both sides; the float rescale (one multiply by
+// a_scale * b_scale[n], one add of the bias) can round differently only
+// through how the two runtimes fold those products, so outputs agree to
+// float32 rounding of the result (relative 1e-6 of its magnitude).
+const MATMUL_SHAPE = [3, 16];
+function floatMatmulModel(kind) {
+  const f = (name, dims, data) => ({ name, dtype: 'float', dims, data: Float32Array.from(data) });
+  const inits = [
+    { name: 'w', dtype: 'int8', dims: [16, 8], data: codes(128, 11) },
+    f('w_scale', [8], Array.from({ length: 8 }, (_, i) => 0.01 + 0.002 * i)),
+    { name: 'w_zp', dtype: 'int8', dims: [8], data: new Int8Array(8) },
+    f('bias', [8], Array.from({ length: 8 }, (_, i) => (i - 3) * 0.25)),
+  ];
+  const nodes = kind === 'DynamicQuantizeMatMul'
+    ? [{ op: kind, name: 'dqmm', domain: 'com.microsoft', inputs: ['x', 'w', 'w_scale', 'w_zp', 'bias'], outputs: ['y'] }]
+    : [
+      { op: 'DynamicQuantizeLinear', name: 'dql', inputs: ['x'], outputs: ['xq', 'x_scale', 'x_zp'] },
+      { op: kind, name: 'mmf', domain: 'com.microsoft', inputs: ['xq', 'w', 'x_scale', 'w_scale', 'x_zp', 'w_zp', 'bias'], outputs: ['y'] },
+    ];
+  return encodeModel({
+    nodes, initializers: inits, opset: 13, extraOpsets: [['com.microsoft', 1]],
+    inputs: [{ name: 'x', dtype: 'float', shape: MATMUL_SHAPE }], outputs: [{ name: 'y', dtype: 'float' }],
+  });
+}
+
+for (const kind of ['MatMulIntegerToFloat', 'DynamicQuantizeMatMul']) {
+  test(`${kind}: onnxruntime-node's result to float32 rounding`, async () => {
+    const bytes = floatMatmulModel(kind);
+    const session = await ort.InferenceSession.create(bytes, ORT_OPTIONS);
+    const model = await load(bytes);
+    try {
+      for (const seed of [0, 1, 2]) {
+        const data = seededInput(seed, MATMUL_SHAPE);
+        const ours = (await model.run({ x: { data, dims: MATMUL_SHAPE } })).y.data;
+        const theirs = (await session.run({ x: new ort.Tensor('float32', data, MATMUL_SHAPE) })).y.data;
+        assert.equal(ours.length, theirs.length);
+        for (let i = 0; i < ours.length; i++)
+          assert.ok(Math.abs(ours[i] - theirs[i]) <= 1e-6 * Math.max(1, Math.abs(theirs[i])), `seed ${seed} [${i}]: ${ours[i]} vs ${theirs[i]}`);
+      }
+    } finally {
+      model.dispose();
+    }
+  });
+}
