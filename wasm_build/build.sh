@@ -93,6 +93,8 @@ exported_functions=(
   _wqx_arena_tensor_count
   _wqx_profile _wqx_node_count _wqx_node_op _wqx_node_name _wqx_node_ms
   _wqx_set_threads _wqx_threads
+  _wqx_capture _wqx_tensor_count _wqx_captured_dtype _wqx_captured_rank _wqx_captured_dim
+  _wqx_captured_data
 )
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
 

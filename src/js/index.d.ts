@@ -107,10 +107,51 @@ export interface RunOptions {
   profile?: boolean;
   /** Runs to take the per-node median over (default 1); only with profile. */
   repeats?: number;
+  /** Keep every intermediate tensor (results carry `captured`). */
+  capture?: boolean;
 }
 
-/** Outputs by name; with {profile: true} also a non-enumerable `profile`. */
-export type RunResults = Record<string, Tensor> & { readonly profile?: NodeTime[] };
+/** An intermediate tensor of a captured run, dequantized to float32, channels-first. */
+export interface CapturedTensor {
+  data: Float32Array;
+  dims: number[];
+  /** dtype as stored in the executed graph ('uint8', 'int8', 'float32', ...). */
+  dtype: string;
+  /** 'NHWC' when it was stored channels-last (data is permuted back), else 'plain'. */
+  layout: 'NHWC' | 'plain';
+  /** Name and op of the executed node that wrote it, and its position. */
+  producer: string;
+  op: string;
+  step: number;
+}
+
+/** Outputs by name; with {profile: true} also `profile`, with {capture: true} `captured` (non-enumerable). */
+export type RunResults = Record<string, Tensor> & {
+  readonly profile?: NodeTime[];
+  readonly captured?: Record<string, CapturedTensor>;
+};
+
+/** One row of compare(): an int8-graph tensor against its float twin. */
+export interface NodeGap {
+  node: string;
+  op: string;
+  tensor: string;
+  floatTensor: string;
+  elements: number;
+  maxAbs: number;
+  mse: number;
+  /** dB; Infinity when identical. */
+  snr: number;
+  cosine: number;
+}
+
+/**
+ * Runs a float model and an int8 model of it on the same feeds with every
+ * intermediate captured, and measures each int8 tensor against the float
+ * tensor it stands for (matched by name, quantizer and layout suffixes
+ * stripped), in execution order.
+ */
+export function compare(floatModel: Model, int8Model: Model, feeds: Record<string, Feed | TensorData>): Promise<NodeGap[]>;
 
 export type ReasonCode =
   | 'INT8'

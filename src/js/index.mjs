@@ -19,8 +19,9 @@ import { allocBytes, allocInt32, allocString, readString, errorFromCtx } from '.
 import { asBytes, readModelSource, validateDims } from './source.mjs';
 import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
+import { compare } from './compare.mjs';
 
-export { WasmqError, configure, threadsSupported, getCore, resetCore };
+export { WasmqError, configure, threadsSupported, getCore, resetCore, compare };
 
 // wqx_load flags (src/core/api/wasm_exports.h).
 const LOAD_NO_LOWERING = 1;
@@ -140,4 +141,4 @@ export async function checkCase(modelBytes, inputs, outputs) {
 
 export { DTYPES };
 
-export default { load, WasmqError, configure, checkCase, threadsSupported };
+export default { load, WasmqError, configure, checkCase, threadsSupported, compare };

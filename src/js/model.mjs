@@ -120,6 +120,7 @@ export class Model {
    * {name: {data, dims, dtype}} with data copied out of wasm memory.
    */
   async run(feeds, options = {}) {
+    if (options.capture) return this.#runCaptured(feeds, options);
     if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
     this.#live();
     const staged = this.#validateFeeds(feeds);
@@ -144,6 +145,49 @@ export class Model {
     const results = {};
     for (let i = 0; i < this.outputs.length; i++) results[this.outputs[i].name] = this.#copyResult(i);
     return results;
+  }
+
+  // One run keeping every intermediate (the core copies each node's outputs
+  // as it goes): the results carry them, dequantized to float32 and in the
+  // logical (channels-first) order, as a non-enumerable `captured` property
+  // {tensorName: {data, dims, dtype, layout, producer, op, step}} (dtype:
+  // as stored; producer/op: the node that wrote it; step: its position in
+  // the executed graph).
+  async #runCaptured(feeds, options) {
+    this.#live();
+    const core = this.#core;
+    if (core._wqx_capture(this.#ctx, this.#handle, 1) !== 0) throw errorFromCtx(core, this.#ctx);
+    let results;
+    const captured = {};
+    try {
+      results = await this.run(feeds, { ...options, capture: false });
+      const { tensors, nodes } = this.graph();
+      for (const t of tensors) {
+        const value = this.#capturedValue(t.id);
+        if (!value) continue;
+        const nhwc = t.layout?.name === 'NHWC' && value.dims.length === 4;
+        const data = dequantize(value.data, t.qparams, value.dims, nhwc);
+        const dims = nhwc ? [value.dims[0], value.dims[3], value.dims[1], value.dims[2]] : value.dims;
+        captured[t.name] = { data: nhwc ? nhwcToNchw(data, value.dims) : data, dims, dtype: value.dtype, layout: nhwc ? 'NHWC' : 'plain', producer: nodes[t.producer]?.name ?? '', op: nodes[t.producer]?.op ?? '', step: t.producer };
+      }
+    } finally {
+      if (!this.disposed) this.#core._wqx_capture(this.#ctx, this.#handle, 0);
+    }
+    Object.defineProperty(results, 'captured', { value: captured, enumerable: false });
+    return results;
+  }
+
+  #capturedValue(t) {
+    const core = this.#core;
+    const h = this.#handle;
+    const dtype = dtypeFromCode(core._wqx_captured_dtype(h, t));
+    const rank = core._wqx_captured_rank(h, t);
+    const ptr = core._wqx_captured_data(h, t);
+    if (!dtype || rank < 0 || !ptr) return null;
+    const dims = Array.from({ length: rank }, (_, d) => core._wqx_captured_dim(h, t, d));
+    const count = numel(dims);
+    const copy = heapU8(core).slice(ptr, ptr + count * dtype.size);
+    return { data: new dtype.array(copy.buffer, 0, count), dims, dtype: dtype.name };
   }
 
   // Per-node times of `repeats` runs (median per node); the results of the
@@ -308,6 +352,38 @@ export class Model {
   get disposed() {
     return !this.#handle;
   }
+}
+
+/** Float32 values of stored codes: (q - zero_point) * scale (per tensor or along qparams.axis). */
+function dequantize(data, qparams, dims, nhwc) {
+  const out = new Float32Array(data.length);
+  if (!qparams) {
+    for (let i = 0; i < data.length; i++) out[i] = Number(data[i]);
+    return out;
+  }
+  const { scale, zero_point: zp } = qparams;
+  if (scale.length === 1) {
+    for (let i = 0; i < data.length; i++) out[i] = (Number(data[i]) - zp[0]) * scale[0];
+    return out;
+  }
+  // Per channel: the axis counts in the stored order (channels last in NHWC).
+  const axis = nhwc && qparams.axis === 1 ? 3 : qparams.axis;
+  const inner = dims.slice(axis + 1).reduce((a, b) => a * b, 1);
+  for (let i = 0; i < data.length; i++) {
+    const c = Math.floor(i / inner) % dims[axis];
+    out[i] = (Number(data[i]) - zp[c]) * scale[c];
+  }
+  return out;
+}
+
+/** [N, H, W, C] data as [N, C, H, W]. */
+function nhwcToNchw(data, [n, h, w, c]) {
+  const out = new Float32Array(data.length);
+  for (let b = 0; b < n; b++)
+    for (let y = 0; y < h; y++)
+      for (let x = 0; x < w; x++)
+        for (let ch = 0; ch < c; ch++) out[((b * c + ch) * h + y) * w + x] = data[((b * h + y) * w + x) * c + ch];
+  return out;
 }
 
 function sameDims(dims, want) {

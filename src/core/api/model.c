@@ -24,10 +24,20 @@ static void free_results(wq_model *m) {
   }
 }
 
+static void free_captured(wq_model *m) {
+  if (!m->captured)
+    return;
+  for (int t = 0; t < m->ir->graph->n_tensors; t++)
+    free(m->captured[t].data);
+  free(m->captured);
+  m->captured = NULL;
+}
+
 void wq_model_free(wq_model *m) {
   if (!m)
     return;
   if (m->ir) {
+    free_captured(m);
     free_results(m);
     if (m->values && m->owned)
       wq_exec_values_release(m->ir->graph->n_tensors, m->values, m->owned);
@@ -394,6 +404,52 @@ wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err) {
   m->plan.now_ms = now_ms;
   return WQ_OK;
 }
+
+
+/* Executor observer: copies the node's outputs (their buffers are reused by
+ * later nodes). */
+static wq_status capture_outputs(void *ctx, const wq_graph *g, int i, const wq_value *values,
+                                 wq_error *err) {
+  wq_model *m = ctx;
+  const wq_node *node = &g->nodes[i];
+  for (int k = 0; k < node->n_outputs; k++) {
+    int t = node->outputs[k];
+    if (t < 0 || !values[t].data)
+      continue;
+    size_t bytes = wq_value_nbytes(&values[t]);
+    wq_value *c = &m->captured[t];
+    free(c->data);
+    *c = values[t];
+    c->data = malloc(bytes ? bytes : 1);
+    if (!c->data)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name,
+                     "out of memory capturing '%s' (%zu bytes)", g->tensors[t].name, bytes);
+    memcpy(c->data, values[t].data, bytes);
+  }
+  return WQ_OK;
+}
+
+wq_status wq_model_capture(wq_model *m, bool on, wq_error *err) {
+  free_captured(m);
+  m->plan.observe = NULL;
+  m->plan.observe_ctx = NULL;
+  if (!on)
+    return WQ_OK;
+  m->captured = calloc((size_t)m->ir->graph->n_tensors + 1, sizeof *m->captured);
+  if (!m->captured)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory for capture");
+  m->plan.observe = capture_outputs;
+  m->plan.observe_ctx = m;
+  return WQ_OK;
+}
+
+const wq_value *wq_model_captured(const wq_model *m, int t) {
+  if (!m->captured || t < 0 || t >= m->ir->graph->n_tensors || !m->captured[t].data)
+    return NULL;
+  return &m->captured[t];
+}
+
+int wq_model_tensor_count(const wq_model *m) { return m->ir->graph->n_tensors; }
 
 double wq_model_node_ms(const wq_model *m, int i, int kind) {
   if (!m->plan.node_ms || i < 0 || i >= m->ir->graph->n_nodes || kind < 0 || kind > 1)

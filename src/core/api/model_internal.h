@@ -28,6 +28,9 @@ struct wq_model {
   int64_t param_count; /* elements of the file's initializers */
   size_t param_bytes;
   int n_param_tensors;
+  /* wq_model_capture: per tensor, a copy of its value from the latest run
+   * (data NULL when not captured); NULL while capture is off. */
+  wq_value *captured;
 };
 
 /* The dtype names the JS API uses (float32 rather than ONNX's "float"). */

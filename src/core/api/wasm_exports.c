@@ -380,6 +380,43 @@ WQX_EXPORT double wqx_node_ms(const wqx_model *model, int32_t i, int32_t kind) {
   return model ? wq_model_node_ms(model->model, i, kind) : 0.0;
 }
 
+WQX_EXPORT int32_t wqx_capture(wqx_ctx *ctx, wqx_model *model, int32_t on) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!model)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "capture: no model");
+  return wq_model_capture(model->model, on != 0, &ctx->err);
+}
+
+WQX_EXPORT int32_t wqx_tensor_count(const wqx_model *model) {
+  return model ? wq_model_tensor_count(model->model) : 0;
+}
+
+static const wq_value *captured(const wqx_model *model, int32_t t) {
+  return model ? wq_model_captured(model->model, t) : NULL;
+}
+
+WQX_EXPORT int32_t wqx_captured_dtype(const wqx_model *model, int32_t t) {
+  const wq_value *v = captured(model, t);
+  return v ? (int32_t)v->dtype : -1;
+}
+
+WQX_EXPORT int32_t wqx_captured_rank(const wqx_model *model, int32_t t) {
+  const wq_value *v = captured(model, t);
+  return v ? v->rank : -1;
+}
+
+WQX_EXPORT int32_t wqx_captured_dim(const wqx_model *model, int32_t t, int32_t d) {
+  const wq_value *v = captured(model, t);
+  return v && d >= 0 && d < v->rank ? (int32_t)v->dims[d] : -1;
+}
+
+WQX_EXPORT void *wqx_captured_data(const wqx_model *model, int32_t t) {
+  const wq_value *v = captured(model, t);
+  return v ? v->data : NULL;
+}
+
 WQX_EXPORT char *wqx_describe(const wqx_model *model) {
   return model ? wq_model_describe(model->model) : NULL;
 }

@@ -94,6 +94,16 @@ const char *wqx_node_op(const wqx_model *model, int32_t i);
 const char *wqx_node_name(const wqx_model *model, int32_t i);
 double wqx_node_ms(const wqx_model *model, int32_t i, int32_t kind);
 
+/* Capture of intermediates (wq_model_capture): on != 0 keeps a copy of
+ * every produced tensor of the next runs; then tensor t's dtype, rank, dim
+ * d and data (-1 / 0 / NULL when not captured). */
+int32_t wqx_capture(wqx_ctx *ctx, wqx_model *model, int32_t on);
+int32_t wqx_tensor_count(const wqx_model *model);
+int32_t wqx_captured_dtype(const wqx_model *model, int32_t t);
+int32_t wqx_captured_rank(const wqx_model *model, int32_t t);
+int32_t wqx_captured_dim(const wqx_model *model, int32_t t, int32_t d);
+void *wqx_captured_data(const wqx_model *model, int32_t t);
+
 /* wq_model_describe; free with wqx_free. */
 char *wqx_describe(const wqx_model *model);
 /* wq_model_describe_lowered (one entry per node: int8 op or why it stayed

@@ -21,8 +21,8 @@ typedef struct {
   const wq_input_shape *input_shapes; /* optional, may be NULL */
   int n_input_shapes;
   int no_constant_folding; /* 1 keeps Shape/Constant chains as nodes (debugging) */
-  int no_lowering;  /* 1 runs QDQ/QLinear graphs op by op with float Q/DQ (no int8 ops) */
-  int lower_strict; /* 1 fails naming a quantized node that cannot be lowered to int8 */
+  int no_lowering;         /* 1 runs QDQ/QLinear graphs op by op with float Q/DQ (no int8 ops) */
+  int lower_strict;        /* 1 fails naming a quantized node that cannot be lowered to int8 */
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input
@@ -83,6 +83,16 @@ double wq_model_node_ms(const wq_model *m, int i, int kind);
 int wq_model_node_count(const wq_model *m);
 const char *wq_model_node_op(const wq_model *m, int i);
 const char *wq_model_node_name(const wq_model *m, int i);
+
+/* Capture of intermediates: while on, each run keeps a copy of every
+ * tensor a node produced (in the executed, lowered graph: int8 codes with
+ * the tensor's qparams, in its layout), readable until the next run or
+ * until capture is turned off. Turning it off frees the copies. */
+wq_status wq_model_capture(wq_model *m, bool on, wq_error *err);
+/* The captured value of tensor t of the executed graph, or NULL. */
+const wq_value *wq_model_captured(const wq_model *m, int t);
+/* Tensors of the executed graph (ids of wq_model_graph_json). */
+int wq_model_tensor_count(const wq_model *m);
 
 /* After lowering, one entry per node: the int8 op it became with the
  * quantization parameters of its tensors, or why it stayed float. A

@@ -600,6 +600,8 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
         owned[t] = allocated[k];
         plan->run_sizes[t] = wq_value_nbytes(&out[k]);
       }
+      if (plan->observe)
+        st = plan->observe(plan->observe_ctx, g, i, values, err);
       /* Release malloc'ed intermediates whose last consumer was this node. */
       for (int k = 0; k < node->n_inputs; k++) {
         int t = node->inputs[k];

@@ -72,6 +72,14 @@ typedef struct {
    * difference is the executor's fixed cost per node. */
   double *node_ms;
   double (*now_ms)(void);
+  /* Optional observer (off while NULL), called after each node runs with
+   * every tensor's current value (`values`, as wq_execute's): the node's
+   * outputs are valid during the call only, their buffers are reused later.
+   * Capture, calibration and per-node comparisons read intermediates here.
+   * A failure stops the run with that error. */
+  wq_status (*observe)(void *ctx, const wq_graph *g, int node, const wq_value *values,
+                       wq_error *err);
+  void *observe_ctx;
 } wq_exec_plan;
 
 /* Computes lifetimes and, when every intermediate's shape is static, the
