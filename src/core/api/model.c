@@ -405,7 +405,6 @@ wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err) {
   return WQ_OK;
 }
 
-
 /* Executor observer: copies the node's outputs (their buffers are reused by
  * later nodes). */
 static wq_status capture_outputs(void *ctx, const wq_graph *g, int i, const wq_value *values,
