@@ -14,13 +14,15 @@ static int32_t q8_hi(wq_dtype d) { return d == WQ_DT_UINT8 ? 255 : 127; }
 /* SHAPE_DEPTHWISE_NET: the depthwise shapes networks use (3x3 mostly, also
  * 5x5, 1xk, kx1 and 2x2; stride 1 or 2; rarely dilated), which take the
  * specialised 3-tap stride-1 path and both tap pairings; widths up to 20
- * cover every remainder of the 4-pixel blocks. */
+ * cover every remainder of the 4-pixel blocks. SHAPE_DEPTHWISE_3X3: 3x3
+ * undilated at stride 1 or 2 (the 3-tap paths), widths up to 24. */
 typedef enum {
   SHAPE_POINTWISE,
   SHAPE_GROUP1,
   SHAPE_DEPTHWISE,
   SHAPE_GROUPED,
-  SHAPE_DEPTHWISE_NET
+  SHAPE_DEPTHWISE_NET,
+  SHAPE_DEPTHWISE_3X3
 } shape_kind;
 
 /* Random geometry of the given kind; false when the output would be empty. */
@@ -28,6 +30,19 @@ static int random_geometry(wq_ktest *t, shape_kind kind, wq_qconv_desc *d) {
   wq_conv_geometry *g = &d->geo;
   memset(g, 0, sizeof *g);
   g->n_spatial = wq_ktest_int(t, 0, 4) == 0 ? 1 : 2;
+  if (kind == SHAPE_DEPTHWISE_3X3) { /* the 3-tap paths at stride 1 and 2 */
+    g->n_spatial = 2;
+    const int64_t stride = wq_ktest_int(t, 1, 2);
+    for (int i = 0; i < 2; i++) {
+      g->in[i] = wq_ktest_int(t, 1, 24);
+      g->kernel[i] = 3;
+      g->stride[i] = stride;
+      g->dilation[i] = 1;
+      g->pad_begin[i] = wq_ktest_int(t, 0, 3) ? 1 : wq_ktest_int(t, 0, 2);
+      g->pad_end[i] = wq_ktest_int(t, 0, 3) ? 1 : wq_ktest_int(t, 0, 2);
+    }
+    return wq_conv_geometry_resolve(g, WQ_AUTO_PAD_NOTSET, false) < 0;
+  }
   if (kind == SHAPE_DEPTHWISE_NET) {
     static const int kernels[][2] = {{3, 3}, {3, 3}, {3, 3}, {5, 5},
                                      {1, 3}, {3, 1}, {2, 2}, {1, 5}};
@@ -75,6 +90,7 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
     break;
   case SHAPE_DEPTHWISE:
   case SHAPE_DEPTHWISE_NET:
+  case SHAPE_DEPTHWISE_3X3:
     d.in_channels = d.out_channels = d.group = wq_ktest_int(t, 1, 67);
     break;
   case SHAPE_GROUPED: {
@@ -180,9 +196,9 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
 
 void wq_ktest_qconv(wq_ktest *t) {
   char what[400];
-  static const shape_kind kinds[] = {SHAPE_POINTWISE, SHAPE_GROUP1, SHAPE_DEPTHWISE, SHAPE_GROUPED,
-                                     SHAPE_DEPTHWISE_NET};
-  for (int k = 0; k < 5; k++)
+  static const shape_kind kinds[] = {SHAPE_POINTWISE, SHAPE_GROUP1,        SHAPE_DEPTHWISE,
+                                     SHAPE_GROUPED,   SHAPE_DEPTHWISE_NET, SHAPE_DEPTHWISE_3X3};
+  for (int k = 0; k < 6; k++)
     for (int c = 0; c < (kinds[k] == SHAPE_DEPTHWISE_NET ? 150 : 60); c++) {
       int ok = run_case(t, kinds[k], what, sizeof what);
       wq_ktest_case(t, ok, what);
