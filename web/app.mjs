@@ -100,6 +100,7 @@ export async function openModel(key, name, bytes, { show = true, options = {} } 
   const entry = { key, name, bytes, graph: r.graph, inputs: r.inputs, outputs: r.outputs, options, info: r.info };
   state.models.set(key, entry);
   refreshModelPicker();
+  if (state.shown) refreshCompare();
   if (show) await showModel(key);
   return entry;
 }
@@ -121,6 +122,7 @@ async function showModel(key) {
   state.selected = -1;
   $('graph-model').value = key;
   $('run').disabled = false;
+  refreshCompare();
   $('export-svg').disabled = false;
   $('export-png').disabled = false;
   await draw();
@@ -269,6 +271,40 @@ async function runShown() {
   }
 }
 
+const hasInt8 = (m) => m.graph.nodes.some((n) => n.backend.startsWith('int8') && n.role === 'compute');
+
+/** The float model the shown int8 model is compared with (the first loaded float one). */
+function floatPartner() {
+  return [...state.models.values()].find((m) => m.key !== state.shown && !hasInt8(m)) ?? null;
+}
+
+function refreshCompare() {
+  const m = current();
+  $('compare').disabled = !(m && hasInt8(m) && floatPartner());
+}
+
+/** Error overlay: per-node max |int8 - float| of the shown model against its float partner. */
+async function compareShown() {
+  const m = current();
+  const f = floatPartner();
+  if (!m || !f) return;
+  $('compare').disabled = true;
+  setStatus(`Comparing ${m.name} with ${f.name}…`);
+  try {
+    const { rows } = await runner.call({ type: 'compare', key: m.key, floatKey: f.key, feeds: m.feeds ?? randomFeeds(m) });
+    if (!rows.length) throw new Error('no int8 tensor has a float twin by name');
+    state.data.error = nodeData(new Map(rows.map((r) => [r.node, r.maxAbs])), { label: 'max abs error' });
+    $('overlay').querySelector('[data-overlay="error"]').disabled = false;
+    const worst = rows.reduce((a, b) => (b.snr < a.snr ? b : a));
+    setStatus(`${rows.length} nodes compared with ${f.name}; lowest SNR ${fmtNum(worst.snr)} dB at ${worst.node} (${worst.op}); error overlay on`);
+    await setOverlay('error');
+  } catch (e) {
+    setStatus(`compare failed: ${e.message}`, { error: true });
+  } finally {
+    refreshCompare();
+  }
+}
+
 async function reloadAll() {
   for (const m of state.models.values()) {
     const copy = m.bytes.slice();
@@ -377,6 +413,7 @@ $('file').addEventListener('change', (e) => e.target.files[0] && openFile(e.targ
 $('demo').addEventListener('change', (e) => e.target.value && openDemo(e.target.value));
 $('graph-model').addEventListener('change', (e) => showModel(e.target.value));
 $('run').addEventListener('click', runShown);
+$('compare').addEventListener('click', compareShown);
 $('cancel').addEventListener('click', () => runner.cancel());
 $('export-svg').addEventListener('click', exportSvg);
 $('export-png').addEventListener('click', () => exportPng().catch((e) => setStatus(e.message, { error: true })));

@@ -1,8 +1,8 @@
 // Models live and run here, so a long run never freezes the page; the page
 // cancels a run by terminating this worker. Messages: {id, type: 'load' |
-// 'run' | 'dispose', ...}; replies {id, ok, ...} or {id, error}, and
+// 'run' | 'compare' | 'dispose', ...}; replies {id, ok, ...} or {id, error}, and
 // {id, progress} during profiled repeats.
-import { load, configure } from '../src/js/index.mjs';
+import { load, configure, compare } from '../src/js/index.mjs';
 
 const models = new Map();
 let configured = false;
@@ -24,6 +24,11 @@ async function handle(msg) {
     model.dispose();
     models.delete(msg.key);
     return {};
+  }
+  if (msg.type === 'compare') {
+    const floatModel = models.get(msg.floatKey);
+    if (!floatModel) throw new Error(`no model '${msg.floatKey}' loaded`);
+    return { rows: await compare(floatModel, model, msg.feeds) };
   }
   if (msg.type === 'run') {
     const repeats = msg.repeats ?? 1;

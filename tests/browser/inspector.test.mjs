@@ -81,6 +81,12 @@ test('draw-a-digit demo: int8 graph with regions and transitions, live predictio
   await page.waitForSelector('svg.wq-graph[data-overlay="time"]');
   const timed = await page.$$eval('#graph .wq-node[data-value]', (els) => els.length);
   assert.equal(timed, nodes.length);
+  // Compare with the float model: per-node error as the error overlay.
+  await page.click('#compare');
+  await page.waitForSelector('svg.wq-graph[data-overlay="error"]', { timeout: 30000 });
+  const errored = await page.$$eval('#graph .wq-node[data-value]', (els) => els.map((e) => Number(e.dataset.value)));
+  assert.ok(errored.length >= 3 && errored.every((v) => v >= 0 && v < 1), `error values ${errored}`);
+  assert.match(await page.$eval('#status-text', (e) => e.textContent), /nodes compared with .*lowest SNR/);
   await page.click('[data-overlay="region"]');
   await page.waitForSelector('svg.wq-graph[data-overlay="region"]');
   // Select a node: the side panel shows its reason and qparams.
