@@ -95,6 +95,7 @@ exported_functions=(
   _wqx_set_threads _wqx_threads
   _wqx_capture _wqx_tensor_count _wqx_captured_dtype _wqx_captured_rank _wqx_captured_dim
   _wqx_captured_data
+  _wqx_test_trap
 )
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
 

@@ -16,6 +16,14 @@ const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url
 let corePromise = null;
 let threadedCorePromise = null;
 let coreOptions = {};
+// The cores the promises above resolved to (to retire the right one).
+let resolvedSingle = null;
+let resolvedThreaded = null;
+// Cores that trapped, with why; their models report it (WQ_ERR_DISPOSED).
+const retiredCores = new WeakMap();
+// Test hook (tests/node/recovery.test.mjs): a trap kind the next guarded
+// core call triggers first, as a real trap would happen inside it.
+let armedTestTrap = null;
 
 /**
  * Optional: where to find the build (defaults next to the package) or the
@@ -93,10 +101,16 @@ async function threadedPoolSize(requested) {
 /** The threaded core (internal; shared by every model loaded with threads > 1). */
 export async function getThreadedCore(requested) {
   if (!threadedCorePromise) {
-    threadedCorePromise = threadedPoolSize(requested).then(instantiateThreadedCore);
-    threadedCorePromise.catch(() => {
-      threadedCorePromise = null;
-    });
+    const promise = threadedPoolSize(requested).then(instantiateThreadedCore);
+    threadedCorePromise = promise;
+    promise.then(
+      (c) => {
+        if (threadedCorePromise === promise) resolvedThreaded = c;
+      },
+      () => {
+        if (threadedCorePromise === promise) threadedCorePromise = null;
+      },
+    );
   }
   return threadedCorePromise;
 }
@@ -135,10 +149,16 @@ async function instantiateCore() {
 /** The instantiated Emscripten module (internal; shared by every model). */
 export function getCore() {
   if (!corePromise) {
-    corePromise = instantiateCore();
-    corePromise.catch(() => {
-      corePromise = null; // allow a retry after e.g. building the wasm
-    });
+    const promise = instantiateCore();
+    corePromise = promise;
+    promise.then(
+      (c) => {
+        if (corePromise === promise) resolvedSingle = c;
+      },
+      () => {
+        if (corePromise === promise) corePromise = null; // allow a retry after e.g. building the wasm
+      },
+    );
   }
   return corePromise;
 }
@@ -151,6 +171,82 @@ export function getCore() {
 export function resetCore() {
   corePromise = null;
   threadedCorePromise = null;
+  resolvedSingle = null;
+  resolvedThreaded = null;
+}
+
+/**
+ * Whether `e`, thrown by a call into the core, is a trap or abort: the wasm
+ * instance stopped mid-call and its heap may be inconsistent, so the core
+ * must not be used again.
+ */
+function isTrap(e) {
+  if (e instanceof WasmqError) return false;
+  return (
+    e instanceof WebAssembly.RuntimeError ||
+    (e instanceof RangeError && /call stack/i.test(e.message)) || // wasm stack overflow
+    e?.name === 'ExitStatus' ||
+    (e instanceof Error && /^Aborted\(/.test(e.message))
+  );
+}
+
+/**
+ * Drops a core that trapped: the next load() instantiates a fresh one (of
+ * the same kind), and models loaded on it say why they cannot run.
+ */
+function retireCore(core, reason) {
+  if (retiredCores.has(core)) return;
+  retiredCores.set(core, reason);
+  // resolved* are set before any caller gets the core (the promise's first
+  // reaction), so a retired core is always recognised here.
+  if (core === resolvedSingle) {
+    corePromise = null;
+    resolvedSingle = null;
+  }
+  if (core === resolvedThreaded) {
+    threadedCorePromise = null;
+    resolvedThreaded = null;
+  }
+}
+
+/** Why the core was retired (a trap), or null while it is healthy. */
+export function coreRetiredReason(core) {
+  return retiredCores.get(core) ?? null;
+}
+
+/**
+ * Runs fn (calls into `core`); a trap inside it retires the core and becomes
+ * a WasmqError WQ_ERR_INTERNAL saying what happened. WasmqErrors and
+ * other JS errors pass through unchanged.
+ */
+export function guardCore(core, what, fn) {
+  const retired = retiredCores.get(core);
+  if (retired) throw new WasmqError(`${what}: the wasm core was discarded after a trap (${retired})`, { code: 'WQ_ERR_DISPOSED' });
+  try {
+    if (armedTestTrap !== null) {
+      const kind = armedTestTrap;
+      armedTestTrap = null;
+      core._wqx_test_trap(kind);
+    }
+    return fn();
+  } catch (e) {
+    if (!isTrap(e)) throw e;
+    const reason = `${e.name}: ${e.message}`;
+    retireCore(core, reason);
+    throw new WasmqError(
+      `${what}: the wasm core trapped (${reason}); it was discarded, models loaded on it can no longer run, and the next load() starts a fresh core`,
+      { code: 'WQ_ERR_INTERNAL' },
+    );
+  }
+}
+
+/**
+ * Test only (not reachable through the package's exports): the next
+ * guarded call into a core traps first (kind 0 unreachable, 1 abort(),
+ * 2 out-of-bounds memory access).
+ */
+export function armTrapForTest(kind) {
+  armedTestTrap = kind;
 }
 
 /** The thread count configure() set as load()'s default (undefined if none). */

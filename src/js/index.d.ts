@@ -268,11 +268,16 @@ export type WasmqErrorCode =
   | 'WQ_ERR_INVALID_ARG'
   | 'WQ_ERR_OUT_OF_MEMORY'
   | 'WQ_ERR_IO'
-  | 'WQ_ERR_DISPOSED';
+  | 'WQ_ERR_DISPOSED'
+  /** The wasm core trapped or aborted inside the call; the package dropped it and the next load() starts a fresh one. */
+  | 'WQ_ERR_INTERNAL';
 
 export class WasmqError extends Error {
   constructor(reason: string, options?: { code?: WasmqErrorCode | string; node?: string });
-  /** The C status name, or 'WQ_ERR_DISPOSED' for use after dispose. */
+  /**
+   * The C status name; 'WQ_ERR_DISPOSED' for use after dispose() or of a model
+   * whose core trapped; 'WQ_ERR_INTERNAL' for the call in which the core trapped.
+   */
   readonly code: WasmqErrorCode | string;
   /** Name of the node at fault, '' when none. */
   readonly node: string;

@@ -14,7 +14,7 @@
 // model, source.mjs reads what load() is given; this file ties them together.
 
 import { WasmqError } from './errors.mjs';
-import { configure, threadsSupported, getCore, getThreadedCore, resetCore, configuredThreads } from './core.mjs';
+import { configure, threadsSupported, getCore, getThreadedCore, resetCore, configuredThreads, guardCore } from './core.mjs';
 import { allocBytes, allocInt32, allocString, readString, errorFromCtx } from './bridge.mjs';
 import { asBytes, readModelSource, validateDims } from './source.mjs';
 import { Model } from './model.mjs';
@@ -64,7 +64,11 @@ export async function load(source, options = {}) {
   }
   const threaded = Boolean(core);
   core ??= await getCore();
+  // A trap in here retires the core (WQ_ERR_INTERNAL); the next load() gets a fresh one.
+  return guardCore(core, 'load', () => loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options));
+}
 
+function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options) {
   const ctx = core._wqx_ctx_new();
   if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
   const allocations = [];
@@ -112,6 +116,10 @@ const CASE_RESULTS = ['PASS', 'FAIL', 'SKIP'];
  */
 export async function checkCase(modelBytes, inputs, outputs) {
   const core = await getCore();
+  return guardCore(core, 'checkCase', () => checkCaseOnCore(core, modelBytes, inputs, outputs));
+}
+
+function checkCaseOnCore(core, modelBytes, inputs, outputs) {
   const ctx = core._wqx_ctx_new();
   if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
   const allocations = [];

@@ -6,6 +6,7 @@ import { buildGraphRecords } from './graph/records.mjs';
 import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
 import { heapU8, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { validateDims } from './source.mjs';
+import { guardCore, coreRetiredReason } from './core.mjs';
 
 const MAX_RANK = 8;
 
@@ -55,6 +56,17 @@ export class Model {
 
   #live() {
     if (!this.#handle) throw new WasmqError('model was disposed', { code: 'WQ_ERR_DISPOSED' });
+    const trapped = coreRetiredReason(this.#core);
+    if (trapped) {
+      throw new WasmqError(`model is unusable: its wasm core trapped (${trapped}) and was discarded; load the model again`, {
+        code: 'WQ_ERR_DISPOSED',
+      });
+    }
+  }
+
+  /** Calls into the core; a trap retires the core and throws WQ_ERR_INTERNAL. */
+  #call(what, fn) {
+    return guardCore(this.#core, what, fn);
   }
 
   /** Checks feeds against the declared inputs; returns [{info, dtype, dims, data}] in input order. */
@@ -124,6 +136,10 @@ export class Model {
     if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
     this.#live();
     const staged = this.#validateFeeds(feeds);
+    return this.#call('run', () => this.#runStaged(staged));
+  }
+
+  #runStaged(staged) {
     const core = this.#core;
     if (!this.#dimsPtr && staged.length > 0) {
       this.#dimsPtr = core._wqx_malloc(staged.length * MAX_RANK * 4);
@@ -226,15 +242,16 @@ export class Model {
    */
   graph() {
     this.#live();
-    const core = this.#core;
-    const ptr = core._wqx_graph_json(this.#handle);
-    if (!ptr) throw new WasmqError('graph failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
-    let raw;
-    try {
-      raw = JSON.parse(core.UTF8ToString(ptr));
-    } finally {
-      core._wqx_free(ptr);
-    }
+    const raw = this.#call('graph', () => {
+      const core = this.#core;
+      const ptr = core._wqx_graph_json(this.#handle);
+      if (!ptr) throw new WasmqError('graph failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+      try {
+        return JSON.parse(core.UTF8ToString(ptr));
+      } finally {
+        core._wqx_free(ptr);
+      }
+    });
     return buildGraphRecords(raw, { lowered: this.info.lowering !== false, memory: this.memory });
   }
 
@@ -260,14 +277,16 @@ export class Model {
   /** The core's human-readable summary (inputs, outputs, opsets, ops, parameters). */
   describe() {
     this.#live();
-    const core = this.#core;
-    const ptr = core._wqx_describe(this.#handle);
-    if (!ptr) throw new WasmqError('describe failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
-    try {
-      return core.UTF8ToString(ptr);
-    } finally {
-      core._wqx_free(ptr);
-    }
+    return this.#call('describe', () => {
+      const core = this.#core;
+      const ptr = core._wqx_describe(this.#handle);
+      if (!ptr) throw new WasmqError('describe failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+      try {
+        return core.UTF8ToString(ptr);
+      } finally {
+        core._wqx_free(ptr);
+      }
+    });
   }
 
   /**
@@ -276,14 +295,16 @@ export class Model {
    */
   describeLowered() {
     this.#live();
-    const core = this.#core;
-    const ptr = core._wqx_describe_lowered(this.#handle);
-    if (!ptr) throw new WasmqError('describeLowered failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
-    try {
-      return core.UTF8ToString(ptr);
-    } finally {
-      core._wqx_free(ptr);
-    }
+    return this.#call('describeLowered', () => {
+      const core = this.#core;
+      const ptr = core._wqx_describe_lowered(this.#handle);
+      if (!ptr) throw new WasmqError('describeLowered failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+      try {
+        return core.UTF8ToString(ptr);
+      } finally {
+        core._wqx_free(ptr);
+      }
+    });
   }
 
   /**
@@ -294,14 +315,16 @@ export class Model {
    */
   get memory() {
     this.#live();
-    const core = this.#core;
-    const h = this.#handle;
-    return Object.freeze({
-      planned: core._wqx_arena_planned(h) !== 0,
-      arenaBytes: core._wqx_arena_bytes(h),
-      lowerBoundBytes: core._wqx_arena_lower_bound(h),
-      unsharedBytes: core._wqx_arena_unshared_bytes(h),
-      tensors: core._wqx_arena_tensor_count(h),
+    return this.#call('memory', () => {
+      const core = this.#core;
+      const h = this.#handle;
+      return Object.freeze({
+        planned: core._wqx_arena_planned(h) !== 0,
+        arenaBytes: core._wqx_arena_bytes(h),
+        lowerBoundBytes: core._wqx_arena_lower_bound(h),
+        unsharedBytes: core._wqx_arena_unshared_bytes(h),
+        tensors: core._wqx_arena_tensor_count(h),
+      });
     });
   }
 
@@ -311,7 +334,9 @@ export class Model {
    */
   profile(on) {
     this.#live();
-    if (this.#core._wqx_profile(this.#ctx, this.#handle, on ? 1 : 0) !== 0) throw errorFromCtx(this.#core, this.#ctx);
+    this.#call('profile', () => {
+      if (this.#core._wqx_profile(this.#ctx, this.#handle, on ? 1 : 0) !== 0) throw errorFromCtx(this.#core, this.#ctx);
+    });
   }
 
   /**
@@ -321,23 +346,33 @@ export class Model {
    */
   nodeTimes() {
     this.#live();
-    const core = this.#core;
-    const h = this.#handle;
-    const times = [];
-    for (let i = 0, n = core._wqx_node_count(h); i < n; i++) {
-      times.push({
-        op: readString(core, core._wqx_node_op(h, i)),
-        name: readString(core, core._wqx_node_name(h, i)),
-        ms: core._wqx_node_ms(h, i, 0),
-        kernelMs: core._wqx_node_ms(h, i, 1),
-      });
-    }
-    return times;
+    return this.#call('nodeTimes', () => {
+      const core = this.#core;
+      const h = this.#handle;
+      const times = [];
+      for (let i = 0, n = core._wqx_node_count(h); i < n; i++) {
+        times.push({
+          op: readString(core, core._wqx_node_op(h, i)),
+          name: readString(core, core._wqx_node_name(h, i)),
+          ms: core._wqx_node_ms(h, i, 0),
+          kernelMs: core._wqx_node_ms(h, i, 1),
+        });
+      }
+      return times;
+    });
   }
 
   /** Frees the model's wasm memory; any later use throws WQ_ERR_DISPOSED. Idempotent. */
   dispose() {
     if (!this.#handle) return;
+    if (coreRetiredReason(this.#core)) {
+      // Its memory went with the trapped core: nothing to free, nothing to call.
+      this.#handle = 0;
+      this.#ctx = 0;
+      this.#stagingPtrs = [];
+      this.#dimsPtr = 0;
+      return;
+    }
     for (const p of this.#stagingPtrs) if (p) this.#core._wqx_free(p);
     if (this.#dimsPtr) this.#core._wqx_free(this.#dimsPtr);
     this.#stagingPtrs = [];

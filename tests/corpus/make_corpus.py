@@ -361,6 +361,101 @@ def qdq_dw_conv(stride_w, c=8):
                        [value_info("Y", FLOAT, None)], initializers=inits))
 
 
+def i64_tensor(name, values):
+    return tensor(name, INT64, [len(values)], raw=struct.pack("<%dq" % len(values), *values))
+
+
+def f32_tensor(name, values):
+    return tensor(name, FLOAT, [len(values)], raw=struct.pack("<%df" % len(values), *values))
+
+
+def one_op(op, attrs=(), extra_inputs=(), inits=(), outputs=("Y",)):
+    """X float[1,4,6,6] -> op -> outputs, attributes and initializers given."""
+    return model(graph([node(op, ["X"] + list(extra_inputs), list(outputs), name="n",
+                              attrs=list(attrs))],
+                       [value_info("X", FLOAT, [1, 4, 6, 6])],
+                       [value_info(o, FLOAT, None) for o in outputs], initializers=list(inits)))
+
+
+def add_integer_attribute_cases(add):
+    """int64 edge values (INT64_MIN/MAX, 2^32, 2^62) in integer attributes and
+    integer inputs other than conv geometry: each a clear error naming the
+    node's op and the value, or (Slice) an empty result."""
+    imin = -INT64_MAX - 1
+    w = tensor("W", FLOAT, [4, 1, 3, 3], raw=bytes(4 * 36))
+    cases = [
+        ("depthtospace_blocksize_int64_max", one_op("DepthToSpace", [attr_int("blocksize", INT64_MAX)]),
+         "WQ_ERR_SHAPE", "blocksize 9223372036854775807 is invalid"),
+        ("depthtospace_blocksize_2p32", one_op("DepthToSpace", [attr_int("blocksize", 1 << 32)]),
+         "WQ_ERR_SHAPE", "blocksize 4294967296 is invalid"),
+        ("gather_index_int64_max", one_op("Gather", [attr_int("axis", 1)], ["I"],
+                                          [i64_tensor("I", [INT64_MAX, 1])]),
+         "WQ_ERR_SHAPE", "index 9223372036854775807"),
+        ("gather_index_int64_min", one_op("Gather", [attr_int("axis", 1)], ["I"],
+                                          [i64_tensor("I", [imin, 1])]),
+         "WQ_ERR_SHAPE", "index -9223372036854775808"),
+        ("gather_axis_int64_max", one_op("Gather", [attr_int("axis", INT64_MAX)], ["I"],
+                                         [i64_tensor("I", [0])]),
+         "WQ_ERR_SHAPE", "axis 9223372036854775807 is out of range"),
+        ("slice_axes_int64_max", one_op("Slice", [], ["s", "e", "a"],
+                                        [i64_tensor("s", [0]), i64_tensor("e", [2]),
+                                         i64_tensor("a", [INT64_MAX])]),
+         "WQ_ERR_SHAPE", "axes 9223372036854775807"),
+        ("conv_group_int64_max", one_op("Conv", [attr_int("group", INT64_MAX)], ["W"], [w]),
+         "WQ_ERR_SHAPE", "group"),
+        ("conv_group_int64_min", one_op("Conv", [attr_int("group", imin)], ["W"], [w]),
+         "WQ_ERR_INVALID_MODEL", "group is -9223372036854775808"),
+        ("concat_axis_int64_min", one_op("Concat", [attr_int("axis", imin)], ["X"]),
+         "WQ_ERR_SHAPE", "axis -9223372036854775808"),
+        ("softmax_axis_int64_min", one_op("Softmax", [attr_int("axis", imin)]),
+         "WQ_ERR_INVALID_MODEL", "axis -9223372036854775808"),
+        ("flatten_axis_int64_max", one_op("Flatten", [attr_int("axis", INT64_MAX)]),
+         "WQ_ERR_SHAPE", "axis 9223372036854775807"),
+        ("transpose_perm_int64_max", one_op("Transpose", [attr_ints("perm", [0, 1, 2, INT64_MAX])]),
+         "WQ_ERR_SHAPE", "is not a permutation"),
+        ("unsqueeze_axes_int64_max", one_op("Unsqueeze", [], ["a"], [i64_tensor("a", [INT64_MAX])]),
+         "WQ_ERR_SHAPE", "axes 9223372036854775807"),
+        ("reshape_int64_max", one_op("Reshape", [], ["sh"], [i64_tensor("sh", [INT64_MAX, INT64_MAX])]),
+         "WQ_ERR_SHAPE", "cannot reshape"),
+        ("split_int64_min", one_op("Split", [attr_int("axis", 1)], ["sp"], [i64_tensor("sp", [imin, 4])],
+                                   outputs=("Y", "Z")),
+         "WQ_ERR_SHAPE", "is negative"),
+        ("pad_int64_max", one_op("Pad", [], ["p"], [i64_tensor("p", [0, 0, 0, INT64_MAX, 0, 0, 0, 1])]),
+         "WQ_ERR_SHAPE", "too large"),
+        ("reducemean_axes_int64_min", one_op("ReduceMean", [attr_ints("axes", [imin])]),
+         "WQ_ERR_INVALID_MODEL", "axis -9223372036854775808"),
+        ("maxpool_kernel_int64_max", one_op("MaxPool", [attr_ints("kernel_shape", [1, INT64_MAX])]),
+         "WQ_ERR_INVALID_MODEL", "kernel_shape[1] is 9223372036854775807"),
+        ("convtranspose_stride_int64_max",
+         one_op("ConvTranspose", [attr_ints("strides", [INT64_MAX, 1])], ["W"], [w]),
+         "WQ_ERR_SHAPE", "output size overflows"),
+        ("convtranspose_output_shape_int64_max",
+         one_op("ConvTranspose", [attr_ints("output_shape", [INT64_MAX, 6])], ["W"], [w]),
+         "WQ_ERR_SHAPE", "output size overflows"),
+        ("resize_scale_1e30", one_op("Resize", [], ["roi", "sc"],
+                                     [f32_tensor("roi", []), f32_tensor("sc", [1, 1, 1e30, 1])]),
+         "WQ_ERR_SHAPE", "scales[2] = 1e+30"),
+        ("resize_scale_inf", one_op("Resize", [], ["roi", "sc"],
+                                    [f32_tensor("roi", []), f32_tensor("sc", [1, 1, float("inf"), 1])]),
+         "WQ_ERR_SHAPE", "scales[2] = inf"),
+        ("resize_sizes_int64_max", one_op("Resize", [], ["roi", "sc", "sz"],
+                                          [f32_tensor("roi", []), f32_tensor("sc", []),
+                                           i64_tensor("sz", [1, 4, INT64_MAX, 6])]),
+         "WQ_ERR_SHAPE", "element count overflows"),
+    ]
+    for name, data, status, substring in cases:
+        add(name + ".onnx", data, status, substring)
+    # Valid: steps and starts at the int64 edges clamp to an empty slice.
+    add("slice_step_int64_min.onnx",
+        one_op("Slice", [], ["s", "e", "a", "st"],
+               [i64_tensor("s", [imin]), i64_tensor("e", [imin]), i64_tensor("a", [2]),
+                i64_tensor("st", [imin])]), "WQ_OK", "run")
+    add("slice_start_int64_max.onnx",
+        one_op("Slice", [], ["s", "e", "a", "st"],
+               [i64_tensor("s", [INT64_MAX]), i64_tensor("e", [INT64_MAX]), i64_tensor("a", [3]),
+                i64_tensor("st", [INT64_MAX])]), "WQ_OK", "run")
+
+
 def add_geometry_cases(add):
     dw = [1, 8, 26, 16]
     add("conv_dw_stride_300.onnx", float_conv(dw, [1, 300], [2] * 4, 8), "WQ_OK", "run")
@@ -391,6 +486,7 @@ def add_geometry_cases(add):
     add("qdq_conv_dw_stride_300.onnx", qdq_dw_conv(300), "WQ_OK", "run")
     add("qdq_conv_dw_stride_2p31.onnx", qdq_dw_conv((1 << 31) - 1), "WQ_OK",
         "run same-as qdq_conv_dw_stride_300.onnx")
+    add_integer_attribute_cases(add)
     # A declared input dim of 2^62: the element count must not wrap.
     add("input_dim_2p62.onnx",
         model(graph([node("Relu", ["X"], ["Y"], name="relu")],

@@ -33,6 +33,17 @@ WQX_EXPORT void *wqx_malloc(int32_t nbytes) {
 
 WQX_EXPORT void wqx_free(void *p) { free(p); }
 
+WQX_EXPORT void wqx_test_trap(int32_t kind) {
+  if (kind == 1)
+    abort();
+  if (kind == 2) {
+    /* Past the end of any wasm32 memory the module can have grown to. */
+    volatile const unsigned char *far = (const unsigned char *)(uintptr_t)0xfffffff0u;
+    printf("%d\n", far[0]);
+  }
+  __builtin_trap();
+}
+
 WQX_EXPORT wqx_ctx *wqx_ctx_new(void) {
   wqx_ctx *ctx = calloc(1, sizeof *ctx);
   if (ctx)

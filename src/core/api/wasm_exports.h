@@ -23,6 +23,12 @@ typedef struct wqx_model wqx_model;
 void *wqx_malloc(int32_t nbytes);
 void wqx_free(void *p);
 
+/* --- recovery tests ---------------------------------------------------- */
+/* Traps the module on purpose (kind 0: unreachable, 1: abort(), 2: an
+ * out-of-bounds read), so the package's recovery from a trap can be tested.
+ * Only src/js/testing.mjs calls it; the package API never does. */
+void wqx_test_trap(int32_t kind);
+
 /* --- error context ----------------------------------------------------- */
 wqx_ctx *wqx_ctx_new(void);
 void wqx_ctx_free(wqx_ctx *ctx);

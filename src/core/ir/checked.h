@@ -58,6 +58,16 @@ static inline bool wq_bytes_size(int64_t count, int64_t elem_size, size_t *out) 
   return true;
 }
 
+/* A computed length (e.g. Resize's scale * dim), truncated toward zero, as a
+ * dim; false when it is NaN, negative or past WQ_MAX_DIM (converting such a
+ * double to int64 is undefined behaviour in C). */
+static inline bool wq_double_to_dim(double v, int64_t *out) {
+  if (!(v >= 0.0 && v < (double)WQ_MAX_DIM + 1.0))
+    return false;
+  *out = (int64_t)v;
+  return true;
+}
+
 /* v as int32; false when out of range. */
 static inline bool wq_to_i32(int64_t v, int32_t *out) {
   if (v < INT32_MIN || v > INT32_MAX)

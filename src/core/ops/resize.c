@@ -234,7 +234,10 @@ static wq_status resize_plan_build(const wq_node *node, const wq_value *in, resi
         return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
                        "Resize: scales[%d] is %g (must be > 0)", i, sc);
       p->scale[axes[i]] = sc;
-      p->out[axes[i]] = (int64_t)(sc * (double)x->dims[axes[i]]);
+      if (!wq_double_to_dim(sc * (double)x->dims[axes[i]], &p->out[axes[i]]))
+        return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                       "Resize: scales[%d] = %g makes output dim %d larger than the %lld limit", i,
+                       sc, (int)axes[i], (long long)WQ_MAX_DIM);
     }
   } else {
     const int64_t *sizes = v->data;
@@ -255,7 +258,11 @@ static wq_status resize_plan_build(const wq_node *node, const wq_value *in, resi
       }
       for (int i = 0; i < n_axes; i++) {
         p->scale[axes[i]] = sc;
-        p->out[axes[i]] = (int64_t)(sc * (double)x->dims[axes[i]] + 0.5);
+        if (!wq_double_to_dim(sc * (double)x->dims[axes[i]] + 0.5, &p->out[axes[i]]))
+          return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                         "Resize: sizes with keep_aspect_ratio_policy make output dim %d larger "
+                         "than the %lld limit",
+                         (int)axes[i], (long long)WQ_MAX_DIM);
       }
     }
   }
