@@ -263,6 +263,25 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
 
 /* ---- Gemm / MatMul --------------------------------------------------------- */
 
+/* The Add that alone reads MatMul output t and adds a constant (a float
+ * constant or a dequantized one; its shape is checked when folded), or -1. */
+static int bias_add_after(lower_ctx *c, int t) {
+  const wq_graph *g = c->g;
+  int reader = -1;
+  if (g->tensors[t].is_output || lower_consumers(c, t, &reader) != 1 || reader < 0)
+    return -1;
+  const wq_node *add = &g->nodes[reader];
+  if (!lower_is_op(add, "Add") || add->n_inputs != 2 || add->inputs[0] == add->inputs[1])
+    return -1;
+  int other = add->inputs[add->inputs[0] == t ? 1 : 0];
+  const wq_tensor *ot = &g->tensors[other];
+  int p = lower_producer(c, other);
+  bool constant = (ot->is_constant && ot->data && ot->dtype == WQ_DT_FLOAT && p < 0) ||
+                  (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear") &&
+                   g->tensors[g->nodes[p].inputs[0]].is_constant);
+  return constant ? reader : -1;
+}
+
 wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
@@ -288,8 +307,12 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_why(c, "alpha %g cannot be folded into positive weight scales", (double)alpha);
   if (g->tensors[b].rank != 2)
     return lower_why(c, "B '%s' must be 2-D", g->tensors[b].name);
+  /* MatMul -> Add(constant bias) -> [Relu/Clip] -> Q, as PyTorch exports a
+   * Linear: the Add becomes the op's bias. */
+  int bias_add = is_gemm ? -1 : bias_add_after(c, n->outputs[0]);
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], true, &sink))
+  if (!lower_output_sink(c, bias_add >= 0 ? g->nodes[bias_add].outputs[0] : n->outputs[0], true,
+                         &sink))
     return WQ_OK;
   int w;
   WQ_TRY(canonical_weight(c, b, trans_b == 0, alpha, n->name, &w, err));
@@ -299,6 +322,11 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   char note[200] = "";
   int bias = -1;
   int c_input = is_gemm && n->n_inputs > 2 ? n->inputs[2] : -1;
+  if (bias_add >= 0) {
+    const wq_node *add = &g->nodes[bias_add];
+    c_input = add->inputs[add->inputs[0] == n->outputs[0] ? 1 : 0];
+    beta = 1.0f;
+  }
   if (c_input >= 0 && beta != 0.0f) {
     float *units = acc_units(g->tensors[w].qparams, N, K, g->tensors[a].qparams->scale[0]);
     if (!units)
@@ -317,6 +345,11 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   snprintf(why, sizeof why, "QGemm from %s (weight as [N, K] = [%lld, %lld]%s%s%s)", n->op_type,
            (long long)N, (long long)K, trans_b ? "" : ", transposed",
            alpha != 1.0f ? ", alpha" : "", trans_a ? ", transA" : "");
+  if (bias_add >= 0) {
+    c->absorbed[bias_add] = true;
+    size_t at = strlen(why);
+    snprintf(why + at, sizeof why - at, " + Add '%s' as its bias", g->nodes[bias_add].name);
+  }
   lower_absorb_sink(c, &sink, why, sizeof why);
   size_t len = strlen(why);
   snprintf(why + len, sizeof why - len, "%s", note);
