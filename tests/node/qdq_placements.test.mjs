@@ -3,7 +3,8 @@
 //   - PyTorch's Linear: MatMul -> Add(float bias) -> Relu -> QuantizeLinear
 //     runs as one int8 QGemm (the Add folded in as an int32 bias);
 //   - weights quantized in the graph: float constant -> QuantizeLinear ->
-//     DequantizeLinear -> Conv (the Q folded at load) runs as one int8 conv.
+//     DequantizeLinear -> Conv (the Q folded at load) runs as one int8 conv;
+//   - PyTorch's PReLU (ONNX PRelu, per-channel slope) loads and runs (float).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -99,4 +100,33 @@ test('float weights quantized in the graph (Constant -> Q -> DQ -> Conv) run as 
   } finally {
     r.model.dispose();
   }
+});
+
+// PyTorch's PReLU exports as ONNX PRelu with a per-channel slope [C, 1, 1].
+test('PRelu (per-channel slope, and a scalar one) equals onnxruntime-node; a slope wider than X is a shape error', async () => {
+  for (const slope of [{ dims: [3, 1, 1], data: f32([0.25, -0.5, 2]) }, { dims: [1], data: f32([0.1]) }]) {
+    const bytes = encodeModel({
+      nodes: [{ op: 'PRelu', name: 'prelu', inputs: ['x', 'slope'], outputs: ['y'] }],
+      initializers: [{ name: 'slope', dtype: 'float', ...slope }],
+      inputs: [{ name: 'x', dtype: 'float', shape: [2, 3, 4, 5] }],
+      outputs: [{ name: 'y', dtype: 'float' }],
+      opset: 13,
+    });
+    const data = randomArray('float32', 120, 4).map((v) => v * 2 - 1);
+    const model = await load(bytes);
+    const ours = (await model.run({ x: { data, dims: [2, 3, 4, 5] } })).y.data;
+    model.dispose();
+    const session = await ort.InferenceSession.create(bytes, ORT_OPTIONS);
+    const theirs = (await session.run({ x: new ort.Tensor('float32', data, [2, 3, 4, 5]) })).y.data;
+    assert.deepEqual(ours, theirs);
+    assert.ok(ours.some((v, i) => v !== data[i]), 'negative inputs were scaled');
+  }
+  const wide = encodeModel({
+    nodes: [{ op: 'PRelu', name: 'prelu', inputs: ['x', 'slope'], outputs: ['y'] }],
+    initializers: [{ name: 'slope', dtype: 'float', dims: [2, 3], data: f32([1, 2, 3, 4, 5, 6]) }],
+    inputs: [{ name: 'x', dtype: 'float', shape: [3] }],
+    outputs: [{ name: 'y', dtype: 'float' }],
+    opset: 13,
+  });
+  await assert.rejects(load(wide), (e) => e.code === 'WQ_ERR_SHAPE' && /PRelu: slope does not broadcast to X's shape/.test(e.message) && e.node === 'prelu');
 });

@@ -1,5 +1,5 @@
 /* Binary elementwise ops with numpy multidirectional broadcasting (opset 7+):
- * Add, Sub, Mul, Div, Pow, Equal. All share one shape inference and the one
+ * Add, Sub, Mul, Div, Pow, Equal, PRelu. All share one shape inference and the one
  * broadcasting iteration in kernels/ref/ew_broadcast.c; only the inner loop
  * differs (kernels/ref/ew_binary.c, which also defines integer semantics). */
 #include <string.h>
@@ -19,6 +19,8 @@ static ew_binary_kind kind_of(const wq_node *node) {
     return EW_BINARY_DIV;
   if (strcmp(t, "Pow") == 0)
     return EW_BINARY_POW;
+  if (strcmp(t, "PRelu") == 0)
+    return EW_BINARY_PRELU;
   return EW_BINARY_EQUAL;
 }
 
@@ -83,6 +85,10 @@ static wq_status binary_infer(const wq_node *node, const wq_value *in, wq_value 
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: rank above %d", node->op_type,
                    WQ_MAX_RANK);
   WQ_TRY(broadcast_dims(node, a, b, out, err));
+  /* PRelu's slope broadcasts to X (one direction): the output is X's shape. */
+  if (kind == EW_BINARY_PRELU &&
+      (out->rank != a->rank || memcmp(out->dims, a->dims, sizeof(int64_t) * (size_t)a->rank) != 0))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "PRelu: slope does not broadcast to X's shape");
   if (wq_value_shape_known(out))
     return wq_shape_check(out->dims, out->rank, node->name, node->op_type, err);
   return WQ_OK;
@@ -117,3 +123,4 @@ EW_BINARY_OP(wq_op_mul, "Mul")
 EW_BINARY_OP(wq_op_div, "Div")
 EW_BINARY_OP(wq_op_pow, "Pow")
 EW_BINARY_OP(wq_op_equal, "Equal")
+EW_BINARY_OP(wq_op_prelu, "PRelu")

@@ -14,6 +14,9 @@
   EW_LOOP(ew_pow_float_##name, float, T, float, powf(x, (float)y))
 EW_NUMERIC_TYPES(EW_POW_FLOAT_EXP)
 
+/* PRelu: the slope scales negative inputs only (a NaN input stays NaN). */
+EW_LOOP(ew_prelu_float, float, float, float, x < 0.0f ? y * x : x)
+
 /* bool is stored one byte per element; any non-zero byte counts as true. */
 EW_LOOP(ew_equal_bool, uint8_t, uint8_t, uint8_t, (uint8_t)((x != 0) == (y != 0)))
 
@@ -96,6 +99,8 @@ static ew_binary_loop pow_loop_for(wq_dtype a, wq_dtype b) {
 ew_binary_loop ew_binary_loop_for(ew_binary_kind kind, wq_dtype a, wq_dtype b) {
   if (kind == EW_BINARY_POW)
     return pow_loop_for(a, b);
+  if (kind == EW_BINARY_PRELU)
+    return a == WQ_DT_FLOAT && b == WQ_DT_FLOAT ? ew_prelu_float : NULL;
   if (a != b)
     return NULL;
   if (a == WQ_DT_FLOAT)
@@ -127,7 +132,8 @@ ew_binary_loop ew_binary_loop_for(ew_binary_kind kind, wq_dtype a, wq_dtype b) {
     case WQ_DT_BOOL: return ew_equal_bool;
     default: return NULL;
     }
-  case EW_BINARY_POW: break;
+  case EW_BINARY_POW:
+  case EW_BINARY_PRELU: break;
   }
   return NULL;
 }

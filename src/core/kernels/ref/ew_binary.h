@@ -20,7 +20,8 @@ typedef enum {
   EW_BINARY_MUL,
   EW_BINARY_DIV,
   EW_BINARY_POW,
-  EW_BINARY_EQUAL
+  EW_BINARY_EQUAL,
+  EW_BINARY_PRELU /* x < 0 ? slope * x : x, float32 */
 } ew_binary_kind;
 
 /* The inner loop for `kind` on operands of these dtypes, or NULL when the

@@ -17,6 +17,7 @@ ew_binary_loop ew_binary_float_loop(ew_binary_kind kind) {
   case EW_BINARY_DIV: return ew_div_float;
   case EW_BINARY_EQUAL: return ew_equal_float;
   case EW_BINARY_POW: return NULL; /* float pow takes any exponent dtype: see ew_binary.c */
+  case EW_BINARY_PRELU: return NULL; /* picked in ew_binary.c */
   }
   return NULL;
 }
