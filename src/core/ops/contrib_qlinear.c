@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/nhwc.h"
 #include "../kernels/qeltwise.h"
 #include "../kernels/ref/ew_unary.h"
 #include "../kernels/ref/int8_eltwise_ref.h"
@@ -197,7 +198,7 @@ static wq_status qgap_run(const wq_node *node, const wq_value *in, wq_value *out
     wq_int8_global_avgpool_ref(n * c, plane, &q, x->data, out[0].data);
     return WQ_OK;
   }
-  wq_int8_global_avgpool_nhwc_ref(n, plane, c, &q, x->data, out[0].data);
+  wq_ref_qgap_nhwc(n, plane, c, &q, x->data, out[0].data);
   return WQ_OK;
 }
 
@@ -413,9 +414,7 @@ static wq_status qreduce_mean_run(const wq_node *node, const wq_value *in, wq_va
   }
   int64_t count = n_out > 0 ? n_in / n_out : 0;
   for (int64_t k = 0; k < n_out; k++) {
-    float mean = count > 0 ? (float)((double)sums[k] * (double)q.x_scale / (double)count) : 0.0f;
-    wq_ref_q_store(out[0].data, q.y_dtype, k,
-                   wq_ref_quantize_value(mean, q.y_scale, q.y_zero_point, q.y_min, q.y_max));
+    wq_ref_q_store(out[0].data, q.y_dtype, k, wq_qpool_mean_code(&q, sums[k], count));
   }
   free(sums);
   return WQ_OK;

@@ -7,6 +7,7 @@
  * and the mean is quantized like QGlobalAveragePool's (kernels/ref/int8_pool_ref.h). */
 #include <stdlib.h>
 
+#include "../kernels/nhwc.h"
 #include "../kernels/ref/int8_pool_ref.h"
 #include "int8_common.h"
 
@@ -103,7 +104,7 @@ static wq_status qreduce_run(const wq_node *node, const wq_value *in, wq_value *
   if (inner == 1)
     wq_int8_global_avgpool_ref(outer, reduced, &s->q, in[0].data, out[0].data);
   else
-    wq_int8_global_avgpool_nhwc_ref(outer, reduced, inner, &s->q, in[0].data, out[0].data);
+    wq_ref_qgap_nhwc(outer, reduced, inner, &s->q, in[0].data, out[0].data);
   return WQ_OK;
 }
 

@@ -1,12 +1,11 @@
 #include "int8_pool_ref.h"
 
+#include "../nhwc.h"
 #include "quant_ref.h"
 
 static void store_mean(const wq_int8_pool_quant *q, int64_t sum, int64_t count, void *y,
                        int64_t i) {
-  float mean = count > 0 ? (float)((double)sum * (double)q->x_scale / (double)count) : 0.0f;
-  wq_ref_q_store(y, q->y_dtype, i,
-                 wq_ref_quantize_value(mean, q->y_scale, q->y_zero_point, q->y_min, q->y_max));
+  wq_ref_q_store(y, q->y_dtype, i, wq_qpool_mean_code(q, sum, count));
 }
 
 /* Number of taps of a window starting at input coordinate `start` along one
@@ -67,15 +66,4 @@ void wq_int8_global_avgpool_ref(int64_t planes, int64_t plane_size, const wq_int
       sum += wq_ref_q_load(x, q->x_dtype, p * plane_size + i) - q->x_zero_point;
     store_mean(q, sum, plane_size, y, p);
   }
-}
-
-void wq_int8_global_avgpool_nhwc_ref(int64_t batch, int64_t plane_size, int64_t channels,
-                                     const wq_int8_pool_quant *q, const void *x, void *y) {
-  for (int64_t b = 0; b < batch; b++)
-    for (int64_t ch = 0; ch < channels; ch++) {
-      int64_t sum = 0;
-      for (int64_t i = 0; i < plane_size; i++)
-        sum += wq_ref_q_load(x, q->x_dtype, (b * plane_size + i) * channels + ch) - q->x_zero_point;
-      store_mean(q, sum, plane_size, y, b * channels + ch);
-    }
 }

@@ -25,9 +25,5 @@ void wq_int8_avgpool_ref(const wq_conv_geometry *g, int64_t planes, bool count_i
 /* y[p] = quantize(mean of plane p). */
 void wq_int8_global_avgpool_ref(int64_t planes, int64_t plane_size, const wq_int8_pool_quant *q,
                                 const void *x, void *y);
-/* The same over channels-last data [batch, plane_size, channels] (y is
- * [batch, channels]). */
-void wq_int8_global_avgpool_nhwc_ref(int64_t batch, int64_t plane_size, int64_t channels,
-                                     const wq_int8_pool_quant *q, const void *x, void *y);
 
 #endif
