@@ -1,0 +1,72 @@
+/* The post-training quantizer's settings: how activations and weights are
+ * quantized, how ranges are calibrated, what stays float. Every field has a
+ * default (wq_quant_config_default) so a model quantizes without a config
+ * file; a JSON file (wq_quant_config_parse_json) overrides any subset. */
+#ifndef WQ_QUANT_CONFIG_H
+#define WQ_QUANT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ir/dtype.h"
+#include "../ir/status.h"
+
+typedef enum wq_quant_granularity {
+  WQ_QGRAN_PER_TENSOR = 0,
+  WQ_QGRAN_PER_CHANNEL = 1, /* weights: along the output-channel axis */
+  WQ_QGRAN_PER_GROUP = 2,   /* weights: per output channel, blocks of group_size along K */
+} wq_quant_granularity;
+
+typedef enum wq_calib_method {
+  WQ_CALIB_MINMAX = 0,
+  WQ_CALIB_MOVING_AVERAGE = 1,
+  WQ_CALIB_PERCENTILE = 2, /* histogram, clipped at `percentile` */
+  WQ_CALIB_MSE = 3,        /* histogram, range minimizing the quantization MSE */
+} wq_calib_method;
+
+typedef struct wq_quant_spec {
+  wq_dtype dtype; /* WQ_DT_INT8 or WQ_DT_UINT8 */
+  bool symmetric; /* zero point at the middle of [qmin, qmax] */
+  int32_t qmin, qmax;
+  wq_quant_granularity granularity; /* weights only; activations are per-tensor */
+  int64_t group_size;               /* WQ_QGRAN_PER_GROUP: elements per group along K */
+} wq_quant_spec;
+
+/* Settings for every node of one op type. */
+typedef struct wq_quant_op_override {
+  char *op_type; /* owned */
+  bool has_activation, has_weight;
+  wq_quant_spec activation, weight;
+  bool keep_float; /* leave every node of this type in float */
+} wq_quant_op_override;
+
+typedef struct wq_quant_config {
+  wq_quant_spec activation; /* default: int8 affine [-128, 127] */
+  wq_quant_spec weight;     /* default: int8 symmetric per-channel [-127, 127] */
+  wq_calib_method calibration;
+  float averaging;  /* moving average: weight of each new batch, (0, 1] */
+  float percentile; /* WQ_CALIB_PERCENTILE: e.g. 99.99 */
+  int histogram_bins;
+  /* dtype of the model's inputs and outputs after quantization: WQ_DT_FLOAT
+   * (default: Q after each input, DQ before each output) or int8/uint8. */
+  wq_dtype io_dtype;
+  float min_range; /* floor for a tensor's calibrated range (constant tensors) */
+  wq_quant_op_override *overrides; /* owned */
+  int n_overrides;
+  char **exclude_nodes; /* owned: node names kept float */
+  int n_exclude_nodes;
+  int keep_float; /* keep the N most sensitive nodes in float */
+  float target_snr_db; /* > 0: keep nodes float until the output SNR reaches it */
+} wq_quant_config;
+
+void wq_quant_config_default(wq_quant_config *cfg);
+void wq_quant_config_free(wq_quant_config *cfg);
+
+/* Overrides fields of *cfg (which holds defaults or earlier settings) from a
+ * JSON document; unknown keys, wrong types and out-of-range values fail
+ * naming the key. The documented schema is in docs/quantize.md. */
+wq_status wq_quant_config_parse_json(wq_quant_config *cfg, const char *json, size_t n,
+                                     wq_error *err);
+
+#endif
