@@ -183,6 +183,8 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   wq_fold_stats stats;
   wq_status st = wq_pass_fold_constants(g, !(opts && opts->no_constant_folding), &stats, err);
   m->nodes_folded = stats.nodes_folded;
+  if (st == WQ_OK && opts && opts->rewrite)
+    st = opts->rewrite(opts->rewrite_ctx, g, err);
   if (st == WQ_OK && lower) {
     wq_lower_options lower_opts = {.strict = opts && opts->lower_strict};
     st = wq_pass_lower(g, capture, &lower_opts, NULL, err);
@@ -192,7 +194,8 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   }
   wq_lower_capture_free(capture);
   WQ_TRY(st);
-  wq_pass_fuse_float(g, NULL);
+  if (!(opts && opts->no_float_fusion))
+    wq_pass_fuse_float(g, NULL);
   WQ_TRY(plan_nodes(g, err));
   WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
   size_t nt = (size_t)g->n_tensors + 1;

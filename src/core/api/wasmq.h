@@ -23,6 +23,12 @@ typedef struct {
   int no_constant_folding; /* 1 keeps Shape/Constant chains as nodes (debugging) */
   int no_lowering;         /* 1 runs QDQ/QLinear graphs op by op with float Q/DQ (no int8 ops) */
   int lower_strict;        /* 1 fails naming a quantized node that cannot be lowered to int8 */
+  int no_float_fusion;     /* 1 keeps the float graph node for node (the quantizer exports it) */
+  /* Optional: called once on the graph after constant folding and before
+   * lowering (the quantizer's graph preparation); nodes it adds or changes
+   * must be resolved (wq_graph_resolve_ops) before it returns. */
+  wq_status (*rewrite)(void *ctx, wq_graph *g, wq_error *err);
+  void *rewrite_ctx;
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input
