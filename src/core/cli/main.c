@@ -255,8 +255,10 @@ static int cmd_run(int argc, char **argv) {
     snprintf(names[s], sizeof names[s], "%.*s", (int)len, shapes[s].name);
     load_shapes[n_load_shapes++] = (wq_input_shape){names[s], shapes[s].rank, shapes[s].dims};
   }
-  wq_load_options opts = {load_shapes, n_load_shapes, 0, lower_flags.no_lowering,
-                          lower_flags.lower_strict};
+  wq_load_options opts = {.input_shapes = load_shapes,
+                          .n_input_shapes = n_load_shapes,
+                          .no_lowering = lower_flags.no_lowering,
+                          .lower_strict = lower_flags.lower_strict};
   m = load_model(model_path, &opts, &rc);
   if (!m)
     return rc;
