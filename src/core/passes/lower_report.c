@@ -4,45 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/text.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
-
-typedef struct {
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} text;
-
-static void put(text *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void put(text *t, const char *fmt, ...) {
-  while (!t->failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    int need = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    if (need < 0) {
-      t->failed = true;
-      return;
-    }
-    if (t->len + (size_t)need < t->cap) {
-      t->len += (size_t)need;
-      return;
-    }
-    size_t cap = (t->cap + (size_t)need + 1) * 2;
-    char *grown = realloc(t->buf, cap);
-    if (!grown) {
-      t->failed = true;
-      return;
-    }
-    t->buf = grown;
-    t->cap = cap;
-  }
-}
 
 typedef enum { KIND_INT8, KIND_BOUNDARY, KIND_FLOAT } node_kind;
 
@@ -59,7 +23,7 @@ static node_kind kind_of(const wq_graph *g, const wq_node *n) {
   return KIND_FLOAT;
 }
 
-static void put_qparams(text *t, const wq_graph *g, const char *role, int idx) {
+static void put_qparams(wq_text *t, const wq_graph *g, const char *role, int idx) {
   if (idx < 0)
     return;
   const wq_tensor *tensor = &g->tensors[idx];
@@ -67,20 +31,20 @@ static void put_qparams(text *t, const wq_graph *g, const char *role, int idx) {
     return;
   char desc[200];
   wq_qparams_describe(tensor->qparams, desc, sizeof desc);
-  put(t, "      %s '%s': %s\n", role, tensor->name, desc);
+  wq_text_put(t, "      %s '%s': %s\n", role, tensor->name, desc);
 }
 
 char *wq_lower_describe(const wq_graph *g) {
-  text t = {0};
+  wq_text t = {0};
   int counts[3] = {0, 0, 0};
   for (int i = 0; i < g->n_nodes; i++)
     counts[kind_of(g, &g->nodes[i])]++;
   bool ran = false;
   for (int i = 0; i < g->n_nodes && !ran; i++)
     ran = wq_lower_why(&g->nodes[i]) != NULL;
-  put(&t, "lowered graph: %d nodes (%d int8, %d quantize/dequantize, %d float)%s\n", g->n_nodes,
-      counts[KIND_INT8], counts[KIND_BOUNDARY], counts[KIND_FLOAT],
-      ran ? "" : " -- lowering did not run");
+  wq_text_put(&t, "lowered graph: %d nodes (%d int8, %d quantize/dequantize, %d float)%s\n",
+              g->n_nodes, counts[KIND_INT8], counts[KIND_BOUNDARY], counts[KIND_FLOAT],
+              ran ? "" : " -- lowering did not run");
   static const char *const labels[] = {"int8 ", "q/dq ", "float"};
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
@@ -89,7 +53,7 @@ char *wq_lower_describe(const wq_graph *g) {
     snprintf(op, sizeof op, "%s%s%s",
              kind == KIND_INT8 && n->domain && n->domain[0] ? n->domain : "",
              kind == KIND_INT8 && n->domain && n->domain[0] ? "." : "", n->op_type);
-    put(&t, "  [%s] %-26s %s\n", labels[kind], op, n->name);
+    wq_text_put(&t, "  [%s] %-26s %s\n", labels[kind], op, n->name);
     if (kind != KIND_FLOAT) {
       for (int k = 0; k < n->n_inputs; k++) {
         char role[32];
@@ -104,34 +68,17 @@ char *wq_lower_describe(const wq_graph *g) {
     }
     const char *why = wq_lower_why(n);
     if (why)
-      put(&t, "      why: %s\n", why);
+      wq_text_put(&t, "      why: %s\n", why);
   }
-  if (t.failed) {
-    free(t.buf);
-    return NULL;
-  }
-  return t.buf;
+  return wq_text_take(&t);
 }
 
 /* JSON string with the escapes RFC 8259 requires. */
-static void put_json_string(text *t, const char *s) {
-  put(t, "\"");
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      put(t, "\\%c", *p);
-    else if (*p < 0x20)
-      put(t, "\\u%04x", *p);
-    else
-      put(t, "%c", *p);
-  }
-  put(t, "\"");
-}
-
-static void put_int_list(text *t, const int *v, int n) {
-  put(t, "[");
+static void put_int_list(wq_text *t, const int *v, int n) {
+  wq_text_put(t, "[");
   for (int i = 0; i < n; i++)
-    put(t, "%s%d", i ? "," : "", v[i]);
-  put(t, "]");
+    wq_text_put(t, "%s%d", i ? "," : "", v[i]);
+  wq_text_put(t, "]");
 }
 
 static const char *tensor_kind(const wq_tensor *x) {
@@ -155,10 +102,10 @@ static bool computes_shapes(const wq_graph *g, const wq_node *n) {
 }
 
 char *wq_lower_graph_json(const wq_graph *g) {
-  text t = {0};
+  wq_text t = {0};
   static const char *const backends[] = {"int8-simd", "int8-simd", "float"};
   static const char *const roles[] = {"compute", "quantize", "compute"};
-  put(&t, "{\"schema\":0,\"nodes\":[");
+  wq_text_put(&t, "{\"schema\":0,\"nodes\":[");
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
     node_kind kind = kind_of(g, n);
@@ -167,69 +114,65 @@ char *wq_lower_graph_json(const wq_graph *g) {
       role = "dequantize";
     if (kind == KIND_FLOAT && computes_shapes(g, n))
       role = "data";
-    put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
-    put_json_string(&t, n->name);
-    put(&t, ",\"op\":");
-    put_json_string(&t, n->op_type);
-    put(&t, ",\"domain\":");
-    put_json_string(&t, n->domain);
-    put(&t, ",\"backend\":\"%s\",\"role\":\"%s\",\"why\":", backends[kind], role);
-    put_json_string(&t, wq_lower_why(n));
-    put(&t, ",\"inputs\":");
+    wq_text_put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
+    wq_text_json_string(&t, n->name);
+    wq_text_put(&t, ",\"op\":");
+    wq_text_json_string(&t, n->op_type);
+    wq_text_put(&t, ",\"domain\":");
+    wq_text_json_string(&t, n->domain);
+    wq_text_put(&t, ",\"backend\":\"%s\",\"role\":\"%s\",\"why\":", backends[kind], role);
+    wq_text_json_string(&t, wq_lower_why(n));
+    wq_text_put(&t, ",\"inputs\":");
     put_int_list(&t, n->inputs, n->n_inputs);
-    put(&t, ",\"outputs\":");
+    wq_text_put(&t, ",\"outputs\":");
     put_int_list(&t, n->outputs, n->n_outputs);
-    put(&t, "}");
+    wq_text_put(&t, "}");
   }
-  put(&t, "],\"tensors\":[");
+  wq_text_put(&t, "],\"tensors\":[");
   for (int i = 0; i < g->n_tensors; i++) {
     const wq_tensor *x = &g->tensors[i];
-    put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
-    put_json_string(&t, x->name);
-    put(&t, ",\"kind\":\"%s\",\"dtype\":", tensor_kind(x));
-    put_json_string(&t, wq_dtype_name(x->dtype));
-    put(&t, ",\"dims\":");
+    wq_text_put(&t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
+    wq_text_json_string(&t, x->name);
+    wq_text_put(&t, ",\"kind\":\"%s\",\"dtype\":", tensor_kind(x));
+    wq_text_json_string(&t, wq_dtype_name(x->dtype));
+    wq_text_put(&t, ",\"dims\":");
     if (x->rank < 0) {
-      put(&t, "null");
+      wq_text_put(&t, "null");
     } else {
-      put(&t, "[");
+      wq_text_put(&t, "[");
       for (int d = 0; d < x->rank; d++)
-        put(&t, "%s%lld", d ? "," : "", (long long)x->dims[d]);
-      put(&t, "]");
+        wq_text_put(&t, "%s%lld", d ? "," : "", (long long)x->dims[d]);
+      wq_text_put(&t, "]");
     }
-    put(&t, ",\"qparams\":");
+    wq_text_put(&t, ",\"qparams\":");
     const wq_qparams *q = x->qparams;
     if (!q || !q->scale || !q->zero_point) {
-      put(&t, "null");
+      wq_text_put(&t, "null");
     } else {
       int axis = -1;
       for (int d = 0; d < q->rank; d++)
         if (q->scale_dims[d] > 1)
           axis = d;
-      put(&t, "{\"dtype\":");
-      put_json_string(&t, wq_dtype_name(q->dtype));
-      put(&t, ",\"granularity\":\"%s\",\"axis\":%d,\"scale\":[",
-          q->count == 1 ? "per-tensor"
-          : axis >= 0   ? "per-channel"
-                        : "blockwise",
-          axis);
+      wq_text_put(&t, "{\"dtype\":");
+      wq_text_json_string(&t, wq_dtype_name(q->dtype));
+      wq_text_put(&t, ",\"granularity\":\"%s\",\"axis\":%d,\"scale\":[",
+                  q->count == 1 ? "per-tensor"
+                  : axis >= 0   ? "per-channel"
+                                : "blockwise",
+                  axis);
       for (int64_t k = 0; k < q->count; k++)
-        put(&t, "%s%.9g", k ? "," : "", (double)q->scale[k]);
-      put(&t, "],\"zero_point\":[");
+        wq_text_put(&t, "%s%.9g", k ? "," : "", (double)q->scale[k]);
+      wq_text_put(&t, "],\"zero_point\":[");
       for (int64_t k = 0; k < q->count; k++)
-        put(&t, "%s%d", k ? "," : "", (int)q->zero_point[k]);
-      put(&t, "]}");
+        wq_text_put(&t, "%s%d", k ? "," : "", (int)q->zero_point[k]);
+      wq_text_put(&t, "]}");
     }
-    put(&t, "}");
+    wq_text_put(&t, "}");
   }
-  put(&t, "],\"inputs\":");
+  wq_text_put(&t, "],\"inputs\":");
   put_int_list(&t, g->inputs, g->n_inputs);
-  put(&t, ",\"outputs\":");
+  wq_text_put(&t, ",\"outputs\":");
   put_int_list(&t, g->outputs, g->n_outputs);
-  put(&t, "}\n");
-  if (t.failed) {
-    free(t.buf);
-    return NULL;
-  }
-  return t.buf;
+  wq_text_put(&t, "}\n");
+  return wq_text_take(&t);
 }
