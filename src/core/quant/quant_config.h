@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../ir/dtype.h"
+#include "../ir/graph.h"
 #include "../ir/status.h"
 
 typedef enum wq_quant_granularity {
@@ -51,12 +52,12 @@ typedef struct wq_quant_config {
   /* dtype of the model's inputs and outputs after quantization: WQ_DT_FLOAT
    * (default: Q after each input, DQ before each output) or int8/uint8. */
   wq_dtype io_dtype;
-  float min_range; /* floor for a tensor's calibrated range (constant tensors) */
+  float min_range;                 /* floor for a tensor's calibrated range (constant tensors) */
   wq_quant_op_override *overrides; /* owned */
   int n_overrides;
   char **exclude_nodes; /* owned: node names kept float */
   int n_exclude_nodes;
-  int keep_float; /* keep the N most sensitive nodes in float */
+  int keep_float;      /* keep the N most sensitive nodes in float */
   float target_snr_db; /* > 0: keep nodes float until the output SNR reaches it */
 } wq_quant_config;
 
@@ -65,8 +66,28 @@ void wq_quant_config_free(wq_quant_config *cfg);
 
 /* Overrides fields of *cfg (which holds defaults or earlier settings) from a
  * JSON document; unknown keys, wrong types and out-of-range values fail
- * naming the key. The documented schema is in docs/quantize.md. */
+ * with WQ_ERR_INVALID_ARG naming the JSON path and its line:column
+ * ("ops.Conv.weight.qmin: 200 is outside int8 [-128, 127] (at 4:15)"); a
+ * syntax error names line:column first. On failure *cfg is unchanged. An
+ * "ops" entry starts from the global spec (or that op's earlier override)
+ * and changes only what it names; "exclude" replaces the list. The
+ * documented schema is in docs/quantize.md. */
 wq_status wq_quant_config_parse_json(wq_quant_config *cfg, const char *json, size_t n,
                                      wq_error *err);
+
+/* Fails (WQ_ERR_INVALID_ARG) on the first excluded node name that no node of
+ * `g` carries: node names can only be checked against a model. */
+wq_status wq_quant_config_check_nodes(const wq_quant_config *cfg, const wq_graph *g, wq_error *err);
+
+/* The override for `op_type`, or NULL. Pointers returned by these lookups
+ * stay valid until the next parse into or free of *cfg. */
+const wq_quant_op_override *wq_quant_config_op(const wq_quant_config *cfg, const char *op_type);
+/* The activation / weight spec that applies to nodes of `op_type`. */
+const wq_quant_spec *wq_quant_config_activation_for(const wq_quant_config *cfg,
+                                                    const char *op_type);
+const wq_quant_spec *wq_quant_config_weight_for(const wq_quant_config *cfg, const char *op_type);
+/* True when the node is listed in "exclude" or its op type has keepFloat. */
+bool wq_quant_config_keeps_float(const wq_quant_config *cfg, const char *op_type,
+                                 const char *node_name);
 
 #endif
