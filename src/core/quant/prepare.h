@@ -1,0 +1,62 @@
+/* Graph preparation before quantization (issue #9 item 2): rewrites of the
+ * float graph that are exact in real arithmetic and leave fewer, better
+ * conditioned tensors to quantize.
+ *
+ *   BatchNormalization after a Conv / ConvTranspose / Gemm  -> folded into
+ *     the weights and bias (W * gamma/sqrt(var+eps) per output channel).
+ *   Mul by a constant after a linear (per output channel or per tensor)
+ *     -> folded into its weights and bias.
+ *   Mul by a constant before a linear (per input channel or per tensor)
+ *     -> folded into its weights (exact with zero padding too).
+ *   Add of a constant after a Conv / ConvTranspose / Gemm (per output
+ *     channel or per tensor) -> folded into its bias. An Add before a
+ *     linear is not foldable (padding would see the shift).
+ *
+ * "Linear" here is a Conv, ConvTranspose, Gemm or MatMul whose weight is a
+ * float constant. A fold needs the intermediate tensor to have exactly one
+ * reader and not be a graph output. The channel axis of a Mul's constant is
+ * read from the constant's own shape, right-aligned against the operand
+ * (NCHW: [1,K,1,1] or [K,1,1]; Gemm/MatMul: [K] or [1,K] on the last dim);
+ * any other shape, including one that would broadcast the operand to a
+ * larger shape, is left alone. Factors are computed in double, stored float.
+ *
+ * MatMul + Add(constant bias) stays two nodes: wq_quant_is_linear_bias_add
+ * tells the annotation not to put Q/DQ between them. A rewrite to Gemm would
+ * only cover a 2-D A, while PyTorch's Linear on [batch, seq, K] gives an N-D
+ * MatMul; the int8 lowering already fuses MatMul -> Add(bias) into one QGemm
+ * with an int32 bias, so recognising the pair covers every rank.
+ *
+ * Runs on a float graph whose ops are resolved (wq_graph_resolve_ops) after
+ * constant folding, and before wq_pass_fuse_float (a Conv with a fused Relu
+ * is not linear). Changed nodes are re-prepared through the op registry; a
+ * folded-away node is removed and its output tensor (name kept, it may be a
+ * graph output) is produced by the linear. Weights shared with another node
+ * are copied, not changed in place; constants no longer read stay in the
+ * graph. */
+#ifndef WQ_QUANT_PREPARE_H
+#define WQ_QUANT_PREPARE_H
+
+#include <stdbool.h>
+
+#include "../ir/graph.h"
+
+typedef struct wq_quant_prepare_stats {
+  int batchnorm_folded;  /* BatchNormalization nodes folded into a linear */
+  int mul_folded_after;  /* Mul after a linear, folded into its weights and bias */
+  int mul_folded_before; /* Mul before a linear, folded into its weights */
+  int add_folded_after;  /* Add of a constant after a Conv/Gemm, folded into its bias */
+  int linear_bias_adds;  /* MatMul + Add(bias) pairs left for the annotation */
+} wq_quant_prepare_stats;
+
+/* Applies every fold until none applies. stats may be NULL. On failure (out
+ * of memory, a node that no longer prepares) err names the node; folds done
+ * before it stay, each one complete. */
+wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error *err);
+
+/* True when node `add_node` is an Add of a MatMul's output (a float constant
+ * 2-D weight [K,N], the output read by this Add only) and a float constant
+ * bias of shape [N] or [1,...,1,N] that does not widen the MatMul's output:
+ * one linear, so no Q/DQ belongs between the two. */
+bool wq_quant_is_linear_bias_add(const wq_graph *g, int add_node);
+
+#endif
