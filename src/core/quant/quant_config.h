@@ -90,9 +90,4 @@ const wq_quant_spec *wq_quant_config_weight_for(const wq_quant_config *cfg, cons
 bool wq_quant_config_keeps_float(const wq_quant_config *cfg, const char *op_type,
                                  const char *node_name);
 
-struct wq_graph;
-/* Fails naming the first excluded node the graph does not have. */
-wq_status wq_quant_config_check_nodes(const wq_quant_config *cfg, const struct wq_graph *g,
-                                      wq_error *err);
-
 #endif
