@@ -367,6 +367,24 @@ static void test_chain(void) {
   CHECK(s.batchnorm_folded == 1 && s.mul_folded_after == 1 && s.add_folded_after == 1);
   CHECK(g->n_nodes == 1 && g->nodes[0].outputs[0] == y);
   wq_graph_free(g);
+  /* x -> Mul -> Mul -> Conv: the second Mul folds first, which leaves the
+   * first one right before the Conv, folded too */
+  g = wq_graph_new();
+  const int64_t sd[4] = {1, 3, 1, 1};
+  x = activation(g, "x", 4, xd);
+  t1 = activation(g, "t1", 4, xd);
+  t2 = activation(g, "t2", 4, xd);
+  y = activation(g, "y", 4, yd);
+  int m1[2] = {x, constant(g, "s1", 4, sd, 0.5f, 0.25f)},
+      m2[2] = {t1, constant(g, "s2", 0, sd, 1, 1)};
+  CHECK(add_node(g, "", "Mul", m1, 2, t1, NULL, 13, &err) >= 0);
+  CHECK(add_node(g, "", "Mul", m2, 2, t2, NULL, 13, &err) >= 0);
+  int in2[2] = {t2, constant(g, "w", 4, wd, -1.0f, 0.5f)};
+  CHECK(add_node(g, "", "Conv", in2, 2, y, NULL, 11, &err) >= 0);
+  set_io(g, x, &y, 1);
+  s = prepare_and_compare(g, 1e-5, "Mul->Mul->Conv");
+  CHECK(s.mul_folded_before == 2 && g->n_nodes == 1 && g->nodes[0].inputs[0] == x);
+  wq_graph_free(g);
 }
 
 /* Two Convs read one weight; a Mul after one of them must not change the

@@ -109,7 +109,7 @@ static bool describe_linear(const wq_graph *g, int i, linear *lin) {
   lin->group = 1;
   lin->beta = 1.0f;
   if (n->n_inputs < 2 || n->inputs[0] < 0 || n->n_outputs != 1 || n->outputs[0] < 0 ||
-      !is_float_constant(g, n->inputs[1]))
+      !is_float_constant(g, n->inputs[1]) || tensor_numel(&g->tensors[n->inputs[1]]) == 0)
     return false;
   const wq_tensor *x = &g->tensors[n->inputs[0]], *w = &g->tensors[n->inputs[1]];
   /* (dtype undefined: not inferred; the float weight makes it float) */
@@ -488,11 +488,14 @@ static wq_status try_fold_add(wq_graph *g, int i, bool *folded, wq_error *err) {
 wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error *err) {
   wq_quant_prepare_stats s = {0};
   wq_status st = WQ_OK;
-  /* Each fold removes a node; start over after one, since it can enable
-   * another (Conv -> BN -> Mul). */
-  for (bool folded = true; folded && st == WQ_OK;) {
-    folded = false;
-    for (int i = 0; i < g->n_nodes && !folded && st == WQ_OK; i++) {
+  /* Passes in node order until one folds nothing. Within a pass the scan
+   * resumes at node i after folding it away (Conv -> BN -> Mul folds the
+   * Mul next); a fold can also enable an earlier node (x -> Mul -> Mul ->
+   * Conv), which the next pass takes. */
+  for (bool again = true; again && st == WQ_OK;) {
+    again = false;
+    for (int i = 0; i < g->n_nodes && st == WQ_OK;) {
+      bool folded = false;
       if (is_op(&g->nodes[i], "BatchNormalization")) {
         st = try_fold_batchnorm(g, i, &folded, err);
         s.batchnorm_folded += folded;
@@ -502,6 +505,8 @@ wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error 
         st = try_fold_add(g, i, &folded, err);
         s.add_folded_after += folded;
       }
+      again = again || folded;
+      i += !folded;
     }
   }
   for (int i = 0; i < g->n_nodes; i++)

@@ -20,6 +20,9 @@
  * any other shape, including one that would broadcast the operand to a
  * larger shape, is left alone. Factors are computed in double, stored float.
  *
+ * A MatMul has no bias input, so a BatchNormalization after it is left as
+ * is; a Mul after it folds into its weight columns.
+ *
  * MatMul + Add(constant bias) stays two nodes: wq_quant_is_linear_bias_add
  * tells the annotation not to put Q/DQ between them. A rewrite to Gemm would
  * only cover a 2-D A, while PyTorch's Linear on [batch, seq, K] gives an N-D
@@ -28,11 +31,13 @@
  *
  * Runs on a float graph whose ops are resolved (wq_graph_resolve_ops) after
  * constant folding, and before wq_pass_fuse_float (a Conv with a fused Relu
- * is not linear). Changed nodes are re-prepared through the op registry; a
- * folded-away node is removed and its output tensor (name kept, it may be a
- * graph output) is produced by the linear. Weights shared with another node
- * are copied, not changed in place; constants no longer read stay in the
- * graph. */
+ * is not linear): the load option `rewrite` is that point. Tensors whose
+ * dtype or rank was not inferred (symbolic shapes) are handled
+ * conservatively: a float weight implies a float input, and an input of
+ * unknown rank only takes 1-D per-channel constants. Changed nodes are re-prepared through the op
+ * registry; a folded-away node is removed and its output tensor (name kept, it may be a graph
+ * output) is produced by the linear. Weights shared with another node are copied, not changed in
+ * place; constants no longer read stay in the graph. */
 #ifndef WQ_QUANT_PREPARE_H
 #define WQ_QUANT_PREPARE_H
 
