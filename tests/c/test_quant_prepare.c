@@ -4,10 +4,12 @@
  * parameters), the cases that must not fold are left as they were, and on
  * real models (ppocr's 35 BatchNormalizations, mnist's Conv + Add biases)
  * the outputs before and after agree within 1e-4 relative. */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/wasmq.h"
 #include "graph_build.h"
 #include "onnx/onnx_import.h"
 #include "passes/fold_constants.h"
@@ -575,6 +577,114 @@ static void test_real_models(void) {
             s.add_folded_after, s.linear_bias_adds);
 }
 
+/* The quantizer's own load path: prepare as the load option's rewrite. */
+static wq_status prepare_hook(void *ctx, wq_graph *g, wq_error *err) {
+  return wq_quant_prepare(g, ctx, err);
+}
+
+/* Loads `path` as the quantizer does (no lowering, no float fusion) with
+ * and without preparation, runs both on the same seeded inputs and compares
+ * every output: floats within tol of the output's max abs, others equal.
+ * Returns 0 when the model does not load or run without preparation (an
+ * unsupported op: not this test's business), else 1. */
+static int sweep_one(const char *path, const wq_input_shape *shape, double tol,
+                     wq_quant_prepare_stats *total) {
+  size_t n;
+  uint8_t *bytes = wq_test_read_file(path, &n);
+  if (!bytes)
+    return 0;
+  wq_quant_prepare_stats stats = {0};
+  wq_load_options plain = {.input_shapes = shape,
+                           .n_input_shapes = shape ? 1 : 0,
+                           .no_lowering = 1,
+                           .no_float_fusion = 1};
+  wq_load_options prep = plain;
+  prep.rewrite = prepare_hook;
+  prep.rewrite_ctx = &stats;
+  wq_model *a = NULL, *b = NULL;
+  wq_error err;
+  int ran_a = 0, ran_b = 0, used = 0;
+  if (wq_model_load(bytes, n, &plain, &a, &err) == WQ_OK &&
+      wq_seeded_run(a, 11, 1 << 22, &ran_a, &err) == WQ_OK && ran_a) {
+    used = 1;
+    wq_status st = wq_model_load(bytes, n, &prep, &b, &err);
+    CHECK_MSG(st == WQ_OK, "%s: load with prepare: %s (%s)", path, err.message, err.node);
+    if (st == WQ_OK)
+      st = wq_seeded_run(b, 11, 1 << 22, &ran_b, &err);
+    CHECK_MSG(st == WQ_OK && ran_b, "%s: run after prepare: %s (%s)", path, err.message, err.node);
+    for (int o = 0; st == WQ_OK && ran_b && o < wq_model_output_count(a); o++) {
+      const wq_value *x = wq_model_result(a, o), *y = wq_model_result(b, o);
+      size_t nb = wq_value_nbytes(x);
+      CHECK_MSG(nb == wq_value_nbytes(y) && x->dtype == y->dtype, "%s output %d", path, o);
+      if (nb != wq_value_nbytes(y) || x->dtype != y->dtype)
+        continue;
+      if (x->dtype == WQ_DT_FLOAT) {
+        double e = relative_error(x->data, y->data, wq_value_numel(x));
+        CHECK_MSG(e <= tol, "%s output %d: relative error %g", path, o, e);
+      } else {
+        CHECK_MSG(memcmp(x->data, y->data, nb) == 0, "%s output %d differs", path, o);
+      }
+    }
+    total->batchnorm_folded += stats.batchnorm_folded;
+    total->mul_folded_after += stats.mul_folded_after;
+    total->mul_folded_before += stats.mul_folded_before;
+    total->add_folded_after += stats.add_folded_after;
+    total->linear_bias_adds += stats.linear_bias_adds;
+  }
+  wq_model_free(a);
+  wq_model_free(b);
+  free(bytes);
+  return used;
+}
+
+/* Every float model in shared/models and every ONNX node-test model: the
+ * prepared graph loads, runs and gives the same outputs. */
+static void test_model_sweep(void) {
+  static const char *const models[] = {"mnist-8/model.onnx",
+                                       "super-resolution-10/model.onnx",
+                                       "pytorch-super-resolution-depthtospace/model.onnx",
+                                       "teams-segmentation-msra190729/model.onnx",
+                                       "ppocr-mobile-v2-cls/model.onnx",
+                                       "openwakeword-hello-deepa-mlp/model.onnx",
+                                       "synthetic/smallcnn_f32.onnx",
+                                       "synthetic/matmul_256x256x256_f32.onnx",
+                                       NULL};
+  const int64_t ppocr_dims[4] = {1, 3, 48, 192}, teams_dims[4] = {1, 4, 96, 160};
+  const wq_input_shape ppocr = {"x", 4, ppocr_dims}, teams = {"bgrm", 4, teams_dims};
+  char path[1024];
+  wq_quant_prepare_stats total = {0};
+  int used = 0;
+  for (int k = 0; models[k]; k++) {
+    snprintf(path, sizeof path, "%s/models/%s", wq_test_shared_dir(), models[k]);
+    const wq_input_shape *shape = strstr(models[k], "ppocr")   ? &ppocr
+                                  : strstr(models[k], "teams") ? &teams
+                                                               : NULL;
+    int ok = sweep_one(path, shape, 1e-4, &total);
+    CHECK_MSG(ok, "%s did not load or run", models[k]);
+    used += ok;
+  }
+  printf("shared models: %d prepared; %d BN, %d Mul after, %d Mul before, %d Add folded, "
+         "%d MatMul+Add\n",
+         used, total.batchnorm_folded, total.mul_folded_after, total.mul_folded_before,
+         total.add_folded_after, total.linear_bias_adds);
+  snprintf(path, sizeof path, "%s/onnx-node-tests", wq_test_shared_dir());
+  DIR *dir = opendir(path);
+  CHECK_MSG(dir != NULL, "cannot open %s", path);
+  int cases = 0;
+  wq_quant_prepare_stats node_total = {0};
+  for (struct dirent *e; dir && (e = readdir(dir)) != NULL;) {
+    if (strncmp(e->d_name, "test_", 5) != 0)
+      continue;
+    snprintf(path, sizeof path, "%s/onnx-node-tests/%s/model.onnx", wq_test_shared_dir(),
+             e->d_name);
+    cases += sweep_one(path, NULL, 1e-5, &node_total);
+  }
+  if (dir)
+    closedir(dir);
+  CHECK_MSG(cases > 100, "only %d node tests ran", cases);
+  printf("onnx node tests: %d prepared and equal\n", cases);
+}
+
 int main(void) {
   test_batchnorm_folds();
   test_mul_after_conv();
@@ -585,5 +695,6 @@ int main(void) {
   test_not_folded();
   test_linear_bias_add();
   test_real_models();
+  test_model_sweep();
   WQ_TEST_END();
 }
