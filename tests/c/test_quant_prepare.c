@@ -178,6 +178,8 @@ static void check_conv_bn(int64_t group, bool with_bias, bool transpose) {
   CHECK(s.batchnorm_folded == 1 && g->n_nodes == 1);
   CHECK(g->nodes[0].outputs[0] == y && strcmp(g->tensors[y].name, "y") == 0);
   CHECK(g->nodes[0].n_inputs == 3 && g->nodes[0].inputs[2] >= 0);
+  /* weight and bias read by nothing else: rewritten in place, none added */
+  CHECK(g->nodes[0].inputs[1] == w && (!with_bias || g->nodes[0].inputs[2] == b));
   wq_graph_free(g);
 }
 

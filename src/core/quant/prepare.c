@@ -302,9 +302,14 @@ static wq_status fold_after(wq_graph *g, const linear *lin, const double *f, con
     }
   }
   /* Every allocation before the first change, so a failure changes nothing
-   * that matters (an unread constant at most). */
-  int bias_t = -1;
-  if (with_bias) {
+   * that matters (an unread constant at most). The old bias is rewritten in
+   * place when only this node reads it and it already has the [N] shape;
+   * else a new constant takes the values. */
+  const wq_tensor *old_b = lin->bias >= 0 ? &g->tensors[lin->bias] : NULL;
+  bool bias_in_place = old_b && tensor_uses(g, lin->bias) == 1 && old_b->rank == 1 &&
+                       old_b->dims[0] == lin->out_channels;
+  int bias_t = bias_in_place ? lin->bias : -1;
+  if (with_bias && !bias_in_place) {
     bias_t = add_constant(g, name, "_bias", 1, &lin->out_channels, b);
     if (bias_t < 0) {
       free(w);
@@ -324,8 +329,17 @@ static wq_status fold_after(wq_graph *g, const linear *lin, const double *f, con
       n->n_inputs = lin->bias_slot + 1;
     }
   }
-  WQ_TRY(install_weight(g, lin, w, err));
+  wq_status st = install_weight(g, lin, w, err);
+  if (st != WQ_OK) {
+    if (bias_in_place)
+      free(b);
+    return st;
+  }
   n = &g->nodes[lin->node];
+  if (bias_in_place) {
+    free(g->tensors[bias_t].data);
+    g->tensors[bias_t].data = b;
+  }
   if (with_bias) {
     n->inputs[lin->bias_slot] = bias_t;
     if (lin->kind == LIN_GEMM)
