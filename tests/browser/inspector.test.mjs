@@ -142,7 +142,7 @@ test('int8 demos: smallcnn (QDQ) and kws-dscnn draw int8 regions; opening a file
 
 // What is asserted is that the layout leaves the page responsive (it runs in
 // the Worker); its duration is printed, not asserted: it depends on the
-// machine's load (1.2 s idle, 3.5 s with the build running beside it).
+// machine's load (3.5 s in a suite run with builds running beside it).
 test('layout of a 1,000-node graph runs in the Worker and the page keeps responding', async () => {
   const { page, errors } = await openPage();
   const r = await page.evaluate(() => globalThis.wasmqInspector.layoutBenchmark(1000));
