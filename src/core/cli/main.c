@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 
 #include "../api/wasmq.h"
+#include "files.h"
 #include "npy.h"
+#include "random_fill.h"
 
 #define MAX_CLI_INPUTS 64
 
@@ -24,36 +26,6 @@ static int usage(void) {
   return 2;
 }
 
-static int read_file(const char *path, uint8_t **bytes, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return -1;
-  size_t cap = 1 << 16, len = 0;
-  uint8_t *buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len, f);
-    if (len < cap)
-      break;
-    uint8_t *grown = realloc(buf, cap * 2);
-    if (!grown) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = grown;
-    cap *= 2;
-  }
-  int failed = ferror(f) || !buf;
-  fclose(f);
-  if (failed) {
-    free(buf);
-    return -1;
-  }
-  *bytes = buf;
-  *n = len;
-  return 0;
-}
-
 static void print_error(const char *what, const wq_error *err) {
   fprintf(stderr, "wasmq: %s: %s", what, err->message);
   if (err->node[0])
@@ -67,7 +39,7 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
   uint8_t *bytes;
   size_t n;
   *rc = 1;
-  if (read_file(path, &bytes, &n) != 0) {
+  if (wq_cli_read_file(path, &bytes, &n) != 0) {
     fprintf(stderr, "wasmq: cannot read %s: %s\n", path, strerror(errno));
     *rc = 2;
     return NULL;
@@ -118,37 +90,6 @@ static int cmd_info(int argc, char **argv) {
   free(text);
   wq_model_free(m);
   return text ? 0 : 1;
-}
-
-/* mulberry32: the same seeded generator as the JS CLI, so `random:SEED`
- * gives identical inputs natively and in wasm. */
-static uint32_t mulberry32_next(uint32_t *state) {
-  uint32_t z = (*state += 0x6D2B79F5u);
-  z = (z ^ (z >> 15)) * (z | 1u);
-  z ^= z + (z ^ (z >> 7)) * (z | 61u);
-  return z ^ (z >> 14);
-}
-
-static void fill_random(wq_value *v, uint32_t seed) {
-  uint32_t state = seed;
-  int64_t n = wq_value_numel(v);
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t r = mulberry32_next(&state);
-    switch (v->dtype) {
-    case WQ_DT_FLOAT: ((float *)v->data)[i] = (float)(r >> 8) / 16777216.0f; break;
-    case WQ_DT_INT8: ((int8_t *)v->data)[i] = (int8_t)(r & 0xff); break;
-    case WQ_DT_UINT8: ((uint8_t *)v->data)[i] = (uint8_t)(r & 0xff); break;
-    case WQ_DT_BOOL: ((uint8_t *)v->data)[i] = (uint8_t)(r & 1); break;
-    case WQ_DT_INT16: ((int16_t *)v->data)[i] = (int16_t)(r & 0xffff); break;
-    case WQ_DT_UINT16: ((uint16_t *)v->data)[i] = (uint16_t)(r & 0xffff); break;
-    /* Wider integer inputs are usually indices or sizes: keep them small. */
-    case WQ_DT_INT32: ((int32_t *)v->data)[i] = (int32_t)(r % 10); break;
-    case WQ_DT_UINT32: ((uint32_t *)v->data)[i] = r % 10; break;
-    case WQ_DT_INT64: ((int64_t *)v->data)[i] = (int64_t)(r % 10); break;
-    case WQ_DT_UINT64: ((uint64_t *)v->data)[i] = r % 10; break;
-    default: break;
-    }
-  }
 }
 
 typedef struct {
@@ -319,12 +260,12 @@ static int cmd_run(int argc, char **argv) {
       values[i].data = calloc(nbytes ? nbytes : 1, 1);
       if (!values[i].data)
         goto done;
-      fill_random(&values[i], seeds[i]);
+      wq_cli_fill_random(&values[i], seeds[i]);
     } else {
       uint8_t *bytes;
       size_t n;
       wq_error err;
-      if (read_file(spec, &bytes, &n) != 0) {
+      if (wq_cli_read_file(spec, &bytes, &n) != 0) {
         fprintf(stderr, "wasmq: cannot read %s: %s\n", spec, strerror(errno));
         rc = 2;
         goto done;
@@ -384,7 +325,7 @@ static int collect_pb(const char *dir, const char *prefix, uint8_t **bytes, size
   for (; n < cap; n++) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n) >= sizeof path ||
-        read_file(path, &bytes[n], &lens[n]) != 0)
+        wq_cli_read_file(path, &bytes[n], &lens[n]) != 0)
       break;
   }
   return n;
@@ -402,7 +343,7 @@ static int cmd_check(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/model.onnx", case_dir);
   uint8_t *model;
   size_t model_n;
-  if (read_file(path, &model, &model_n) != 0) {
+  if (wq_cli_read_file(path, &model, &model_n) != 0) {
     fprintf(stderr, "wasmq: cannot read %s\n", path);
     return 2;
   }
