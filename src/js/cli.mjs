@@ -22,6 +22,7 @@ import path from 'node:path';
 import { load, checkCase, WasmqError } from './index.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
+import { safeFileName } from './calib.mjs';
 import { numel } from './dtypes.mjs';
 import { toDrawable, nodeData, parseNodeData } from './graph/data.mjs';
 import { layoutDrawable, renderSvg } from './graph/render.mjs';
@@ -113,10 +114,8 @@ export function formatResultLine(name, { dtype, dims, data }) {
   return line;
 }
 
-/** Output file name: '/', '\' and ':' (legal in ONNX names) become '_'. */
-export function safeFileName(name) {
-  return name.replace(/[/\\:]/g, '_');
-}
+// Tensor file names ('/', '\' and ':' become '_') follow the calibration reader's rule.
+export { safeFileName };
 
 // --- argument parsing ------------------------------------------------------
 

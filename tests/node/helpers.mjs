@@ -2,7 +2,8 @@
 import path from 'node:path';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DTYPES, dtypeFromCode } from '../../src/js/dtypes.mjs';
+import { DTYPES } from '../../src/js/dtypes.mjs';
+import { decodeTensorProto } from '../../src/js/tensor_proto.mjs';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED = process.env.WQ_SHARED_DIR ? path.resolve(process.env.WQ_SHARED_DIR) : path.resolve(REPO, '../shared');
@@ -10,98 +11,8 @@ export const MODELS = path.join(SHARED, 'models');
 export const CLI = path.join(REPO, 'src/js/cli.mjs');
 export const NATIVE_CLI = path.resolve(REPO, process.env.WQ_NATIVE_BUILD ?? 'build', 'wasmq');
 
-// --- protobuf wire format (just enough for TensorProto and building models) ---
-
-function readVarint(buf, pos) {
-  let value = 0n;
-  let shift = 0n;
-  for (;;) {
-    if (pos >= buf.length) throw new Error('protobuf: truncated varint');
-    const b = buf[pos++];
-    value |= BigInt(b & 0x7f) << shift;
-    if (!(b & 0x80)) return [value, pos];
-    shift += 7n;
-  }
-}
-
-/** Yields [field, wireType, value] where value is a BigInt (varint/fixed) or a Uint8Array (length-delimited). */
-function* fields(buf) {
-  let pos = 0;
-  while (pos < buf.length) {
-    let key;
-    [key, pos] = readVarint(buf, pos);
-    const field = Number(key >> 3n);
-    const wire = Number(key & 7n);
-    if (wire === 0) {
-      let v;
-      [v, pos] = readVarint(buf, pos);
-      yield [field, wire, v];
-    } else if (wire === 2) {
-      let len;
-      [len, pos] = readVarint(buf, pos);
-      yield [field, wire, buf.subarray(pos, pos + Number(len))];
-      pos += Number(len);
-    } else if (wire === 5) {
-      yield [field, wire, buf.subarray(pos, pos + 4)];
-      pos += 4;
-    } else if (wire === 1) {
-      yield [field, wire, buf.subarray(pos, pos + 8)];
-      pos += 8;
-    } else throw new Error(`protobuf: wire type ${wire}`);
-  }
-}
-
-function packedVarints(bytes) {
-  const out = [];
-  let pos = 0;
-  while (pos < bytes.length) {
-    let v;
-    [v, pos] = readVarint(bytes, pos);
-    out.push(v);
-  }
-  return out;
-}
-
-const toSigned64 = (v) => BigInt.asIntN(64, v);
-
-/** Decodes a serialized ONNX TensorProto (a test_data_set_N/input_N.pb file) into {name, dtype, dims, data}. */
-export function decodeTensorProto(bytes) {
-  // A plain view (Buffer.slice would not copy below).
-  const buf = ArrayBuffer.isView(bytes) ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes);
-  const dims = [];
-  let code = 0;
-  let name = '';
-  let raw = null;
-  const floats = [];
-  const int32s = [];
-  const int64s = [];
-  for (const [field, wire, v] of fields(buf)) {
-    if (field === 1) {
-      if (wire === 2) dims.push(...packedVarints(v).map((x) => Number(toSigned64(x))));
-      else dims.push(Number(toSigned64(v)));
-    } else if (field === 2) code = Number(v);
-    else if (field === 4) {
-      const dv = new DataView(v.buffer, v.byteOffset, v.byteLength);
-      if (wire === 2) for (let i = 0; i + 4 <= v.length; i += 4) floats.push(dv.getFloat32(i, true));
-      else floats.push(dv.getFloat32(0, true));
-    } else if (field === 5) int32s.push(...(wire === 2 ? packedVarints(v) : [v]).map((x) => Number(BigInt.asIntN(32, x))));
-    else if (field === 7) int64s.push(...(wire === 2 ? packedVarints(v) : [v]).map(toSigned64));
-    else if (field === 8) name = new TextDecoder().decode(v);
-    else if (field === 9) raw = v;
-  }
-  const dtype = dtypeFromCode(code);
-  if (!dtype) throw new Error(`TensorProto dtype ${code} not supported by the tests`);
-  const count = dims.reduce((a, b) => a * b, 1);
-  let data;
-  if (raw) {
-    data = new dtype.array(raw.slice().buffer, 0, count);
-  } else if (dtype.name === 'float32') data = Float32Array.from(floats);
-  else if (dtype.name === 'int64') data = BigInt64Array.from(int64s);
-  else if (dtype.name === 'uint64') data = BigUint64Array.from(int64s.map((x) => BigInt.asUintN(64, x)));
-  else data = dtype.array.from(int32s);
-  if (data.length !== count) throw new Error(`TensorProto ${name}: ${data.length} elements for dims [${dims}]`);
-  return { name, dtype: dtype.name, dims, data };
-}
+// TensorProto decoding is the package's own.
+export { decodeTensorProto };
 
 /** Reads input_N.pb / output_N.pb of a test_data_set folder. */
 export function readDataSet(dir) {

@@ -51,14 +51,6 @@ static const char *dtype_label(wq_dtype dt) {
   return dt == WQ_DT_FLOAT ? "float32" : wq_dtype_name(dt);
 }
 
-static char *dup_string(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *copy = malloc(n);
-  if (copy)
-    memcpy(copy, s, n);
-  return copy;
-}
-
 static void free_values(wq_calib_data *c) {
   for (int i = 0; c->values && i < c->n_inputs; i++) {
     free(c->values[i].data);
@@ -99,8 +91,8 @@ static wq_status copy_inputs(wq_calib_data *c, const wq_graph *g, wq_error *err)
     calib_input *in = &c->inputs[i];
     in->dtype = t->dtype;
     in->rank = t->rank;
-    in->name = dup_string(t->name);
-    in->file_stem = dup_string(t->name);
+    in->name = wq_strdup(t->name);
+    in->file_stem = wq_strdup(t->name);
     if (!in->name || !in->file_stem)
       return oom(err);
     for (char *ch = in->file_stem; *ch; ch++)
@@ -108,7 +100,7 @@ static wq_status copy_inputs(wq_calib_data *c, const wq_graph *g, wq_error *err)
         *ch = '_';
     for (int d = 0; d < t->rank && d < WQ_MAX_RANK; d++) {
       in->dims[d] = t->dims[d];
-      if (t->dim_params[d] && !(in->dim_params[d] = dup_string(t->dim_params[d])))
+      if (t->dim_params[d] && !(in->dim_params[d] = wq_strdup(t->dim_params[d])))
         return oom(err);
     }
   }
@@ -220,7 +212,7 @@ static bool name_list_add(name_list *l, const char *name) {
     l->names = grown;
     l->cap = cap;
   }
-  if (!(l->names[l->n] = dup_string(name)))
+  if (!(l->names[l->n] = wq_strdup(name)))
     return false;
   l->n++;
   return true;
@@ -446,21 +438,15 @@ static wq_status check_value(const calib_input *in, const wq_value *v, const cha
     return wq_fail(err, WQ_ERR_SHAPE, NULL, "%s: shape %s, but the model's input '%s' is %s", file,
                    got, in->name, want);
   }
-  int64_t n = wq_value_numel(v);
-  if (v->dtype == WQ_DT_FLOAT) {
-    const float *x = v->data;
-    for (int64_t i = 0; i < n; i++)
-      if (!isfinite(x[i]))
+  if (v->dtype == WQ_DT_FLOAT || v->dtype == WQ_DT_DOUBLE) {
+    int64_t n = wq_value_numel(v);
+    for (int64_t i = 0; i < n; i++) {
+      double x = wq_value_get_double(v, i);
+      if (!isfinite(x))
         return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
                        "%s: element %lld of input '%s' is %s (calibration data must be finite)",
-                       file, (long long)i, in->name, isnan(x[i]) ? "NaN" : "infinite");
-  } else if (v->dtype == WQ_DT_DOUBLE) {
-    const double *x = v->data;
-    for (int64_t i = 0; i < n; i++)
-      if (!isfinite(x[i]))
-        return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
-                       "%s: element %lld of input '%s' is %s (calibration data must be finite)",
-                       file, (long long)i, in->name, isnan(x[i]) ? "NaN" : "infinite");
+                       file, (long long)i, in->name, isnan(x) ? "NaN" : "infinite");
+    }
   }
   return WQ_OK;
 }

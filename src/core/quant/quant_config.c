@@ -77,14 +77,6 @@ void wq_quant_config_free(wq_quant_config *cfg) {
   cfg->n_overrides = cfg->n_exclude_nodes = 0;
 }
 
-static char *dup_string(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *copy = malloc(n);
-  if (copy)
-    memcpy(copy, s, n);
-  return copy;
-}
-
 /* Deep copy of src into *dst; on failure *dst owns nothing. */
 static wq_status copy_config(wq_quant_config *dst, const wq_quant_config *src, wq_error *err) {
   *dst = *src;
@@ -97,7 +89,7 @@ static wq_status copy_config(wq_quant_config *dst, const wq_quant_config *src, w
       goto oom;
     for (int i = 0; i < src->n_overrides; i++, dst->n_overrides++) {
       dst->overrides[i] = src->overrides[i];
-      if (!(dst->overrides[i].op_type = dup_string(src->overrides[i].op_type)))
+      if (!(dst->overrides[i].op_type = wq_strdup(src->overrides[i].op_type)))
         goto oom;
     }
   }
@@ -106,7 +98,7 @@ static wq_status copy_config(wq_quant_config *dst, const wq_quant_config *src, w
     if (!dst->exclude_nodes)
       goto oom;
     for (int i = 0; i < src->n_exclude_nodes; i++, dst->n_exclude_nodes++)
-      if (!(dst->exclude_nodes[i] = dup_string(src->exclude_nodes[i])))
+      if (!(dst->exclude_nodes[i] = wq_strdup(src->exclude_nodes[i])))
         goto oom;
   }
   return WQ_OK;
@@ -317,6 +309,24 @@ static wq_status read_calibration(const wq_json *obj, wq_quant_config *cfg, wq_e
   return WQ_OK;
 }
 
+/* An op entry's "activation" or "weight": starts from the op's earlier
+ * override, else the global spec, and changes what it names. */
+static wq_status read_op_spec(const wq_json *entry, const char *path, bool is_weight,
+                              const wq_quant_spec *global, wq_quant_spec *spec, bool *has,
+                              wq_error *err) {
+  const char *key = is_weight ? "weight" : "activation";
+  const wq_json *v = wq_json_member(entry, key);
+  if (!v)
+    return WQ_OK;
+  wq_quant_spec next = *has ? *spec : *global;
+  char p[PATH_MAX_LEN];
+  child_path(p, path, key);
+  WQ_TRY(read_spec(v, p, is_weight, &next, err));
+  *spec = next;
+  *has = true;
+  return WQ_OK;
+}
+
 static wq_status read_ops(const wq_json *obj, wq_quant_config *cfg, wq_error *err) {
   static const char *const keys[] = {"activation", "weight", "keepFloat", NULL};
   WQ_TRY(want_type(obj, WQ_JSON_OBJECT, "ops", err));
@@ -340,26 +350,14 @@ static wq_status read_ops(const wq_json *obj, wq_quant_config *cfg, wq_error *er
       cfg->overrides = grown;
       o = &cfg->overrides[cfg->n_overrides];
       memset(o, 0, sizeof *o);
-      if (!(o->op_type = dup_string(op_type)))
+      if (!(o->op_type = wq_strdup(op_type)))
         return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory reading %s", path);
       cfg->n_overrides++;
     }
+    WQ_TRY(read_op_spec(entry, path, false, &cfg->activation, &o->activation, &o->has_activation,
+                        err));
+    WQ_TRY(read_op_spec(entry, path, true, &cfg->weight, &o->weight, &o->has_weight, err));
     const wq_json *v;
-    /* An op's spec starts from the global one and changes what it names. */
-    if ((v = wq_json_member(entry, "activation"))) {
-      wq_quant_spec spec = o->has_activation ? o->activation : cfg->activation;
-      child_path(p, path, "activation");
-      WQ_TRY(read_spec(v, p, false, &spec, err));
-      o->activation = spec;
-      o->has_activation = true;
-    }
-    if ((v = wq_json_member(entry, "weight"))) {
-      wq_quant_spec spec = o->has_weight ? o->weight : cfg->weight;
-      child_path(p, path, "weight");
-      WQ_TRY(read_spec(v, p, true, &spec, err));
-      o->weight = spec;
-      o->has_weight = true;
-    }
     if ((v = wq_json_member(entry, "keepFloat"))) {
       child_path(p, path, "keepFloat");
       WQ_TRY(read_bool(v, p, &o->keep_float, err));
@@ -391,7 +389,7 @@ static wq_status read_exclude(const wq_json *arr, wq_quant_config *cfg, wq_error
         st = bad(err, p, v, "node \"%s\" is listed twice (also exclude[%d])", v->string, k);
     if (st != WQ_OK)
       break;
-    if (!(names[n] = dup_string(v->string)))
+    if (!(names[n] = wq_strdup(v->string)))
       st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory reading exclude");
   }
   if (st != WQ_OK) {
