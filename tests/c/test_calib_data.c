@@ -228,6 +228,48 @@ static void test_mnist_test_data(void) {
   wq_graph_free(g);
 }
 
+/* The samples feed the real model: opened on the loaded model's own graph,
+ * each mnist-8 sample gives the digit its output_0.pb says. */
+static void test_mnist_runs(void) {
+  char dir[512], path[700];
+  FMT(dir, "%s/models/mnist-8", wq_test_shared_dir());
+  FMT(path, "%s/model.onnx", dir);
+  size_t n;
+  uint8_t *bytes = wq_test_read_file(path, &n);
+  wq_model *m = NULL;
+  wq_error err;
+  if (!bytes || wq_model_load(bytes, n, NULL, &m, &err) != WQ_OK) {
+    CHECK_MSG(0, "cannot load %s", path);
+    free(bytes);
+    return;
+  }
+  free(bytes);
+  wq_calib_data *c = open_ok(dir, wq_model_get_ir(m)->graph);
+  const wq_value *v;
+  bool got;
+  int samples = 0;
+  while (c && wq_calib_next(c, &v, &got, &err) == WQ_OK && got) {
+    CHECK_MSG(wq_model_run(m, v, wq_model_input_count(m), &err) == WQ_OK, "%s", err.message);
+    FMT(path, "%s/%s/output_0.pb", dir, wq_calib_sample_name(c));
+    bytes = wq_test_read_file(path, &n);
+    wq_value want;
+    CHECK(bytes && wq_tensor_decode(bytes, n, &want, NULL, 0, &err) == WQ_OK);
+    const wq_value *out = wq_model_result(m, 0);
+    int best_got = 0, best_want = 0;
+    for (int i = 1; i < 10; i++) {
+      best_got = ((float *)out->data)[i] > ((float *)out->data)[best_got] ? i : best_got;
+      best_want = ((float *)want.data)[i] > ((float *)want.data)[best_want] ? i : best_want;
+    }
+    CHECK_MSG(best_got == best_want, "%s: digit %d, want %d", path, best_got, best_want);
+    free(want.data);
+    free(bytes);
+    samples++;
+  }
+  CHECK(samples == 3);
+  wq_calib_close(c);
+  wq_model_free(m);
+}
+
 static void test_made_test_data(void) {
   char dir[512], set[512], message[1024];
   wq_graph *g = graph_with_inputs(&mnist_input, 1);
@@ -481,6 +523,7 @@ int main(void) {
     return 1;
   }
   test_mnist_test_data();
+  test_mnist_runs();
   test_made_test_data();
   test_npy_folders();
   test_random();

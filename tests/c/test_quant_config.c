@@ -358,6 +358,58 @@ static void test_json_reader(void) {
   CHECK(wq_json_parse("1234", 2, &v, &err) == WQ_OK && v.number == 12);
 }
 
+/* Mutations of the example file (bytes flipped, replaced with JSON syntax,
+ * cut short): each parses or fails with WQ_ERR_INVALID_ARG and a message,
+ * never crashes (ASan), and a failure leaves the config untouched. */
+static void test_mutations(void) {
+  const char *src = getenv("WQ_SOURCE_DIR");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/docs/examples/quantize-config.json", src ? src : ".");
+  size_t n;
+  char *json = (char *)wq_test_read_file(path, &n);
+  if (!json || n == 0) {
+    CHECK_MSG(0, "cannot read %s", path);
+    free(json);
+    return;
+  }
+  char *mutant = malloc(n);
+  static const char syntax[] = "{}[]\",:0-e.\"\\u tfn\n\x80\xff";
+  uint32_t state = 12345;
+  int parsed = 0, failed = 0;
+  for (int round = 0; round < 3000; round++) {
+    memcpy(mutant, json, n);
+    size_t len = n;
+    int edits = 1 + round % 4;
+    for (int e = 0; e < edits; e++) {
+      state = state * 1664525u + 1013904223u;
+      size_t at = (state >> 8) % len;
+      if ((state & 3) == 0)
+        mutant[at] = (char)(state >> 16);
+      else
+        mutant[at] = syntax[(state >> 16) % (sizeof syntax - 1)];
+    }
+    if (round % 5 == 0)
+      len = (state >> 4) % n;
+    wq_quant_config cfg;
+    wq_quant_config_default(&cfg);
+    wq_error err;
+    wq_error_clear(&err);
+    wq_status st = wq_quant_config_parse_json(&cfg, mutant, len, &err);
+    if (st == WQ_OK) {
+      parsed++;
+    } else {
+      failed++;
+      CHECK_MSG(st == WQ_ERR_INVALID_ARG && err.message[0], "round %d: %d", round, (int)st);
+      CHECK(cfg.n_overrides == 0 && cfg.n_exclude_nodes == 0 && cfg.weight.qmin == -127);
+    }
+    wq_quant_config_free(&cfg);
+  }
+  /* Both outcomes happen (a mutation inside a string or number can stay valid). */
+  CHECK_MSG(parsed > 0 && failed > 2000, "%d parsed, %d failed", parsed, failed);
+  free(mutant);
+  free(json);
+}
+
 int main(void) {
   test_defaults();
   test_example_file();
@@ -365,5 +417,6 @@ int main(void) {
   test_config_errors();
   test_syntax_errors();
   test_json_reader();
+  test_mutations();
   WQ_TEST_END();
 }
