@@ -59,7 +59,8 @@ static wq_status d2s_run(const wq_node *node, const wq_value *in, wq_value *out,
   return WQ_OK;
 }
 
-const wq_op wq_op_depth_to_space = {.op_type = "DepthToSpace",
+const wq_op wq_op_depth_to_space = {.quant_role = WQ_QROLE_SHARED,
+                                    .op_type = "DepthToSpace",
                                     .domain = "",
                                     .min_opset = 1,
                                     .min_inputs = 1,

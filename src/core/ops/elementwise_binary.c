@@ -106,10 +106,11 @@ static wq_status binary_run(const wq_node *node, const wq_value *in, wq_value *o
 }
 
 /* Opsets 1-6 used the legacy broadcast/axis attributes; 7+ is numpy style. */
-#define EW_BINARY_OP(sym, name)                                                                    \
+#define EW_BINARY_OP(sym, name, role)                                                              \
   const wq_op sym = {.op_type = name,                                                              \
                      .domain = "",                                                                 \
                      .min_opset = 7,                                                               \
+                     .quant_role = role,                                                           \
                      .min_inputs = 2,                                                              \
                      .max_inputs = 2,                                                              \
                      .min_outputs = 1,                                                             \
@@ -117,10 +118,10 @@ static wq_status binary_run(const wq_node *node, const wq_value *in, wq_value *o
                      .infer = binary_infer,                                                        \
                      .run = binary_run};
 
-EW_BINARY_OP(wq_op_add, "Add")
-EW_BINARY_OP(wq_op_sub, "Sub")
-EW_BINARY_OP(wq_op_mul, "Mul")
-EW_BINARY_OP(wq_op_div, "Div")
-EW_BINARY_OP(wq_op_pow, "Pow")
-EW_BINARY_OP(wq_op_equal, "Equal")
-EW_BINARY_OP(wq_op_prelu, "PRelu")
+EW_BINARY_OP(wq_op_add, "Add", WQ_QROLE_OWN_OUTPUT)
+EW_BINARY_OP(wq_op_sub, "Sub", WQ_QROLE_OWN_OUTPUT)
+EW_BINARY_OP(wq_op_mul, "Mul", WQ_QROLE_OWN_OUTPUT)
+EW_BINARY_OP(wq_op_div, "Div", WQ_QROLE_OWN_OUTPUT)
+EW_BINARY_OP(wq_op_pow, "Pow", WQ_QROLE_NONE)
+EW_BINARY_OP(wq_op_equal, "Equal", WQ_QROLE_NONE)
+EW_BINARY_OP(wq_op_prelu, "PRelu", WQ_QROLE_NONE)

@@ -109,7 +109,8 @@ static wq_status reduce_mean_run(const wq_node *node, const wq_value *in, wq_val
   return WQ_OK;
 }
 
-const wq_op wq_op_reduce_mean = {.op_type = "ReduceMean",
+const wq_op wq_op_reduce_mean = {.quant_role = WQ_QROLE_OWN_OUTPUT,
+                                 .op_type = "ReduceMean",
                                  .domain = "",
                                  .min_opset = 1,
                                  .min_inputs = 1,

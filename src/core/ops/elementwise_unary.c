@@ -93,10 +93,11 @@ static wq_status unary_run(const wq_node *node, const wq_value *in, wq_value *ou
                  node->op_type, wq_dtype_name(in[0].dtype));
 }
 
-#define EW_UNARY_OP(sym, name, opset)                                                              \
+#define EW_UNARY_OP(sym, name, opset, role)                                                        \
   const wq_op sym = {.op_type = name,                                                              \
                      .domain = "",                                                                 \
                      .min_opset = opset,                                                           \
+                     .quant_role = role,                                                           \
                      .min_inputs = 1,                                                              \
                      .max_inputs = 1,                                                              \
                      .min_outputs = 1,                                                             \
@@ -106,17 +107,17 @@ static wq_status unary_run(const wq_node *node, const wq_value *in, wq_value *ou
                      .run = unary_run};
 
 /* Opset 1 versions differ only by the legacy consumed_inputs hint. */
-EW_UNARY_OP(wq_op_sqrt, "Sqrt", 1)
-EW_UNARY_OP(wq_op_exp, "Exp", 1)
-EW_UNARY_OP(wq_op_relu, "Relu", 1)
-EW_UNARY_OP(wq_op_leaky_relu, "LeakyRelu", 1)
-EW_UNARY_OP(wq_op_sigmoid, "Sigmoid", 1)
-EW_UNARY_OP(wq_op_tanh, "Tanh", 1)
-EW_UNARY_OP(wq_op_hard_sigmoid, "HardSigmoid", 1)
-EW_UNARY_OP(wq_op_hard_swish, "HardSwish", 14)
-EW_UNARY_OP(wq_op_elu, "Elu", 6)
-EW_UNARY_OP(wq_op_softplus, "Softplus", 1)
-EW_UNARY_OP(wq_op_gelu, "Gelu", 20)
+EW_UNARY_OP(wq_op_sqrt, "Sqrt", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_exp, "Exp", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_relu, "Relu", 1, WQ_QROLE_CLAMP)
+EW_UNARY_OP(wq_op_leaky_relu, "LeakyRelu", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_sigmoid, "Sigmoid", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_tanh, "Tanh", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_hard_sigmoid, "HardSigmoid", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_hard_swish, "HardSwish", 14, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_elu, "Elu", 6, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_softplus, "Softplus", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_gelu, "Gelu", 20, WQ_QROLE_OWN_OUTPUT)
 
 /* ---- Clip ---- */
 
@@ -194,7 +195,8 @@ static wq_status clip_run(const wq_node *node, const wq_value *in, wq_value *out
   return WQ_OK;
 }
 
-const wq_op wq_op_clip = {.op_type = "Clip",
+const wq_op wq_op_clip = {.quant_role = WQ_QROLE_CLAMP,
+                          .op_type = "Clip",
                           .domain = "",
                           .min_opset = 1,
                           .min_inputs = 1,
@@ -225,7 +227,8 @@ static wq_status identity_run(const wq_node *node, const wq_value *in, wq_value 
   return WQ_OK;
 }
 
-const wq_op wq_op_identity = {.op_type = "Identity",
+const wq_op wq_op_identity = {.quant_role = WQ_QROLE_SHARED,
+                              .op_type = "Identity",
                               .domain = "",
                               .min_opset = 1,
                               .min_inputs = 1,

@@ -104,6 +104,8 @@ static wq_status gemm_run(const wq_node *node, const wq_value *in, wq_value *out
 }
 
 const wq_op wq_op_gemm = {
+    .quant_role = WQ_QROLE_LINEAR,
+
     .op_type = "Gemm",
     .domain = "",
     .min_opset = 1,

@@ -127,6 +127,8 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
 }
 
 const wq_op wq_op_matmul = {
+    .quant_role = WQ_QROLE_LINEAR,
+
     .op_type = "MatMul",
     .domain = "",
     .min_opset = 1,

@@ -16,12 +16,32 @@ enum {
   WQ_OP_FLAG_INT8 = 1u << 1,
 };
 
+/* How the post-training quantizer treats a float node of this op: what the
+ * int8 backend can take after lowering (src/core/quant/annotate.h refines it
+ * per node, e.g. Resize only in nearest mode). */
+typedef enum wq_quant_role {
+  WQ_QROLE_NONE = 0, /* stays float */
+  /* Conv/Gemm/MatMul: input 0 an activation, input 1 a constant weight
+   * (int8, per output channel), input 2 the bias (int32 at s_in * s_w). */
+  WQ_QROLE_LINEAR,
+  /* Relu/Clip: fused into a preceding linear's requantization (no Q/DQ
+   * between them), else an int8 lookup with its own output qparams. */
+  WQ_QROLE_CLAMP,
+  /* Its own output qparams: unary lookups (Sigmoid...), pools, reductions
+   * (input 0 only) and Add/Mul (every float input). */
+  WQ_QROLE_OWN_OUTPUT,
+  /* Data movement: the output carries input 0's codes unchanged, so input
+   * and output share one spec (Concat: all inputs). */
+  WQ_QROLE_SHARED,
+} wq_quant_role;
+
 typedef struct wq_op {
   const char *op_type;
   const char *domain; /* "" for ai.onnx */
   int min_opset;      /* lowest opset version whose semantics we implement */
   int min_inputs, max_inputs, min_outputs, max_outputs;
   unsigned flags;
+  wq_quant_role quant_role;
 
   /* Parses and validates attributes once at load into node->op_state (may be
    * NULL: no state). Fails naming the node for a bad or unsupported value. */
@@ -56,6 +76,9 @@ typedef struct wq_op {
 /* Registry entry for (domain, op_type), or NULL. "ai.onnx" and "" are the
  * same domain. */
 const wq_op *wq_op_find(const char *domain, const char *op_type);
+
+/* "linear", "clamp", "own-output", "shared" or "none". */
+const char *wq_quant_role_name(wq_quant_role role);
 
 /* Number of registered ops and the i-th one (for listings). */
 int wq_op_count(void);

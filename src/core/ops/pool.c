@@ -106,6 +106,8 @@ static wq_status pool_run(const wq_node *node, const wq_value *in, wq_value *out
 }
 
 const wq_op wq_op_max_pool = {
+    .quant_role = WQ_QROLE_SHARED,
+
     .op_type = "MaxPool",
     .domain = "",
     .min_opset = 1,
@@ -120,6 +122,8 @@ const wq_op wq_op_max_pool = {
 };
 
 const wq_op wq_op_average_pool = {
+    .quant_role = WQ_QROLE_OWN_OUTPUT,
+
     .op_type = "AveragePool",
     .domain = "",
     .min_opset = 1,
@@ -163,6 +167,8 @@ static wq_status global_pool_run(const wq_node *node, const wq_value *in, wq_val
 }
 
 const wq_op wq_op_global_average_pool = {
+    .quant_role = WQ_QROLE_OWN_OUTPUT,
+
     .op_type = "GlobalAveragePool",
     .domain = "",
     .min_opset = 1,

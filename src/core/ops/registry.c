@@ -101,3 +101,19 @@ wq_status wq_graph_resolve_ops(wq_graph *g, wq_error *err) {
   }
   return WQ_OK;
 }
+
+const char *wq_quant_role_name(wq_quant_role role) {
+  switch (role) {
+  case WQ_QROLE_LINEAR:
+    return "linear";
+  case WQ_QROLE_CLAMP:
+    return "clamp";
+  case WQ_QROLE_OWN_OUTPUT:
+    return "own-output";
+  case WQ_QROLE_SHARED:
+    return "shared";
+  case WQ_QROLE_NONE:
+    break;
+  }
+  return "none";
+}

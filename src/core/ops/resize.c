@@ -443,6 +443,8 @@ static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *o
 }
 
 const wq_op wq_op_resize = {
+    .quant_role = WQ_QROLE_SHARED,
+
     .op_type = "Resize",
     .domain = "",
     .min_opset = 10,

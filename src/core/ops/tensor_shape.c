@@ -186,7 +186,8 @@ static wq_status reshape_infer(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_reshape = {.op_type = "Reshape",
+const wq_op wq_op_reshape = {.quant_role = WQ_QROLE_SHARED,
+                             .op_type = "Reshape",
                              .domain = "",
                              .min_opset = 1,
                              .min_inputs = 1,
@@ -222,7 +223,8 @@ static wq_status flatten_infer(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_flatten = {.op_type = "Flatten",
+const wq_op wq_op_flatten = {.quant_role = WQ_QROLE_SHARED,
+                             .op_type = "Flatten",
                              .domain = "",
                              .min_opset = 1,
                              .min_inputs = 1,
@@ -303,7 +305,8 @@ static wq_status squeeze_infer(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_squeeze = {.op_type = "Squeeze",
+const wq_op wq_op_squeeze = {.quant_role = WQ_QROLE_SHARED,
+                             .op_type = "Squeeze",
                              .domain = "",
                              .min_opset = 1,
                              .min_inputs = 1,
@@ -344,7 +347,8 @@ static wq_status unsqueeze_infer(const wq_node *node, const wq_value *in, wq_val
   return WQ_OK;
 }
 
-const wq_op wq_op_unsqueeze = {.op_type = "Unsqueeze",
+const wq_op wq_op_unsqueeze = {.quant_role = WQ_QROLE_SHARED,
+                               .op_type = "Unsqueeze",
                                .domain = "",
                                .min_opset = 1,
                                .min_inputs = 1,

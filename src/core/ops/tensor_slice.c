@@ -95,7 +95,8 @@ static wq_status concat_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
-const wq_op wq_op_concat = {.op_type = "Concat",
+const wq_op wq_op_concat = {.quant_role = WQ_QROLE_SHARED,
+                            .op_type = "Concat",
                             .domain = "",
                             .min_opset = 1,
                             .min_inputs = 1,
@@ -433,7 +434,8 @@ static wq_status slice_run(const wq_node *node, const wq_value *in, wq_value *ou
   return WQ_OK;
 }
 
-const wq_op wq_op_slice = {.op_type = "Slice",
+const wq_op wq_op_slice = {.quant_role = WQ_QROLE_SHARED,
+                           .op_type = "Slice",
                            .domain = "",
                            .min_opset = 1,
                            .min_inputs = 1,
@@ -524,7 +526,8 @@ static wq_status gather_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
-const wq_op wq_op_gather = {.op_type = "Gather",
+const wq_op wq_op_gather = {.quant_role = WQ_QROLE_SHARED,
+                            .op_type = "Gather",
                             .domain = "",
                             .min_opset = 1,
                             .min_inputs = 2,

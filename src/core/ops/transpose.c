@@ -61,7 +61,8 @@ static wq_status transpose_run(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_transpose = {.op_type = "Transpose",
+const wq_op wq_op_transpose = {.quant_role = WQ_QROLE_SHARED,
+                               .op_type = "Transpose",
                                .domain = "",
                                .min_opset = 1,
                                .min_inputs = 1,
