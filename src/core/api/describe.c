@@ -129,6 +129,14 @@ char *wq_model_describe(const wq_model *m) {
   append_bytes(&tb, m->param_bytes);
   append(&tb, ")\n");
   append_arena(&tb, m);
+  append(&tb, "load passes:\n");
+  for (int p = 0; p < wq_model_pass_count(m); p++) {
+    const wq_pass_record *rec = wq_model_pass(m, p);
+    append(&tb, "  %s%s", rec->name, rec->ran ? "" : " (off)");
+    for (int k = 0; k < rec->n_stats; k++)
+      append(&tb, " %s=%lld", rec->stats[k].name, (long long)rec->stats[k].value);
+    append(&tb, "\n");
+  }
   if (tb.failed) {
     free(tb.buf);
     return NULL;

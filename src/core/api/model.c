@@ -10,6 +10,7 @@
 #include "../passes/fuse_float.h"
 #include "../passes/layout_int8.h"
 #include "../passes/lower.h"
+#include "../passes/pass_manager.h"
 #include "../runtime/executor.h"
 #include "model_internal.h"
 
@@ -154,7 +155,7 @@ static wq_status bind_input_shapes(wq_graph *g, const wq_load_options *opts, wq_
 
 /* Lets each op prepare for execution on the final graph (qparams, packed
  * weights, lookup tables). */
-static wq_status plan_nodes(wq_graph *g, wq_error *err) {
+static wq_status plan_nodes(wq_graph *g, int *planned, wq_error *err) {
   for (int i = 0; i < g->n_nodes; i++) {
     wq_node *node = &g->nodes[i];
     if (!node->op->plan)
@@ -164,39 +165,144 @@ static wq_status plan_nodes(wq_graph *g, wq_error *err) {
       wq_error_set_node(err, node->name);
       return st;
     }
+    (*planned)++;
   }
   return WQ_OK;
 }
 
+/* ---- the load pipeline --------------------------------------------------- */
+
+/* What the passes share: the caller's options and, between the capture
+ * before folding and lowering, the DequantizeLinear records. */
+typedef struct {
+  const wq_load_options *opts;
+  wq_lower_capture *capture;
+} load_ctx;
+
+static bool opt_lowering(const void *ctx) {
+  const load_ctx *c = ctx;
+  return !(c->opts && c->opts->no_lowering);
+}
+
+static bool opt_rewrite(const void *ctx) {
+  const load_ctx *c = ctx;
+  return c->opts && c->opts->rewrite;
+}
+
+static bool opt_float_fusion(const void *ctx) {
+  const load_ctx *c = ctx;
+  return !(c->opts && c->opts->no_float_fusion);
+}
+
+static wq_status pass_resolve(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)ctx;
+  wq_pass_stat_set(rec, "nodes", g->n_nodes);
+  return wq_graph_resolve_ops(g, err);
+}
+
+static wq_status pass_check_dtypes(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)ctx;
+  (void)rec;
+  return check_dtypes(g, err);
+}
+
+static wq_status pass_bind_shapes(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  const load_ctx *c = ctx;
+  wq_pass_stat_set(rec, "bound", c->opts ? c->opts->n_input_shapes : 0);
+  return bind_input_shapes(g, c->opts, err);
+}
+
+/* Lowering to int8 ops needs to know which folded constants were int8
+ * weights behind a DequantizeLinear: captured before folding. */
+static wq_status pass_capture(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  load_ctx *c = ctx;
+  WQ_TRY(wq_lower_capture_new(g, &c->capture, err));
+  wq_pass_stat_set(rec, "dequantize_nodes", wq_lower_capture_count(c->capture));
+  return WQ_OK;
+}
+
+static wq_status pass_fold(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  const load_ctx *c = ctx;
+  wq_fold_stats stats = {0, 0};
+  wq_status st = wq_pass_fold_constants(g, !(c->opts && c->opts->no_constant_folding), &stats, err);
+  wq_pass_stat_set(rec, "folded", stats.nodes_folded);
+  wq_pass_stat_set(rec, "shapes_inferred", stats.shapes_inferred);
+  return st;
+}
+
+static wq_status pass_rewrite(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  const load_ctx *c = ctx;
+  wq_status st = c->opts->rewrite(c->opts->rewrite_ctx, g, err);
+  wq_pass_stat_set(rec, "nodes", g->n_nodes);
+  return st;
+}
+
+static wq_status pass_lower(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  const load_ctx *c = ctx;
+  wq_lower_options lower_opts = {.strict = c->opts && c->opts->lower_strict};
+  wq_lower_stats stats = {0, 0, 0};
+  wq_status st = wq_pass_lower(g, c->capture, &lower_opts, &stats, err);
+  wq_pass_stat_set(rec, "lowered", stats.nodes_lowered);
+  wq_pass_stat_set(rec, "absorbed", stats.nodes_absorbed);
+  wq_pass_stat_set(rec, "kept_float", stats.nodes_kept_float);
+  return st;
+}
+
+/* Int8 regions run channels-last, with explicit transitions. */
+static wq_status pass_layout(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)ctx;
+  wq_layout_stats stats = {0, 0, 0};
+  wq_status st = wq_pass_layout_int8(g, &stats, err);
+  wq_pass_stat_set(rec, "nodes_nhwc", stats.nodes_nhwc);
+  wq_pass_stat_set(rec, "transitions", stats.transitions);
+  wq_pass_stat_set(rec, "transition_bytes", stats.transition_bytes);
+  return st;
+}
+
+static wq_status pass_fuse_float(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)ctx;
+  (void)err;
+  int fused = 0;
+  wq_pass_fuse_float(g, &fused);
+  wq_pass_stat_set(rec, "fused", fused);
+  return WQ_OK;
+}
+
+static wq_status pass_plan(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)ctx;
+  int planned = 0;
+  wq_status st = plan_nodes(g, &planned, err);
+  wq_pass_stat_set(rec, "planned", planned);
+  return st;
+}
+
+/* The load pipeline, in order (WQ_MODEL_PASSES entries). */
+static const wq_pass load_passes[WQ_MODEL_PASSES] = {
+    {"resolve_ops", pass_resolve, NULL, true},
+    {"check_dtypes", pass_check_dtypes, NULL, false},
+    {"bind_input_shapes", pass_bind_shapes, NULL, false},
+    {"capture_dequantize", pass_capture, opt_lowering, false},
+    {"fold_constants", pass_fold, NULL, false},
+    {"rewrite", pass_rewrite, opt_rewrite, false},
+    {"lower_int8", pass_lower, opt_lowering, false},
+    {"layout_int8", pass_layout, opt_lowering, false},
+    {"fuse_float", pass_fuse_float, opt_float_fusion, false},
+    {"plan_nodes", pass_plan, NULL, false},
+};
+
 static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error *err) {
   wq_graph *g = m->ir->graph;
   WQ_TRY(record_file_stats(m, err));
-  WQ_TRY(wq_graph_resolve_ops(g, err));
-  WQ_TRY(check_dtypes(g, err));
-  WQ_TRY(bind_input_shapes(g, opts, err));
-  /* Lowering to int8 ops needs to know which folded constants were int8
-   * weights behind a DequantizeLinear: capture that before folding. */
-  bool lower = !(opts && opts->no_lowering);
-  wq_lower_capture *capture = NULL;
-  if (lower)
-    WQ_TRY(wq_lower_capture_new(g, &capture, err));
-  wq_fold_stats stats;
-  wq_status st = wq_pass_fold_constants(g, !(opts && opts->no_constant_folding), &stats, err);
-  m->nodes_folded = stats.nodes_folded;
-  if (st == WQ_OK && opts && opts->rewrite)
-    st = opts->rewrite(opts->rewrite_ctx, g, err);
-  if (st == WQ_OK && lower) {
-    wq_lower_options lower_opts = {.strict = opts && opts->lower_strict};
-    st = wq_pass_lower(g, capture, &lower_opts, NULL, err);
-    /* Int8 regions run channels-last, with explicit transitions. */
-    if (st == WQ_OK)
-      st = wq_pass_layout_int8(g, NULL, err);
-  }
-  wq_lower_capture_free(capture);
+  load_ctx ctx = {opts, NULL};
+  bool validate = WQ_VALIDATE_IR_DEFAULT || (opts && opts->validate_ir);
+  if (validate)
+    WQ_TRY(wq_graph_validate(g, false, err));
+  wq_status st = wq_pass_run_all(load_passes, WQ_MODEL_PASSES, &ctx, g, validate, m->passes, err);
+  wq_lower_capture_free(ctx.capture);
+  for (int p = 0; p < WQ_MODEL_PASSES; p++)
+    if (strcmp(m->passes[p].name, "fold_constants") == 0 && m->passes[p].n_stats > 0)
+      m->nodes_folded = (int)m->passes[p].stats[0].value;
   WQ_TRY(st);
-  if (!(opts && opts->no_float_fusion))
-    wq_pass_fuse_float(g, NULL);
-  WQ_TRY(plan_nodes(g, err));
   WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
   size_t nt = (size_t)g->n_tensors + 1;
   m->values = calloc(nt, sizeof *m->values);
@@ -209,6 +315,15 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
     if (g->tensors[t].is_constant)
       m->values[t] = wq_tensor_value(&g->tensors[t]);
   return WQ_OK;
+}
+
+int wq_model_pass_count(const wq_model *m) {
+  (void)m;
+  return WQ_MODEL_PASSES;
+}
+
+const wq_pass_record *wq_model_pass(const wq_model *m, int i) {
+  return i >= 0 && i < WQ_MODEL_PASSES ? &m->passes[i] : NULL;
 }
 
 wq_status wq_model_load(const uint8_t *bytes, size_t n, const wq_load_options *opts, wq_model **out,

@@ -31,6 +31,8 @@ struct wq_model {
   /* wq_model_capture: per tensor, a copy of its value from the latest run
    * (data NULL when not captured); NULL while capture is off. */
   wq_value *captured;
+  /* One record per load pass, in pipeline order (wq_model_pass). */
+  wq_pass_record passes[WQ_MODEL_PASSES];
 };
 
 /* The dtype names the JS API uses (float32 rather than ONNX's "float"). */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../ir/graph.h"
+#include "../passes/pass_manager.h"
 
 typedef struct wq_model wq_model;
 
@@ -29,6 +30,7 @@ typedef struct {
    * must be resolved (wq_graph_resolve_ops) before it returns. */
   wq_status (*rewrite)(void *ctx, wq_graph *g, wq_error *err);
   void *rewrite_ctx;
+  int validate_ir; /* 1 checks the IR after every load pass (always on in debug builds) */
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input
@@ -37,6 +39,13 @@ typedef struct {
 wq_status wq_model_load(const uint8_t *bytes, size_t n, const wq_load_options *opts, wq_model **out,
                         wq_error *err);
 void wq_model_free(wq_model *m);
+
+/* The load pipeline's passes, in order, each with what it did
+ * (wq_pass_record: name, whether it ran, named counters such as
+ * fold_constants "folded" or layout_int8 "transitions"). */
+#define WQ_MODEL_PASSES 10
+int wq_model_pass_count(const wq_model *m);
+const wq_pass_record *wq_model_pass(const wq_model *m, int i); /* NULL past the end */
 
 /* The loaded graph (after folding); owned by the model. */
 const wq_model_ir *wq_model_get_ir(const wq_model *m);

@@ -18,6 +18,8 @@ void wq_lower_capture_free(wq_lower_capture *c) {
   free(c);
 }
 
+int wq_lower_capture_count(const wq_lower_capture *c) { return c ? c->n_records : 0; }
+
 wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_error *err) {
   *out = NULL;
   wq_lower_capture *c = calloc(1, sizeof *c);

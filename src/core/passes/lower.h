@@ -33,6 +33,8 @@ typedef struct wq_lower_capture wq_lower_capture;
  * constant folding. *out is NULL on failure. */
 wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_error *err);
 void wq_lower_capture_free(wq_lower_capture *c);
+/* DequantizeLinear nodes recorded (0 for NULL). */
+int wq_lower_capture_count(const wq_lower_capture *c);
 
 typedef struct {
   int strict; /* a quantized node that cannot be lowered is an error naming it */

@@ -1,0 +1,196 @@
+/* The pass manager: the load pipeline's records (names in order, which ran,
+ * counters), the IR check between passes on hand-broken graphs, and a pass
+ * that breaks the graph failing the load naming the pass. */
+#include <string.h>
+
+#include "api/wasmq.h"
+#include "graph_build.h"
+#include "passes/pass_manager.h"
+#include "wq_test.h"
+
+static wq_model *load_path(const char *path, const wq_load_options *opts, wq_error *err) {
+  size_t n;
+  uint8_t *bytes = wq_test_read_file(path, &n);
+  CHECK_MSG(bytes != NULL, "cannot read %s", path);
+  wq_model *m = NULL;
+  if (bytes)
+    wq_model_load(bytes, n, opts, &m, err);
+  free(bytes);
+  return m;
+}
+
+static const wq_pass_record *find_pass(const wq_model *m, const char *name) {
+  for (int p = 0; p < wq_model_pass_count(m); p++)
+    if (strcmp(wq_model_pass(m, p)->name, name) == 0)
+      return wq_model_pass(m, p);
+  return NULL;
+}
+
+static int64_t stat_of(const wq_pass_record *rec, const char *name) {
+  for (int k = 0; rec && k < rec->n_stats; k++)
+    if (strcmp(rec->stats[k].name, name) == 0)
+      return rec->stats[k].value;
+  return -1;
+}
+
+static void test_pipeline_records(void) {
+  static const char *const order[] = {
+      "resolve_ops", "check_dtypes", "bind_input_shapes", "capture_dequantize", "fold_constants",
+      "rewrite",     "lower_int8",   "layout_int8",       "fuse_float",         "plan_nodes"};
+  wq_error err;
+  wq_load_options opts = {.validate_ir = 1};
+  wq_model *m = load_path("tests/models/seed003_qdq.onnx", &opts, &err);
+  CHECK_MSG(m != NULL, "%s", err.message);
+  if (!m)
+    return;
+  CHECK(wq_model_pass_count(m) == (int)(sizeof order / sizeof *order));
+  for (int p = 0; p < wq_model_pass_count(m); p++)
+    CHECK_MSG(strcmp(wq_model_pass(m, p)->name, order[p]) == 0, "pass %d is %s", p,
+              wq_model_pass(m, p)->name);
+  CHECK(wq_model_pass(m, wq_model_pass_count(m)) == NULL && wq_model_pass(m, -1) == NULL);
+  CHECK(!find_pass(m, "rewrite")->ran && find_pass(m, "lower_int8")->ran);
+  /* seed003: two convs and a relu (fused into the first conv's clamp) lower;
+   * the graph I/O is channels-first, so the int8 region is entered and left
+   * through transitions. */
+  CHECK(stat_of(find_pass(m, "lower_int8"), "lowered") >= 3);
+  CHECK(stat_of(find_pass(m, "lower_int8"), "kept_float") == 0);
+  CHECK(stat_of(find_pass(m, "layout_int8"), "transitions") >= 2);
+  CHECK(stat_of(find_pass(m, "layout_int8"), "transition_bytes") > 0);
+  CHECK(stat_of(find_pass(m, "plan_nodes"), "planned") > 0);
+  char *text = wq_model_describe(m);
+  CHECK(text && strstr(text, "load passes:\n  resolve_ops nodes=") &&
+        strstr(text, "rewrite (off)"));
+  free(text);
+  wq_model_free(m);
+
+  wq_load_options off = {.no_lowering = 1};
+  m = load_path("tests/models/seed003_qdq.onnx", &off, &err);
+  CHECK(m != NULL);
+  if (m) {
+    CHECK(!find_pass(m, "capture_dequantize")->ran && !find_pass(m, "lower_int8")->ran &&
+          !find_pass(m, "layout_int8")->ran && find_pass(m, "fold_constants")->ran);
+    CHECK(find_pass(m, "lower_int8")->n_stats == 0);
+  }
+  wq_model_free(m);
+}
+
+/* x -> Relu -> y -> Relu -> z, built by hand. */
+static wq_graph *relu_chain(int *x, int *y, int *z) {
+  wq_graph *g = wq_graph_new();
+  int64_t dims[1] = {4};
+  wq_error err;
+  *x = add_tensor(g, "x", WQ_DT_FLOAT, 1, dims, NULL);
+  *y = add_tensor(g, "y", WQ_DT_FLOAT, 1, dims, NULL);
+  *z = add_tensor(g, "z", WQ_DT_FLOAT, 1, dims, NULL);
+  g->tensors[*x].is_input = true;
+  g->tensors[*z].is_output = true;
+  g->inputs = malloc(sizeof(int));
+  g->inputs[0] = *x;
+  g->n_inputs = 1;
+  g->outputs = malloc(sizeof(int));
+  g->outputs[0] = *z;
+  g->n_outputs = 1;
+  add_node(g, "", "Relu", x, 1, *y, NULL, 13, &err);
+  add_node(g, "", "Relu", y, 1, *z, NULL, 13, &err);
+  return g;
+}
+
+static void test_validate(void) {
+  int x, y, z;
+  wq_error err;
+  wq_graph *g = relu_chain(&x, &y, &z);
+  CHECK(wq_graph_validate(g, true, &err) == WQ_OK);
+  /* Read before write: swap the two nodes. */
+  wq_node tmp = g->nodes[0];
+  g->nodes[0] = g->nodes[1];
+  g->nodes[1] = tmp;
+  CHECK(wq_graph_validate(g, true, &err) == WQ_ERR_INVALID_MODEL &&
+        strcmp(err.node, g->nodes[0].name) == 0 && strstr(err.message, "'y' is read before"));
+  g->nodes[1] = g->nodes[0];
+  g->nodes[0] = tmp;
+  /* A second producer. */
+  g->nodes[1].outputs[0] = y;
+  CHECK(wq_graph_validate(g, true, &err) == WQ_ERR_INVALID_MODEL &&
+        strstr(err.message, "also written by"));
+  /* ... which leaves the graph output unwritten once fixed that way. */
+  g->nodes[1].outputs[0] = -1;
+  CHECK(wq_graph_validate(g, true, &err) == WQ_ERR_INVALID_MODEL &&
+        strstr(err.message, "graph output 'z' is never written"));
+  g->nodes[1].outputs[0] = z;
+  /* An index past the tensor table, and a node writing a graph input. */
+  g->nodes[1].inputs[0] = 99;
+  CHECK(wq_graph_validate(g, true, &err) == WQ_ERR_INVALID_MODEL &&
+        strstr(err.message, "tensor 99 of 3"));
+  g->nodes[1].inputs[0] = y;
+  g->nodes[0].outputs[0] = x;
+  CHECK(wq_graph_validate(g, true, &err) == WQ_ERR_INVALID_MODEL &&
+        strstr(err.message, "is a graph input"));
+  g->nodes[0].outputs[0] = y;
+  /* Unresolved ops pass until a resolving pass has run. */
+  const struct wq_op *op = g->nodes[0].op;
+  g->nodes[0].op = NULL;
+  CHECK(wq_graph_validate(g, false, &err) == WQ_OK);
+  CHECK(wq_graph_validate(g, true, &err) == WQ_ERR_INVALID_MODEL &&
+        strstr(err.message, "not resolved"));
+  g->nodes[0].op = op;
+  CHECK(wq_graph_validate(g, true, &err) == WQ_OK);
+  wq_graph_free(g);
+}
+
+typedef struct {
+  int calls;
+} count_ctx;
+
+static wq_status pass_count(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)g;
+  (void)err;
+  count_ctx *c = ctx;
+  c->calls++;
+  wq_pass_stat_set(rec, "calls", c->calls);
+  wq_pass_stat_set(rec, "calls", c->calls); /* overwrites */
+  return WQ_OK;
+}
+
+/* Points the last node's input at its own output: a cycle. */
+static wq_status pass_break(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  (void)ctx;
+  (void)rec;
+  (void)err;
+  g->nodes[g->n_nodes - 1].inputs[0] = g->nodes[g->n_nodes - 1].outputs[0];
+  return WQ_OK;
+}
+
+static bool never(const void *ctx) {
+  (void)ctx;
+  return false;
+}
+
+static void test_run_all(void) {
+  int x, y, z;
+  wq_graph *g = relu_chain(&x, &y, &z);
+  const wq_pass table[] = {{"first", pass_count, NULL, true},
+                           {"skipped", pass_count, never, false},
+                           {"second", pass_count, NULL, false},
+                           {"breaks", pass_break, NULL, false},
+                           {"after", pass_count, NULL, false}};
+  wq_pass_record rec[5];
+  count_ctx ctx = {0};
+  wq_error err;
+  wq_status st = wq_pass_run_all(table, 5, &ctx, g, true, rec, &err);
+  CHECK(st == WQ_ERR_INVALID_MODEL && strstr(err.message, "after pass 'breaks'") &&
+        strcmp(err.node, g->nodes[1].name) == 0);
+  CHECK(ctx.calls == 2 && rec[0].ran && !rec[1].ran && rec[2].ran && rec[3].ran && !rec[4].ran);
+  CHECK(rec[0].n_stats == 1 && rec[0].stats[0].value == 1 && rec[2].stats[0].value == 2);
+  CHECK(strcmp(rec[4].name, "after") == 0 && rec[4].n_stats == 0);
+  /* Without validation the broken graph goes on. */
+  ctx.calls = 0;
+  CHECK(wq_pass_run_all(table, 5, &ctx, g, false, rec, &err) == WQ_OK && ctx.calls == 3);
+  wq_graph_free(g);
+}
+
+int main(void) {
+  test_pipeline_records();
+  test_validate();
+  test_run_all();
+  WQ_TEST_END();
+}
