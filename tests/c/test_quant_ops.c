@@ -1044,6 +1044,69 @@ static void test_contrib_matmul_to_float(void) {
   }
 }
 
+static void test_contrib_qlinear_softmax(void) {
+  wq_error err;
+  wq_value out[1];
+  /* x_scale ln 2: codes 0, 1, 2, 3 (zp 0) are 0, ln2, 2 ln2, 3 ln2, so
+   * exp(x - max) = 1/8, 1/4, 1/2, 1 and Softmax = 1/15, 2/15, 4/15, 8/15;
+   * * 256 (y scale 1/256) = 17.07, 34.13, 68.27, 136.53 -> 17, 34, 68, 137.
+   * Equal codes 5 give 1/4 each -> 64. Codes 0, 0, 0, 255: exp(-255 ln2)
+   * underflows to 0 -> 0, 0, 0, and 1 * 256 saturates to 255. */
+  static const uint8_t x[12] = {0, 1, 2, 3, 5, 5, 5, 5, 0, 0, 0, 255}, zp0 = 0;
+  static const float x_s = 0.69314718f, y_s = 1.0f / 256.0f;
+  const int64_t d34[2] = {3, 4}, d122[3] = {1, 2, 2};
+  {
+    wq_attr attrs[1] = {attr_int("opset", 13)};
+    wq_node node = make_contrib_node("QLinearSoftmax", 5, attrs, 1);
+    CHECK(node.op != NULL);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[5] = {val(WQ_DT_UINT8, x, 2, d34), SCALAR_F(&x_s), val(WQ_DT_UINT8, &zp0, 0, D1),
+                      SCALAR_F(&y_s), val(WQ_DT_UINT8, &zp0, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want[12] = {17, 34, 68, 137, 64, 64, 64, 64, 0, 0, 0, 255};
+    CHECK(out[0].dtype == WQ_DT_UINT8 && out[0].rank == 2);
+    check_ints(&out[0], want, 12, "QLinearSoftmax uint8 axis -1");
+    free_outputs(out, 1);
+  }
+  {
+    /* int8, x zp -1: codes -1, 0, 1, 2 are the same 0 .. 3 ln2; y zp -128:
+     * 17 - 128, 34 - 128, 68 - 128, 137 - 128. */
+    static const int8_t xi[4] = {-1, 0, 1, 2}, x_zp = -1, y_zp = -128;
+    const int64_t d14[2] = {1, 4};
+    wq_attr attrs[2] = {attr_int("opset", 13), attr_int("axis", 1)};
+    wq_node node = make_contrib_node("QLinearSoftmax", 5, attrs, 2);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[5] = {val(WQ_DT_INT8, xi, 2, d14), SCALAR_F(&x_s), val(WQ_DT_INT8, &x_zp, 0, D1),
+                      SCALAR_F(&y_s), val(WQ_DT_INT8, &y_zp, 0, D1)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want[4] = {-111, -94, -60, 9};
+    check_ints(&out[0], want, 4, "QLinearSoftmax int8");
+    free_outputs(out, 1);
+  }
+  for (int legacy = 0; legacy <= 1; legacy++) {
+    /* x [1, 2, 2] = codes 0, 1, 2, 3, axis 1. Opset attribute 12 coerces to
+     * [1, 4]: the row above, 17, 34, 68, 137. Opset 13 normalises along dim
+     * 1 alone: pairs (0, 2) and (1, 3), each exp 1/4 and 1 -> 0.2, 0.8 ->
+     * 51.2, 204.8 -> 51, 51, 205, 205. */
+    wq_attr attrs[2] = {attr_int("opset", legacy ? 12 : 13), attr_int("axis", 1)};
+    wq_node node = make_contrib_node("QLinearSoftmax", 4, attrs, 2);
+    CHECK_MSG(node.op->prepare(&node, &err) == WQ_OK, "%s", err.message);
+    wq_value in[4] = {val(WQ_DT_UINT8, x, 3, d122), SCALAR_F(&x_s), val(WQ_DT_UINT8, &zp0, 0, D1),
+                      SCALAR_F(&y_s)};
+    CHECK_MSG(run_node(&node, in, out, &err) == WQ_OK, "%s", err.message);
+    const int64_t want_legacy[4] = {17, 34, 68, 137}, want[4] = {51, 51, 205, 205};
+    check_ints(&out[0], legacy ? want_legacy : want, 4,
+               legacy ? "QLinearSoftmax opset 12 axis 1" : "QLinearSoftmax opset 13 axis 1");
+    free_outputs(out, 1);
+  }
+  {
+    /* The opset attribute is required. */
+    wq_node node = make_contrib_node("QLinearSoftmax", 4, NULL, 0);
+    CHECK(node.op->prepare(&node, &err) == WQ_ERR_INVALID_MODEL);
+    CHECK_MSG(strstr(err.message, "attribute opset is missing"), "%s", err.message);
+  }
+}
+
 int main(void) {
   test_quantize_rounding_and_saturation();
   test_quantize_per_axis_and_blocked();
@@ -1062,5 +1125,6 @@ int main(void) {
   test_contrib_qlinear_concat();
   test_contrib_qgemm();
   test_contrib_matmul_to_float();
+  test_contrib_qlinear_softmax();
   WQ_TEST_END();
 }

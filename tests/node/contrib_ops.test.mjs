@@ -22,7 +22,7 @@ const QP = {
 
 // A model: x (float) -> QuantizeLinear -> body -> DequantizeLinear -> y.
 // body(dtype) gives { nodes, inits, yScale } reading 'xq' and writing 'yq'.
-function wrap(dtype, body, shape = X_SHAPE) {
+function wrap(dtype, body, shape = X_SHAPE, opset = 13) {
   const qp = QP[dtype];
   const scalar = (name, ty, value) => ({ name, dtype: ty, dims: [], data: ty === 'float' ? Float32Array.of(value) : qp.data.of(value) });
   const inner = body(dtype, qp, scalar);
@@ -37,7 +37,7 @@ function wrap(dtype, body, shape = X_SHAPE) {
     ...(inner.inits ?? []),
   ];
   const bytes = encodeModel({
-    nodes, initializers, opset: 13, extraOpsets: [['com.microsoft', 1]],
+    nodes, initializers, opset, extraOpsets: [['com.microsoft', 1]],
     inputs: [{ name: 'x', dtype: 'float', shape }],
     outputs: [{ name: 'y', dtype: 'float' }],
   });
@@ -70,6 +70,45 @@ const CASES = [
         { name: 'w_scale', dtype: 'float', dims: [8], data: Float32Array.from({ length: 8 }, (_, i) => 0.002 + 0.0005 * i) },
         { name: 'w_zp', dtype: 'int8', dims: [8], data: new Int8Array(8) },
         { name: 'bias', dtype: 'int32', dims: [8], data: Int32Array.from({ length: 8 }, (_, i) => (i - 4) * 3000) },
+      ],
+    }),
+  },
+  {
+    // ONNX QLinearMatMul with per-column (vector) b_scale / b_zero_point:
+    // b [K, N] int8, one scale and zero point per column n (nonzero zero
+    // points, so the per-column correction is exercised). onnxruntime runs
+    // int8 a from opset 21 on (before: uint8 a only).
+    name: 'QLinearMatMul, per-column b_scale and b_zero_point',
+    shape: [3, 16],
+    opset: { uint8: 13, int8: 21 },
+    lowered: 'QGemm from QLinearMatMul',
+    body: () => ({
+      nodes: [{
+        op: 'QLinearMatMul', name: 'qmatmul',
+        inputs: ['xq', 'x_scale', 'x_zp', 'w', 'w_scale', 'w_zp', 'y_scale', 'y_zp'], outputs: ['yq'],
+      }],
+      inits: [
+        { name: 'w', dtype: 'int8', dims: [16, 8], data: codes(128, 5) },
+        { name: 'w_scale', dtype: 'float', dims: [8], data: Float32Array.from({ length: 8 }, (_, i) => 0.004 + 0.001 * i) },
+        { name: 'w_zp', dtype: 'int8', dims: [8], data: Int8Array.from({ length: 8 }, (_, i) => (i - 4) * 3) },
+      ],
+    }),
+  },
+  {
+    // The same with uint8 b (onnxruntime's U8U8 form): zero points around 128.
+    name: 'QLinearMatMul, uint8 b, per-column b_scale and b_zero_point',
+    dtypes: ['uint8'],
+    shape: [3, 16],
+    lowered: 'QGemm from QLinearMatMul',
+    body: () => ({
+      nodes: [{
+        op: 'QLinearMatMul', name: 'qmatmul',
+        inputs: ['xq', 'x_scale', 'x_zp', 'w', 'w_scale', 'w_zp', 'y_scale', 'y_zp'], outputs: ['yq'],
+      }],
+      inits: [
+        { name: 'w', dtype: 'uint8', dims: [16, 8], data: Uint8Array.from(codes(128, 9), (v) => v + 128) },
+        { name: 'w_scale', dtype: 'float', dims: [8], data: Float32Array.from({ length: 8 }, (_, i) => 0.003 + 0.0015 * i) },
+        { name: 'w_zp', dtype: 'uint8', dims: [8], data: Uint8Array.from({ length: 8 }, (_, i) => 120 + 2 * i) },
       ],
     }),
   },
@@ -135,8 +174,9 @@ for (const c of CASES) {
   for (const dtype of c.dtypes ?? ['uint8', 'int8']) {
     test(`${c.name} (${dtype}): identical to onnxruntime-node, lowered to int8`, async () => {
       const shape = c.shape ?? X_SHAPE;
-      const { bytes, yScale } = wrap(dtype, c.body, shape);
-      const ortBytes = c.ortBody ? wrap(dtype, c.ortBody, shape).bytes : bytes;
+      const opset = c.opset?.[dtype] ?? 13;
+      const { bytes, yScale } = wrap(dtype, c.body, shape, opset);
+      const ortBytes = c.ortBody ? wrap(dtype, c.ortBody, shape, opset).bytes : bytes;
       const session = await ort.InferenceSession.create(ortBytes, ORT_OPTIONS).catch((e) => e);
       const model = await load(bytes);
       try {
@@ -208,4 +248,77 @@ for (const kind of ['MatMulIntegerToFloat', 'DynamicQuantizeMatMul']) {
       model.dispose();
     }
   });
+}
+
+// QLinearSoftmax by its documented formula, Y = quantize(Softmax(dequantize(X))),
+// which is what DequantizeLinear -> Softmax -> QuantizeLinear computes: our
+// op gives the same codes as that chain run op by op (lowering off). Against
+// onnxruntime-node within 1 output step on >= 99.9% of elements: its kernel
+// is a fixed-point approximation of the formula (exp from a 256-entry float
+// table shifted by a bias, float sums, y_scale replaced by floor(1/y_scale)
+// as a multiplier), so values near a rounding boundary may land one step
+// apart. Output parameters as onnxruntime's quantizer writes for Softmax:
+// scale 1/256, zero point 0 (uint8) or -128 (int8).
+const SOFTMAX_QP = { uint8: { data: Uint8Array, zp: 0 }, int8: { data: Int8Array, zp: -128 } };
+function softmaxModel(dtype, attrs, opByOp) {
+  const qp = SOFTMAX_QP[dtype];
+  const q = (v) => qp.data.of(v);
+  const body = opByOp
+    ? [
+      { op: 'DequantizeLinear', name: 'dq', inputs: ['xq', 'x_scale', 'x_zp'], outputs: ['xf'] },
+      { op: 'Softmax', name: 'softmax', inputs: ['xf'], outputs: ['sf'], attrs: { axis: attrs.axis } },
+      { op: 'QuantizeLinear', name: 'q', inputs: ['sf', 'y_scale', 'y_zp'], outputs: ['yq'] },
+    ]
+    : [{ op: 'QLinearSoftmax', name: 'qsoftmax', domain: 'com.microsoft', attrs, inputs: ['xq', 'x_scale', 'x_zp', 'y_scale', 'y_zp'], outputs: ['yq'] }];
+  return encodeModel({
+    nodes: [
+      { op: 'QuantizeLinear', name: 'quantize_x', inputs: ['x', 'x_scale', 'x_zp'], outputs: ['xq'] },
+      ...body,
+      { op: 'DequantizeLinear', name: 'dequantize_y', inputs: ['yq', 'y_scale', 'y_zp'], outputs: ['y'] },
+    ],
+    initializers: [
+      { name: 'x_scale', dtype: 'float', dims: [], data: Float32Array.of(8 / 255) },
+      { name: 'x_zp', dtype, dims: [], data: q(dtype === 'uint8' ? 128 : 0) },
+      { name: 'y_scale', dtype: 'float', dims: [], data: Float32Array.of(1 / 256) },
+      { name: 'y_zp', dtype, dims: [], data: q(qp.zp) },
+    ],
+    // The op-by-op chain's Softmax takes the axis rule of the opset attribute.
+    opset: opByOp ? attrs.opset : 13,
+    extraOpsets: [['com.microsoft', 1]],
+    inputs: [{ name: 'x', dtype: 'float', shape: X_SHAPE }],
+    outputs: [{ name: 'y', dtype: 'float' }],
+  });
+}
+
+for (const attrs of [{ opset: 13, axis: -1 }, { opset: 13, axis: 1 }, { opset: 12, axis: 2 }]) {
+  for (const dtype of ['uint8', 'int8']) {
+    test(`QLinearSoftmax opset ${attrs.opset} axis ${attrs.axis} (${dtype}): the op-by-op chain's codes, onnxruntime-node within 1 step`, async () => {
+      const bytes = softmaxModel(dtype, attrs, false);
+      const session = await ort.InferenceSession.create(bytes, ORT_OPTIONS);
+      const model = await load(bytes);
+      const chain = await load(softmaxModel(dtype, attrs, true), { lowering: false });
+      try {
+        assert.match(model.describeLowered(), /QLinearSoftmax runs as is/);
+        assert.doesNotMatch(model.describeLowered(), /\[float\]/);
+        let total = 0, off = 0;
+        for (const seed of [0, 1, 2]) {
+          const data = seededInput(seed, X_SHAPE);
+          const ours = (await model.run({ x: { data, dims: X_SHAPE } })).y.data;
+          const opByOp = (await chain.run({ x: { data, dims: X_SHAPE } })).y.data;
+          assert.deepEqual(ours, opByOp, `seed ${seed}: differs from DequantizeLinear -> Softmax -> QuantizeLinear`);
+          const theirs = (await session.run({ x: new ort.Tensor('float32', data, X_SHAPE) })).y.data;
+          for (let i = 0; i < ours.length; i++) {
+            const steps = Math.round(Math.abs(ours[i] - theirs[i]) * 256);
+            assert.ok(steps <= 1, `seed ${seed} [${i}]: ${steps} steps from onnxruntime`);
+            total++;
+            off += steps;
+          }
+        }
+        assert.ok(off <= total * 0.001, `${off} of ${total} elements one step from onnxruntime`);
+      } finally {
+        model.dispose();
+        chain.dispose();
+      }
+    });
+  }
 }

@@ -1,24 +1,25 @@
 /* onnxruntime's operator-format quantized contrib ops (domain
  * "com.microsoft") that real int8 models rely on: QLinearAdd, QLinearMul,
- * QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu and
- * QLinearReduceMean. Each carries its operands' per-tensor scale
- * and zero point as inputs; the result is that of dequantizing the operands,
- * applying the float op and quantizing (round half to even, saturate), the
- * formula onnxruntime documents for them. The reference kernels are the int8
- * backend's own (qeltwise, int8 pool), so the lowered graph (QAdd, QMul,
- * QGlobalAveragePool with the parameters on the tensors) computes the same
- * codes. */
+ * QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu,
+ * QLinearReduceMean, QLinearAveragePool, QLinearConcat and QLinearSoftmax. Each carries its
+ * operands' per-tensor scale and zero point as inputs; the result is that of dequantizing the
+ * operands, applying the float op and quantizing (round half to even, saturate), the formula
+ * onnxruntime documents for them. The reference kernels are the int8 backend's own (qeltwise, int8
+ * pool), so the lowered graph (QAdd, QMul, QGlobalAveragePool with the parameters on the tensors)
+ * computes the same codes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/nhwc.h"
 #include "../kernels/qeltwise.h"
+#include "../kernels/ref/ew_norm.h"
 #include "../kernels/ref/ew_unary.h"
 #include "../kernels/ref/int8_eltwise_ref.h"
 #include "../kernels/ref/int8_pool_ref.h"
 #include "../kernels/ref/quant_ref.h"
 #include "contrib_qlinear.h"
+#include "elementwise_common.h"
 #include "nn_window.h"
 #include "quant_common.h"
 
@@ -633,3 +634,71 @@ const wq_op wq_op_contrib_qlinear_concat = {.op_type = "QLinearConcat",
                                             .flags = WQ_OP_FLAG_INT8,
                                             .infer = qconcat_infer,
                                             .run = qconcat_run};
+
+/* ---- QLinearSoftmax ----------------------------------------------------------------------
+ * Inputs: X, X_scale, x_zero_point?, y_scale, y_zero_point?; attributes
+ * opset (required: the Softmax opset whose axis rule applies, < 13 coerces
+ * X to 2-D at axis) and axis (default 1 before opset 13, else -1). The
+ * documented formula: Y = quantize(Softmax(dequantize(X))), computed as the
+ * float DequantizeLinear -> Softmax -> QuantizeLinear chain would, so it
+ * gives the same codes as that chain run op by op. */
+
+static wq_status qsoftmax_prepare(wq_node *node, wq_error *err) {
+  const wq_attr *a = wq_node_attr(node, "opset");
+  if (!a || a->type != WQ_ATTR_INT)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "QLinearSoftmax: the required int attribute opset is missing");
+  int64_t axis;
+  return wq_attr_int(node, "axis", 0, &axis, err);
+}
+
+static wq_status qsoftmax_view(const wq_node *node, const wq_value *in, ew_softmax_dims *v,
+                               wq_error *err) {
+  return ew_softmax_view(node, &in[0], wq_node_attr(node, "opset")->i < 13, v, err);
+}
+
+static wq_status qsoftmax_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                                wq_error *err) {
+  wq_int8_pool_quant q;
+  WQ_TRY(qgap_quant(node, in, &q, err));
+  ew_softmax_dims v;
+  WQ_TRY(qsoftmax_view(node, in, &v, err));
+  out[0] = in[0];
+  out[0].data = NULL;
+  return WQ_OK;
+}
+
+static wq_status qsoftmax_run(const wq_node *node, const wq_value *in, wq_value *out,
+                              wq_error *err) {
+  wq_int8_pool_quant q;
+  WQ_TRY(qgap_quant(node, in, &q, err));
+  ew_softmax_dims v;
+  WQ_TRY(qsoftmax_view(node, in, &v, err));
+  const int64_t n = wq_value_numel(&in[0]);
+  if (n <= 0)
+    return WQ_OK;
+  float *real = malloc((size_t)n * sizeof *real), table[256];
+  if (!real)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QLinearSoftmax: out of memory");
+  wq_int8_dequant_table(q.x_dtype, q.x_scale, q.x_zero_point, table);
+  for (int64_t i = 0; i < n; i++)
+    real[i] = table[wq_int8_table_index(q.x_dtype, in[0].data, i)];
+  ew_softmax_float(real, real, v.outer, v.n, v.inner);
+  for (int64_t i = 0; i < n; i++)
+    wq_ref_q_store(out[0].data, q.y_dtype, i,
+                   wq_ref_quantize_value(real[i], q.y_scale, q.y_zero_point, q.y_min, q.y_max));
+  free(real);
+  return WQ_OK;
+}
+
+const wq_op wq_op_contrib_qlinear_softmax = {.op_type = "QLinearSoftmax",
+                                             .domain = CONTRIB_DOMAIN,
+                                             .min_opset = 1,
+                                             .min_inputs = 2, /* X, X_scale; y_scale checked */
+                                             .max_inputs = 5,
+                                             .min_outputs = 1,
+                                             .max_outputs = 1,
+                                             .flags = WQ_OP_FLAG_INT8,
+                                             .prepare = qsoftmax_prepare,
+                                             .infer = qsoftmax_infer,
+                                             .run = qsoftmax_run};

@@ -9,16 +9,8 @@ static const wq_dtype float_only[] = {WQ_DT_FLOAT};
 
 /* ---- Softmax ---- */
 
-/* x viewed as [outer, n, inner]. Opset < 13 coerces x to 2-D at `axis`
- * (default 1) and normalises each row: n = prod(dims[axis:]), inner = 1.
- * Opset 13+ normalises along the single dim `axis` (default -1). */
-typedef struct {
-  int64_t outer, n, inner;
-} softmax_view;
-
-static wq_status softmax_view_of(const wq_node *node, const wq_value *x, softmax_view *v,
-                                 wq_error *err) {
-  bool legacy = node->opset < 13;
+wq_status ew_softmax_view(const wq_node *node, const wq_value *x, bool legacy, ew_softmax_dims *v,
+                          wq_error *err) {
   v->outer = v->n = v->inner = 1;
   int64_t axis_attr;
   WQ_TRY(wq_attr_int(node, "axis", legacy ? 1 : -1, &axis_attr, err));
@@ -48,15 +40,15 @@ static wq_status softmax_prepare(wq_node *node, wq_error *err) {
 static wq_status softmax_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                wq_error *err) {
   WQ_TRY(ew_check_dtype(node, "input", in[0].dtype, float_only, 1, err));
-  softmax_view v;
-  WQ_TRY(softmax_view_of(node, &in[0], &v, err));
+  ew_softmax_dims v;
+  WQ_TRY(ew_softmax_view(node, &in[0], node->opset < 13, &v, err));
   return ew_infer_same_shape(node, &in[0], in[0].dtype, &out[0], err);
 }
 
 static wq_status softmax_run(const wq_node *node, const wq_value *in, wq_value *out,
                              wq_error *err) {
-  softmax_view v;
-  WQ_TRY(softmax_view_of(node, &in[0], &v, err));
+  ew_softmax_dims v;
+  WQ_TRY(ew_softmax_view(node, &in[0], node->opset < 13, &v, err));
   if (wq_value_numel(&in[0]) > 0)
     ew_softmax_float(in[0].data, out[0].data, v.outer, v.n, v.inner);
   return WQ_OK;

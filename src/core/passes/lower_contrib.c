@@ -2,7 +2,7 @@
  * QLinearAdd/QLinearMul become QAdd/QMul, QLinearGlobalAveragePool (on
  * channels-first data) QGlobalAveragePool, QLinearSigmoid/QLinearLeakyRelu
  * a QLookup of their 256 codes and QLinearReduceMean (axes one contiguous
- * block) QReduceMean, with the operands' scales and
+ * block) QReduceMean; QLinearSoftmax stays itself, with the operands' scales and
  * zero points moved onto their tensors (lower_attach_qparams). The wasmq
  * ops compute the same codes as the contrib ops' reference kernels, and
  * being ordinary int8 ops they join the layout pass's channels-last
@@ -204,6 +204,13 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_contrib_lookup(c, i, done, err);
   if (lower_is_contrib(n, "QLinearReduceMean"))
     return lower_contrib_reduce_mean(c, i, done, err);
+  if (lower_is_contrib(n, "QLinearSoftmax")) {
+    /* Codes in, codes out with its parameters on the tensors: the op's own
+     * kernel is the int8 one (no layout of its own: channels-first data). */
+    lower_why(c, "QLinearSoftmax runs as is (com.microsoft; its own int8 kernel)");
+    *done = true;
+    return WQ_OK;
+  }
   if (lower_is_contrib(n, "QGemm"))
     return lower_contrib_qgemm(c, i, done, err);
   if (lower_is_contrib(n, "QLinearConcat"))

@@ -136,7 +136,7 @@ int lower_contrib_operands(const wq_node *n,
   }
   if (lower_is_contrib(n, "QLinearGlobalAveragePool") || lower_is_contrib(n, "QLinearSigmoid") ||
       lower_is_contrib(n, "QLinearLeakyRelu") || lower_is_contrib(n, "QLinearReduceMean") ||
-      lower_is_contrib(n, "QLinearAveragePool")) {
+      lower_is_contrib(n, "QLinearAveragePool") || lower_is_contrib(n, "QLinearSoftmax")) {
     out[0] = (lower_qlinear_operand){0, 1, 2};
     out[1] = (lower_qlinear_operand){-1, 3, 4};
     return 2;
