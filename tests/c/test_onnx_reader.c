@@ -13,56 +13,13 @@
 #include <time.h>
 
 #include "api/wasmq.h"
+#include "dir_list.h"
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_tensor.h"
 #include "onnx/pb_reader.h"
 #include "wq_test.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static bool is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted entry names of a directory starting with `prefix` (caller frees). */
-static char **list_dir(const char *dir, const char *prefix, int *count) {
-  *count = 0;
-  DIR *d = opendir(dir);
-  if (!d)
-    return NULL;
-  char **names = NULL;
-  int cap = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.' || strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-      continue;
-    if (*count == cap) {
-      cap = cap ? cap * 2 : 64;
-      names = realloc(names, (size_t)cap * sizeof *names);
-    }
-    names[(*count)++] = wq_strdup(e->d_name);
-  }
-  closedir(d);
-  if (*count)
-    qsort(names, (size_t)*count, sizeof *names, cmp_str);
-  return names;
-}
-
-static void free_list(char **names, int count) {
-  for (int i = 0; i < count; i++)
-    free(names[i]);
-  free(names);
-}
-
-static bool ends_with(const char *s, const char *suffix) {
-  size_t a = strlen(s), b = strlen(suffix);
-  return a >= b && strcmp(s + a - b, suffix) == 0;
-}
 
 static wq_model_ir *import_ok(const unsigned char *bytes, size_t n, const char *what) {
   wq_model_ir *m = NULL;

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/pb_writer.h"
+
 #define PB_MAX_FIELDS 4096
 #define PB_MAX_DEPTH 12
 
@@ -126,25 +128,6 @@ static bool pb_parse(pb_tree *t, const uint8_t *p, size_t n, int depth, int *beg
   return true;
 }
 
-static size_t pb_varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
-}
-
-static size_t pb_put_varint(uint8_t *out, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    out[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  out[n++] = (uint8_t)v;
-  return n;
-}
-
 static size_t pb_size_range(const pb_tree *t, int b, int e);
 
 static size_t pb_payload_size(const pb_tree *t, const pb_field *f) {
@@ -156,14 +139,14 @@ static size_t pb_payload_size(const pb_tree *t, const pb_field *f) {
 }
 
 static size_t pb_field_size(const pb_tree *t, const pb_field *f) {
-  size_t key = pb_varint_len((uint64_t)f->number << 3 | f->wire);
+  size_t key = wq_pb_varint_size((uint64_t)f->number << 3 | f->wire);
   switch (f->wire) {
-  case 0: return key + pb_varint_len(f->value);
+  case 0: return key + wq_pb_varint_size(f->value);
   case 1: return key + 8;
   case 5: return key + 4;
   default: {
     size_t p = pb_payload_size(t, f);
-    return key + pb_varint_len(p) + p;
+    return key + wq_pb_varint_size(p) + p;
   }
   }
 }
@@ -179,15 +162,15 @@ static size_t pb_size_range(const pb_tree *t, int b, int e) {
 static size_t pb_write_range(const pb_tree *t, int b, int e, uint8_t *out);
 
 static size_t pb_write_field(const pb_tree *t, const pb_field *f, uint8_t *out) {
-  size_t n = pb_put_varint(out, (uint64_t)f->number << 3 | f->wire);
+  size_t n = wq_pb_encode_varint(out, (uint64_t)f->number << 3 | f->wire);
   if (f->wire == 0)
-    return n + pb_put_varint(out + n, f->value);
+    return n + wq_pb_encode_varint(out + n, f->value);
   if (f->wire == 1 || f->wire == 5) {
     for (int i = 0; i < (f->wire == 1 ? 8 : 4); i++)
       out[n++] = (uint8_t)(f->value >> (8 * i));
     return n;
   }
-  n += pb_put_varint(out + n, pb_payload_size(t, f));
+  n += wq_pb_encode_varint(out + n, pb_payload_size(t, f));
   if (f->repl) {
     memcpy(out + n, f->repl, f->repl_len);
     return n + f->repl_len;
@@ -267,7 +250,7 @@ static bool pb_mutate_packed(pb_field *f, uint64_t *rng) {
   size_t len = 0;
   for (int i = 0; i < n; i++)
     if (!(drop && i == k))
-      len += pb_put_varint(f->repl + len, vals[i]);
+      len += wq_pb_encode_varint(f->repl + len, vals[i]);
   f->repl_len = len;
   return true;
 }

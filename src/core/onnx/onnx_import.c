@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/topo.h"
 #include "onnx_tensor.h"
 #include "pb_reader.h"
 
@@ -890,38 +891,6 @@ static wq_status check_inputs_defined(const graph_builder *b, wq_error *err) {
   return WQ_OK;
 }
 
-/* Min-heap of node indices: Kahn's algorithm picks the earliest ready node,
- * which keeps the file's order wherever it is already valid. */
-static void heap_push(int *heap, int *size, int v) {
-  int i = (*size)++;
-  heap[i] = v;
-  while (i > 0 && heap[(i - 1) / 2] > heap[i]) {
-    int p = (i - 1) / 2, tmp = heap[p];
-    heap[p] = heap[i];
-    heap[i] = tmp;
-    i = p;
-  }
-}
-
-static int heap_pop(int *heap, int *size) {
-  int top = heap[0];
-  heap[0] = heap[--(*size)];
-  for (int i = 0;;) {
-    int l = 2 * i + 1, r = l + 1, m = i;
-    if (l < *size && heap[l] < heap[m])
-      m = l;
-    if (r < *size && heap[r] < heap[m])
-      m = r;
-    if (m == i)
-      break;
-    int tmp = heap[m];
-    heap[m] = heap[i];
-    heap[i] = tmp;
-    i = m;
-  }
-  return top;
-}
-
 /* Number of producer -> c edges from c's inputs. */
 static int count_edges_into(const graph_builder *b, int c) {
   const wq_node *n = &b->g->nodes[c];
@@ -1030,18 +999,7 @@ static wq_status topo_sort(graph_builder *b, wq_error *err) {
     if (p >= 0)
       consumers[start[p] + fill[p]++] = b->implicit[k].node;
   }
-  int heap_size = 0, done_count = 0;
-  for (int c = 0; c < n; c++)
-    if (indeg[c] == 0)
-      heap_push(heap, &heap_size, c);
-  while (heap_size > 0) {
-    int p = heap_pop(heap, &heap_size);
-    order[done_count++] = p;
-    for (int e = start[p]; e < start[p + 1]; e++)
-      if (--indeg[consumers[e]] == 0)
-        heap_push(heap, &heap_size, consumers[e]);
-  }
-  if (done_count < n) {
+  if (wq_kahn_order(n, start, consumers, indeg, heap, order) < n) {
     st = report_cycle(b, indeg, err);
     goto done;
   }
