@@ -347,6 +347,29 @@ wq_status wq_model_load(const uint8_t *bytes, size_t n, const wq_load_options *o
 }
 
 const wq_model_ir *wq_model_get_ir(const wq_model *m) { return m->ir; }
+
+wq_model_ir *wq_model_release_ir(wq_model *m) {
+  /* Results and run buffers index the graph: release them while it is here. */
+  wq_model_ir *ir = m->ir;
+  if (ir) {
+    free_captured(m);
+    free_results(m);
+    if (m->values && m->owned)
+      wq_exec_values_release(ir->graph->n_tensors, m->values, m->owned);
+  }
+  m->ir = NULL;
+  wq_model_free(m);
+  return ir;
+}
+
+void wq_model_observe(wq_model *m,
+                      wq_status (*fn)(void *ctx, const wq_graph *g, int node,
+                                      const wq_value *values, wq_error *err),
+                      void *ctx) {
+  free_captured(m);
+  m->plan.observe = fn;
+  m->plan.observe_ctx = fn ? ctx : NULL;
+}
 int wq_model_input_count(const wq_model *m) { return m->ir->graph->n_inputs; }
 int wq_model_output_count(const wq_model *m) { return m->ir->graph->n_outputs; }
 

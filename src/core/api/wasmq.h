@@ -49,6 +49,17 @@ const wq_pass_record *wq_model_pass(const wq_model *m, int i); /* NULL past the 
 
 /* The loaded graph (after folding); owned by the model. */
 const wq_model_ir *wq_model_get_ir(const wq_model *m);
+/* Frees the model except its graph, which the caller takes (free it with
+ * wq_model_ir_free): the quantizer rewrites a loaded float graph. */
+wq_model_ir *wq_model_release_ir(wq_model *m);
+
+/* Calls fn after every node of each following run with every tensor's
+ * current value (see wq_exec_plan.observe); NULL turns it off. Replaces a
+ * capture (wq_model_capture) and is replaced by one. */
+void wq_model_observe(wq_model *m,
+                      wq_status (*fn)(void *ctx, const wq_graph *g, int node,
+                                      const wq_value *values, wq_error *err),
+                      void *ctx);
 
 int wq_model_input_count(const wq_model *m);
 int wq_model_output_count(const wq_model *m);

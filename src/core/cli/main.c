@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "../api/wasmq.h"
+#include "cmd_quantize.h"
 #include "files.h"
 #include "npy.h"
 #include "random_fill.h"
@@ -20,13 +21,15 @@ static int usage(void) {
                   "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
                   "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
                   "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n"
+                  "  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]\n"
+                  "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
                   "  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and\n"
                   "                               qparams, or why it stayed float\n"
                   "  run/info options: --no-lower (float Q/DQ op by op), --strict-int8\n");
   return 2;
 }
 
-static void print_error(const char *what, const wq_error *err) {
+void wq_cli_print_error(const char *what, const wq_error *err) {
   fprintf(stderr, "wasmq: %s: %s", what, err->message);
   if (err->node[0])
     fprintf(stderr, " (node '%s')", err->node);
@@ -47,7 +50,7 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
   wq_model *m = NULL;
   wq_error err;
   if (wq_model_load(bytes, n, opts, &m, &err) != WQ_OK)
-    print_error(path, &err);
+    wq_cli_print_error(path, &err);
   free(bytes);
   return m;
 }
@@ -273,7 +276,7 @@ static int cmd_run(int argc, char **argv) {
       wq_status st = wq_npy_parse(bytes, n, &values[i], &err);
       free(bytes);
       if (st != WQ_OK) {
-        print_error(spec, &err);
+        wq_cli_print_error(spec, &err);
         rc = 2;
         goto done;
       }
@@ -281,11 +284,11 @@ static int cmd_run(int argc, char **argv) {
   }
   wq_error err;
   if (threads > 1 && wq_model_set_threads(m, (int)threads, &err) != WQ_OK) {
-    print_error("threads", &err);
+    wq_cli_print_error("threads", &err);
     goto done;
   }
   if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
-    print_error("run failed", &err);
+    wq_cli_print_error("run failed", &err);
     goto done;
   }
   if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
@@ -307,7 +310,7 @@ static int cmd_run(int argc, char **argv) {
           *c = '_';
       snprintf(path, sizeof path, "%s/%s.npy", out_dir, safe);
       if (wq_npy_write(path, v, &err) != WQ_OK) {
-        print_error("writing output", &err);
+        wq_cli_print_error("writing output", &err);
         rc = 1;
       }
     }
@@ -396,6 +399,8 @@ int main(int argc, char **argv) {
     return cmd_run(argc - 2, argv + 2);
   if (strcmp(argv[1], "check") == 0)
     return cmd_check(argc - 2, argv + 2);
+  if (strcmp(argv[1], "quantize") == 0)
+    return wq_cli_quantize(argc - 2, argv + 2);
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     usage();
     return 0;

@@ -1,0 +1,187 @@
+#define _POSIX_C_SOURCE 200809L
+#include "cmd_quantize.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../quant/quantizer.h"
+#include "calib_data.h"
+#include "files.h"
+
+static int quantize_usage(void) {
+  fprintf(stderr, "usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]\n"
+                  "                      [--config FILE.json] [--report FILE.json]\n"
+                  "                      [--keep-float N] [--target-snr DB]\n"
+                  "  --calib       ONNX test_data_set_* folders or .npy files named by input\n"
+                  "                (default: random:16, seeded inputs)\n"
+                  "  --keep-float  keep the N most sensitive nodes in float\n"
+                  "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n");
+  return 2;
+}
+
+/* One line redrawn in place on a terminal; nothing when piped. */
+static void progress(bool tty, int done, int total) {
+  if (!tty || total <= 0)
+    return;
+  const int width = 30;
+  int filled = (int)((long long)done * width / total);
+  fprintf(stderr, "\rcalibrating %d/%d [", done, total);
+  for (int k = 0; k < width; k++)
+    fputc(k < filled ? '#' : ' ', stderr);
+  fputc(']', stderr);
+  if (done == total)
+    fputc('\n', stderr);
+  fflush(stderr);
+}
+
+typedef struct {
+  const char *model, *out, *calib, *config, *report;
+  int keep_float;
+  double target_snr;
+} quantize_args;
+
+static int parse_args(int argc, char **argv, quantize_args *a) {
+  *a = (quantize_args){.calib = "random:16"};
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if ((strcmp(arg, "-o") == 0 || strcmp(arg, "--out") == 0) && val) {
+      a->out = val;
+      i++;
+    } else if (strcmp(arg, "--calib") == 0 && val) {
+      a->calib = val;
+      i++;
+    } else if (strcmp(arg, "--config") == 0 && val) {
+      a->config = val;
+      i++;
+    } else if (strcmp(arg, "--report") == 0 && val) {
+      a->report = val;
+      i++;
+    } else if (strcmp(arg, "--keep-float") == 0 && val) {
+      char *end;
+      long n = strtol(val, &end, 10);
+      if (*end || n < 0 || n > 100000) {
+        fprintf(stderr, "wasmq: --keep-float takes a count >= 0, got '%s'\n", val);
+        return 2;
+      }
+      a->keep_float = (int)n;
+      i++;
+    } else if (strcmp(arg, "--target-snr") == 0 && val) {
+      char *end;
+      a->target_snr = strtod(val, &end);
+      if (*end || !(a->target_snr > 0 && a->target_snr < 200)) {
+        fprintf(stderr, "wasmq: --target-snr takes dB in (0, 200), got '%s'\n", val);
+        return 2;
+      }
+      i++;
+    } else if (arg[0] == '-' || a->model) {
+      fprintf(stderr, "wasmq: quantize: unexpected argument '%s'\n", arg);
+      return quantize_usage();
+    } else {
+      a->model = arg;
+    }
+  }
+  if (!a->model || !a->out)
+    return quantize_usage();
+  return 0;
+}
+
+static int read_or_complain(const char *path, uint8_t **bytes, size_t *n) {
+  if (wq_cli_read_file(path, bytes, n) == 0)
+    return 0;
+  fprintf(stderr, "wasmq: cannot read %s: %s\n", path, strerror(errno));
+  return 2;
+}
+
+static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
+  const wq_graph *g = wq_model_get_ir(wq_quantizer_float_model(q))->graph;
+  wq_calib_data *data = NULL;
+  if (wq_calib_open(spec, g, &data, err) != WQ_OK) {
+    wq_cli_print_error(spec, err);
+    return 2;
+  }
+  bool tty = isatty(STDERR_FILENO);
+  int total = wq_calib_count(data), done = 0, rc = 0;
+  for (;;) {
+    const wq_value *values;
+    bool got;
+    if (wq_calib_next(data, &values, &got, err) != WQ_OK) {
+      if (tty)
+        fputc('\n', stderr);
+      wq_cli_print_error(spec, err);
+      rc = 2;
+      break;
+    }
+    if (!got)
+      break;
+    if (wq_quantizer_observe(q, values, g->n_inputs, err) != WQ_OK) {
+      if (tty)
+        fputc('\n', stderr);
+      char what[600];
+      snprintf(what, sizeof what, "calibration sample %s", wq_calib_sample_name(data));
+      wq_cli_print_error(what, err);
+      rc = 1;
+      break;
+    }
+    progress(tty, ++done, total);
+  }
+  wq_calib_close(data);
+  return rc;
+}
+
+int wq_cli_quantize(int argc, char **argv) {
+  quantize_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc)
+    return rc;
+  uint8_t *model = NULL, *config = NULL, *onnx = NULL;
+  size_t model_n = 0, config_n = 0, onnx_n = 0;
+  if ((rc = read_or_complain(a.model, &model, &model_n)) != 0)
+    return rc;
+  if (a.config && (rc = read_or_complain(a.config, &config, &config_n)) != 0) {
+    free(model);
+    return rc;
+  }
+  wq_error err;
+  wq_quantizer *q = NULL;
+  char *report = NULL;
+  if (wq_quantizer_new(model, model_n, (const char *)config, config_n, &q, &err) != WQ_OK) {
+    wq_cli_print_error(
+        a.config && err.code == WQ_ERR_INVALID_ARG && !err.node[0] ? a.config : a.model, &err);
+    rc = err.code == WQ_ERR_INVALID_ARG ? 2 : 1;
+  }
+  if (!rc && (a.keep_float || a.target_snr > 0))
+    wq_quantizer_keep_float(q, a.keep_float, (float)a.target_snr);
+  if (!rc)
+    rc = calibrate(q, a.calib, &err);
+  if (!rc && wq_quantizer_finish(q, &onnx, &onnx_n, &err) != WQ_OK) {
+    wq_cli_print_error(a.model, &err);
+    rc = 1;
+  }
+  if (!rc && a.report) {
+    report = wq_quantizer_report_json(q);
+    if (!report) {
+      fprintf(stderr, "wasmq: out of memory writing the report\n");
+      rc = 1;
+    } else if (wq_cli_write_file_atomic(a.report, (const uint8_t *)report, strlen(report), &err) !=
+               WQ_OK) {
+      wq_cli_print_error(a.report, &err);
+      rc = 2;
+    }
+  }
+  if (!rc && wq_cli_write_file_atomic(a.out, onnx, onnx_n, &err) != WQ_OK) {
+    wq_cli_print_error(a.out, &err);
+    rc = 2;
+  }
+  if (!rc)
+    printf("wrote %s (%zu bytes): %s\n", a.out, onnx_n, wq_quantizer_summary(q));
+  free(report);
+  free(onnx);
+  wq_quantizer_free(q);
+  free(config);
+  free(model);
+  return rc;
+}

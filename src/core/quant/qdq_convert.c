@@ -1,0 +1,579 @@
+/* Convert: the annotated float graph becomes a QDQ graph.
+ *
+ *   activation t   producer -> t -> QuantizeLinear -> t_quantized ->
+ *                  DequantizeLinear -> t_dequantized -> readers
+ *                  (a graph output keeps its name on the DequantizeLinear's
+ *                  output; the producer writes t_float)
+ *   weight W       W_quantized (int8, per output channel) -> DequantizeLinear
+ *                  (axis) -> the linear
+ *   bias B         B_quantized (int32, scale s_in * s_w[c], zero point 0)
+ *                  -> DequantizeLinear -> the linear (or its bias Add)
+ *   constant C     C_quantized (its cluster's spec) -> DequantizeLinear
+ *
+ * Per-channel DequantizeLinear needs opset 13: an older model is moved to
+ * opset 13 when none of its ops changed meaning on the way; otherwise
+ * weights are quantized per tensor (opset 10 has Quantize/DequantizeLinear;
+ * below 10 the model cannot hold them and conversion fails). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/ref/quant_ref.h"
+#include "../onnx/onnx_export.h"
+#include "observer.h"
+#include "qdq_convert.h"
+
+typedef struct {
+  wq_graph *g;
+  const wq_annotation *a;
+  const wq_qdq_params *p;
+  const wq_quant_config *cfg;
+  bool per_channel;
+  int n_orig_tensors;
+  int *replace;                    /* per original tensor: what readers read instead (-1: itself) */
+  int *cluster_scale, *cluster_zp; /* per cluster root: scale / zero point constants */
+  int *lin_x, *lin_w;              /* per original node: its inputs 0 and 1 before the rewrite */
+  wq_node *nodes;                  /* the new node list */
+  bool *from_graph;                /* nodes[i] is a shallow copy of an original node */
+  int n_nodes, cap_nodes;
+} convert_ctx;
+
+void wq_qdq_quantize_weight(const wq_tensor *w, int axis, const wq_quant_spec *spec,
+                            float min_range, void *codes, float *scales, int32_t *zero_points) {
+  const float *x = w->data;
+  int64_t total = (int64_t)(w->nbytes / sizeof(float));
+  int64_t channels = axis >= 0 ? w->dims[axis] : 1;
+  int64_t inner = 1;
+  if (axis >= 0)
+    for (int d = axis + 1; d < w->rank; d++)
+      inner *= w->dims[d];
+  /* Element k belongs to channel (k / inner) % channels. */
+  for (int64_t ch = 0; ch < channels; ch++) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t k = 0; k < total; k++) {
+      if (channels > 1 && (k / inner) % channels != ch)
+        continue;
+      lo = x[k] < lo ? x[k] : lo;
+      hi = x[k] > hi ? x[k] : hi;
+    }
+    wq_range_to_qparams(lo, hi, spec->qmin, spec->qmax, spec->symmetric, min_range, &scales[ch],
+                        &zero_points[ch]);
+  }
+  for (int64_t k = 0; k < total; k++) {
+    int64_t ch = channels > 1 ? (k / inner) % channels : 0;
+    int32_t v = wq_ref_quantize_value(x[k], scales[ch], zero_points[ch], spec->qmin, spec->qmax);
+    wq_ref_q_store(codes, spec->dtype, k, v);
+  }
+}
+
+/* ---- graph building --------------------------------------------------------- */
+
+static int add_tensor(convert_ctx *c, const char *base, const char *suffix) {
+  char name[512];
+  snprintf(name, sizeof name, "%s%s", base, suffix);
+  for (int k = 2; wq_graph_find_tensor(c->g, name) >= 0; k++)
+    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
+  return wq_graph_add_tensor(c->g, name);
+}
+
+/* A constant owning `data` (freed here on failure). */
+static int add_constant(convert_ctx *c, const char *base, const char *suffix, wq_dtype dtype,
+                        int rank, const int64_t *dims, void *data) {
+  int t = add_tensor(c, base, suffix);
+  if (t < 0) {
+    free(data);
+    return -1;
+  }
+  wq_tensor *tt = &c->g->tensors[t];
+  tt->dtype = dtype;
+  tt->rank = rank;
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++)
+    n *= tt->dims[d] = dims[d];
+  tt->data = data;
+  tt->nbytes = (size_t)n * wq_dtype_size(dtype);
+  tt->is_constant = true;
+  return t;
+}
+
+static int add_scalar_scale(convert_ctx *c, const char *base, float scale) {
+  float *v = malloc(sizeof *v);
+  if (!v)
+    return -1;
+  *v = scale;
+  return add_constant(c, base, "_scale", WQ_DT_FLOAT, 0, NULL, v);
+}
+
+static int add_scalar_zero_point(convert_ctx *c, const char *base, wq_dtype dtype, int32_t zp) {
+  void *v = calloc(1, 4);
+  if (!v)
+    return -1;
+  wq_ref_q_store(v, dtype, 0, zp);
+  return add_constant(c, base, "_zero_point", dtype, 0, NULL, v);
+}
+
+static bool grow_nodes(convert_ctx *c) {
+  if (c->n_nodes < c->cap_nodes)
+    return true;
+  int cap = c->cap_nodes ? 2 * c->cap_nodes : 64;
+  wq_node *grown = realloc(c->nodes, (size_t)cap * sizeof *grown);
+  if (grown)
+    c->nodes = grown;
+  bool *flags = grown ? realloc(c->from_graph, (size_t)cap * sizeof *flags) : NULL;
+  if (flags)
+    c->from_graph = flags;
+  if (!grown || !flags)
+    return false;
+  c->cap_nodes = cap;
+  return true;
+}
+
+static wq_status emit(convert_ctx *c, const char *op_type, const char *name, const int *inputs,
+                      int n_inputs, int output, int64_t axis, bool has_axis, wq_error *err) {
+  if (!grow_nodes(c))
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  c->from_graph[c->n_nodes] = false;
+  wq_node *n = &c->nodes[c->n_nodes];
+  memset(n, 0, sizeof *n);
+  char full[512];
+  snprintf(full, sizeof full, "%s", name);
+  n->name = wq_strdup(full);
+  n->op_type = wq_strdup(op_type);
+  n->domain = wq_strdup("");
+  n->inputs = malloc((size_t)n_inputs * sizeof *n->inputs);
+  n->outputs = malloc(sizeof *n->outputs);
+  n->attrs = has_axis ? calloc(1, sizeof *n->attrs) : NULL;
+  if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs ||
+      (has_axis && (!n->attrs || !(n->attrs[0].name = wq_strdup("axis"))))) {
+    wq_node_clear(n);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  memcpy(n->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
+  n->n_inputs = n_inputs;
+  n->outputs[0] = output;
+  n->n_outputs = 1;
+  if (has_axis) {
+    n->attrs[0].type = WQ_ATTR_INT;
+    n->attrs[0].i = axis;
+    n->n_attrs = 1;
+  }
+  c->n_nodes++;
+  return WQ_OK;
+}
+
+/* The new list shares the original node's contents until the swap. */
+static wq_status copy_node(convert_ctx *c, const wq_node *n, wq_error *err) {
+  if (!grow_nodes(c))
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  c->from_graph[c->n_nodes] = true;
+  c->nodes[c->n_nodes++] = *n;
+  return WQ_OK;
+}
+
+static wq_status oom(wq_error *err) {
+  return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory building the QDQ graph");
+}
+
+/* The scale and zero point constants of t's cluster (made once). */
+static wq_status cluster_constants(convert_ctx *c, int t, int *scale, int *zp, wq_error *err) {
+  int root = c->a->tensors[t].cluster;
+  if (c->cluster_scale[root] < 0) {
+    const wq_qdq_params *p = &c->p[t];
+    const char *base = c->g->tensors[root].name;
+    int s = add_scalar_scale(c, base, p->scale);
+    int z = s < 0 ? -1 : add_scalar_zero_point(c, base, p->dtype, p->zero_point);
+    if (z < 0)
+      return oom(err);
+    c->cluster_scale[root] = s;
+    c->cluster_zp[root] = z;
+  }
+  *scale = c->cluster_scale[root];
+  *zp = c->cluster_zp[root];
+  return WQ_OK;
+}
+
+/* Q -> DQ on activation t right after its producer (or at the start for a
+ * graph input). */
+/* The parameters of a graph input or output carried as uint8/int8 (the
+ * config's "io"): the tensor's own range over the dtype's full codes. */
+static wq_status io_constants(convert_ctx *c, int t, int *scale, int *zp, wq_error *err) {
+  wq_dtype io = c->cfg->io_dtype;
+  int32_t qmin = io == WQ_DT_UINT8 ? 0 : -128, qmax = io == WQ_DT_UINT8 ? 255 : 127;
+  float s;
+  int32_t z;
+  wq_range_to_qparams(c->p[t].lo, c->p[t].hi, qmin, qmax, false, c->cfg->min_range, &s, &z);
+  char base[420];
+  snprintf(base, sizeof base, "%s_io", c->g->tensors[t].name);
+  *scale = add_scalar_scale(c, base, s);
+  *zp = *scale < 0 ? -1 : add_scalar_zero_point(c, base, io, z);
+  return *zp < 0 ? oom(err) : WQ_OK;
+}
+
+static wq_status emit_pair(convert_ctx *c, const char *base, int source, int scale, int zp,
+                           int result, wq_error *err) {
+  int codes = add_tensor(c, base, "_quantized");
+  if (codes < 0)
+    return oom(err);
+  c->g->tensors[codes].dtype = c->g->tensors[zp].dtype;
+  char name[480];
+  snprintf(name, sizeof name, "%s_QuantizeLinear", base);
+  int q_in[3] = {source, scale, zp};
+  WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, codes, 0, false, err));
+  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
+  int dq_in[3] = {codes, scale, zp};
+  return emit(c, "DequantizeLinear", name, dq_in, 3, result, 0, false, err);
+}
+
+/* Q -> DQ on activation t right after its producer (or at the start for a
+ * graph input). With an int8/uint8 IO boundary, a graph input arrives as
+ * codes (DequantizeLinear first) and a graph output leaves as codes (a
+ * final QuantizeLinear). */
+static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_error *err) {
+  wq_node *producer = producer_at >= 0 ? &c->nodes[producer_at] : NULL;
+  wq_graph *g = c->g;
+  bool io = c->cfg->io_dtype != WQ_DT_FLOAT;
+  bool io_input = io && !producer && g->tensors[t].is_input;
+  bool io_output = io && producer && g->tensors[t].is_output;
+  int scale, zp;
+  WQ_TRY(cluster_constants(c, t, &scale, &zp, err));
+  char base[400], name[480];
+  snprintf(base, sizeof base, "%s", g->tensors[t].name);
+  int source = t, result;
+  if (g->tensors[t].is_output && producer) {
+    /* The graph output keeps its name (on the dequantized value, or on the
+     * codes of an int8/uint8 output). */
+    source = add_tensor(c, base, "_float");
+    if (source < 0)
+      return oom(err);
+    g->tensors[source].dtype = WQ_DT_FLOAT;
+    for (int k = 0; k < producer->n_outputs; k++)
+      if (producer->outputs[k] == t)
+        producer->outputs[k] = source;
+  }
+  if (io_input) {
+    int io_scale, io_zp;
+    WQ_TRY(io_constants(c, t, &io_scale, &io_zp, err));
+    source = add_tensor(c, base, "_float");
+    if (source < 0)
+      return oom(err);
+    g->tensors[source].dtype = WQ_DT_FLOAT;
+    g->tensors[t].dtype = c->cfg->io_dtype;
+    snprintf(name, sizeof name, "%s_io_DequantizeLinear", base);
+    int dq_in[3] = {t, io_scale, io_zp};
+    WQ_TRY(emit(c, "DequantizeLinear", name, dq_in, 3, source, 0, false, err));
+  }
+  if (g->tensors[t].is_output && producer && !io_output) {
+    result = t;
+  } else {
+    result = add_tensor(c, base, "_dequantized");
+    if (result < 0)
+      return oom(err);
+    g->tensors[result].dtype = WQ_DT_FLOAT;
+    c->replace[t] = result;
+  }
+  WQ_TRY(emit_pair(c, base, source, scale, zp, result, err));
+  if (io_output) {
+    int io_scale, io_zp;
+    WQ_TRY(io_constants(c, t, &io_scale, &io_zp, err));
+    g->tensors[t].dtype = c->cfg->io_dtype;
+    snprintf(name, sizeof name, "%s_io_QuantizeLinear", base);
+    int q_in[3] = {result, io_scale, io_zp};
+    WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, t, 0, false, err));
+  }
+  return WQ_OK;
+}
+
+/* An int8 constant + DequantizeLinear in place of float constant t. */
+static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
+  if (c->replace[t] >= 0)
+    return WQ_OK;
+  wq_graph *g = c->g;
+  const wq_ann_tensor *at = &c->a->tensors[t];
+  char base[400];
+  snprintf(base, sizeof base, "%s", g->tensors[t].name);
+  const wq_tensor *src = &g->tensors[t];
+  int64_t n = (int64_t)(src->nbytes / sizeof(float));
+  int rank = src->rank;
+  int64_t dims[WQ_MAX_RANK];
+  memcpy(dims, src->dims, sizeof dims);
+  bool weight = at->kind == WQ_ANN_T_WEIGHT;
+  const wq_quant_spec *spec = at->spec;
+  int axis =
+      weight && c->per_channel && spec->granularity != WQ_QGRAN_PER_TENSOR ? at->weight_axis : -1;
+  int64_t channels = axis >= 0 ? dims[axis] : 1;
+  void *codes = calloc((size_t)n + 1, wq_dtype_size(spec->dtype));
+  float *scales = malloc((size_t)channels * sizeof *scales);
+  int32_t *zps = malloc((size_t)channels * sizeof *zps);
+  void *zp_codes = calloc((size_t)channels, wq_dtype_size(spec->dtype));
+  if (!codes || !scales || !zps || !zp_codes) {
+    free(codes), free(scales), free(zps), free(zp_codes);
+    return oom(err);
+  }
+  if (weight) {
+    wq_qdq_quantize_weight(src, axis, spec, c->cfg->min_range, codes, scales, zps);
+  } else {
+    /* An activation-spec constant takes its cluster's parameters. */
+    scales[0] = c->p[t].scale;
+    zps[0] = c->p[t].zero_point;
+    const float *x = src->data;
+    for (int64_t k = 0; k < n; k++)
+      wq_ref_q_store(codes, spec->dtype, k,
+                     wq_ref_quantize_value(x[k], scales[0], zps[0], spec->qmin, spec->qmax));
+  }
+  for (int64_t ch = 0; ch < channels; ch++)
+    wq_ref_q_store(zp_codes, spec->dtype, ch, zps[ch]);
+  free(zps);
+  int q = add_constant(c, base, "_quantized", spec->dtype, rank, dims, codes);
+  int64_t cdims[1] = {channels};
+  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, axis >= 0, cdims, scales);
+  int z =
+      s < 0 ? -1 : add_constant(c, base, "_zero_point", spec->dtype, axis >= 0, cdims, zp_codes);
+  if (z < 0) {
+    if (q < 0)
+      free(scales), free(zp_codes);
+    else if (s < 0)
+      free(zp_codes);
+    return oom(err);
+  }
+  int out = add_tensor(c, base, "_dequantized");
+  if (out < 0)
+    return oom(err);
+  g->tensors[out].dtype = WQ_DT_FLOAT;
+  char name[480];
+  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
+  int in[3] = {q, s, z};
+  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, axis, axis >= 0, err));
+  c->replace[t] = out;
+  return WQ_OK;
+}
+
+/* The int32 bias of linear node `li` at s_in * s_w[c]: read by node `reader`
+ * (the linear, or its bias Add) at input `k`. */
+static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, wq_error *err) {
+  wq_graph *g = c->g;
+  int b = c->a->nodes[li].bias;
+  int w = c->lin_w[li];
+  int x = c->lin_x[li];
+  const wq_tensor *bt = &g->tensors[b];
+  const wq_tensor *wt = &g->tensors[w];
+  const wq_ann_tensor *aw = &c->a->tensors[w];
+  int axis = c->per_channel && aw->spec->granularity != WQ_QGRAN_PER_TENSOR ? aw->weight_axis : -1;
+  int64_t channels = wt->dims[aw->weight_axis];
+  int64_t wch = axis >= 0 ? channels : 1;
+  /* The weight's scales, as quantize_constant computes them. */
+  int64_t wn = (int64_t)(wt->nbytes / sizeof(float));
+  void *codes = calloc((size_t)wn + 1, wq_dtype_size(aw->spec->dtype));
+  float *ws = malloc((size_t)wch * sizeof *ws);
+  int32_t *wz = malloc((size_t)wch * sizeof *wz);
+  int32_t *bq = malloc((size_t)channels * sizeof *bq);
+  float *bs = malloc((size_t)wch * sizeof *bs);
+  int32_t *bz = calloc((size_t)wch, sizeof *bz);
+  if (!codes || !ws || !wz || !bq || !bs || !bz) {
+    free(codes), free(ws), free(wz), free(bq), free(bs), free(bz);
+    return oom(err);
+  }
+  wq_qdq_quantize_weight(wt, axis, aw->spec, c->cfg->min_range, codes, ws, wz);
+  free(codes);
+  float s_in = c->p[x].scale;
+  const float *bv = bt->data;
+  for (int64_t ch = 0; ch < wch; ch++)
+    bs[ch] = s_in * ws[ch];
+  for (int64_t ch = 0; ch < channels; ch++) {
+    double v = nearbyint((double)bv[ch] / (double)bs[axis >= 0 ? ch : 0]);
+    bq[ch] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+  }
+  free(ws);
+  free(wz);
+  char base[400];
+  snprintf(base, sizeof base, "%s", bt->name);
+  int64_t dims[1] = {channels}, cdims[1] = {wch};
+  int q = add_constant(c, base, "_quantized", WQ_DT_INT32, 1, dims, bq);
+  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, axis >= 0, cdims, bs);
+  int z = s < 0 ? -1 : add_constant(c, base, "_zero_point", WQ_DT_INT32, axis >= 0, cdims, bz);
+  if (z < 0) {
+    if (q < 0)
+      free(bs), free(bz);
+    else if (s < 0)
+      free(bz);
+    return oom(err);
+  }
+  int out = add_tensor(c, base, "_dequantized");
+  if (out < 0)
+    return oom(err);
+  g->tensors[out].dtype = WQ_DT_FLOAT;
+  char name[480];
+  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
+  int in[3] = {q, s, z};
+  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, 0, axis >= 0, err));
+  reader->inputs[k] = out;
+  return WQ_OK;
+}
+
+/* ---- opset ------------------------------------------------------------------ */
+
+/* Ops whose meaning changed between opset 10 and 13 (attributes that became
+ * inputs, new axis rules): a node of such an op written for an older opset
+ * blocks moving the model to opset 13. */
+static int changed_at(const char *op_type) {
+  static const struct {
+    const char *op;
+    int version;
+  } changed[] = {
+      {"Clip", 11},       {"Pad", 11},           {"Resize", 11},    {"Split", 13},
+      {"Squeeze", 13},    {"Unsqueeze", 13},     {"Softmax", 13},   {"LogSoftmax", 13},
+      {"Hardmax", 13},    {"ReduceSum", 13},     {"TopK", 10},      {"Slice", 10},
+      {"Upsample", 1000}, {"Dropout", 12},       {"Scatter", 1000}, {"BatchNormalization", 9},
+      {"Cast", 13},       {"ConstantOfShape", 9}};
+  for (size_t k = 0; k < sizeof changed / sizeof changed[0]; k++)
+    if (strcmp(changed[k].op, op_type) == 0)
+      return changed[k].version;
+  return 0;
+}
+
+/* Moves the model to opset 13 where that keeps every node's meaning; sets
+ * per_channel when the model's opset then allows DequantizeLinear's axis. */
+static wq_status choose_opset(wq_model_ir *ir, bool *per_channel, wq_error *err) {
+  wq_opset_import *onnx = NULL;
+  for (int k = 0; k < ir->n_opsets; k++)
+    if (!ir->opsets[k].domain || !ir->opsets[k].domain[0] ||
+        strcmp(ir->opsets[k].domain, "ai.onnx") == 0)
+      onnx = &ir->opsets[k];
+  if (!onnx)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "the model imports no ai.onnx opset");
+  const wq_node *blocker = NULL;
+  if (onnx->version < 13)
+    for (int i = 0; i < ir->graph->n_nodes && !blocker; i++) {
+      const wq_node *n = &ir->graph->nodes[i];
+      int v = changed_at(n->op_type);
+      if ((!n->domain || !n->domain[0]) && v && onnx->version < v)
+        blocker = n;
+    }
+  if (onnx->version < 13 && !blocker) {
+    onnx->version = 13;
+    for (int i = 0; i < ir->graph->n_nodes; i++)
+      if (!ir->graph->nodes[i].domain || !ir->graph->nodes[i].domain[0])
+        ir->graph->nodes[i].opset = 13;
+    if (ir->ir_version < 7)
+      ir->ir_version = 7;
+  }
+  if (onnx->version < 10)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, blocker ? blocker->name : NULL,
+                   "the model's opset %lld has no QuantizeLinear, and %s '%s' changed meaning "
+                   "since, so it cannot be moved to opset 13",
+                   (long long)onnx->version, blocker ? blocker->op_type : "?",
+                   blocker ? blocker->name : "?");
+  *per_channel = onnx->version >= 13;
+  return WQ_OK;
+}
+
+/* ---- the rewrite ----------------------------------------------------------- */
+
+static wq_status rewrite(convert_ctx *c, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_annotation *a = c->a;
+  for (int i = 0; i < g->n_inputs; i++) {
+    int t = g->inputs[i];
+    if (a->tensors[t].kind == WQ_ANN_T_ACTIVATION)
+      WQ_TRY(quantize_activation(c, t, -1, err));
+  }
+  int n_orig = g->n_nodes;
+  for (int i = 0; i < n_orig; i++) {
+    c->lin_x[i] = g->nodes[i].n_inputs > 0 ? g->nodes[i].inputs[0] : -1;
+    c->lin_w[i] = g->nodes[i].n_inputs > 1 ? g->nodes[i].inputs[1] : -1;
+  }
+  for (int i = 0; i < n_orig; i++) {
+    wq_node *n = &g->nodes[i];
+    const wq_ann_node *an = &a->nodes[i];
+    bool quantized = an->decision == WQ_ANN_QUANTIZED || an->decision == WQ_ANN_ABSORBED;
+    for (int k = 0; k < n->n_inputs; k++) {
+      int t = n->inputs[k];
+      if (t < 0 || t >= c->n_orig_tensors)
+        continue;
+      const wq_ann_tensor *at = &a->tensors[t];
+      /* Quantized constants only where a quantized node reads them. */
+      if (quantized && (at->kind == WQ_ANN_T_WEIGHT || at->kind == WQ_ANN_T_CONSTANT) &&
+          !(an->role == WQ_QROLE_LINEAR && k == 2))
+        WQ_TRY(quantize_constant(c, t, err));
+      if (c->replace[t] >= 0 && (at->kind == WQ_ANN_T_ACTIVATION || quantized))
+        n->inputs[k] = c->replace[t];
+    }
+    /* The bias: on the linear itself, or on the Add absorbed into it. */
+    if (an->decision == WQ_ANN_QUANTIZED && an->role == WQ_QROLE_LINEAR && an->bias >= 0 &&
+        an->bias_node < 0)
+      WQ_TRY(quantize_bias(c, i, n, 2, err));
+    if (an->decision == WQ_ANN_ABSORBED && an->linear >= 0 && a->nodes[an->linear].bias_node == i)
+      WQ_TRY(
+          quantize_bias(c, an->linear, n, n->inputs[0] == a->nodes[an->linear].bias ? 0 : 1, err));
+    int outs[8], n_outs = 0;
+    for (int k = 0; k < n->n_outputs && n_outs < 8; k++) {
+      int t = n->outputs[k];
+      if (t >= 0 && t < c->n_orig_tensors && a->tensors[t].kind == WQ_ANN_T_ACTIVATION)
+        outs[n_outs++] = t;
+    }
+    WQ_TRY(copy_node(c, n, err));
+    int at = c->n_nodes - 1;
+    for (int k = 0; k < n_outs; k++)
+      WQ_TRY(quantize_activation(c, outs[k], at, err));
+  }
+  /* The new list takes over every original node's contents. */
+  free(g->nodes);
+  g->nodes = c->nodes;
+  g->n_nodes = c->n_nodes;
+  g->cap_nodes = c->cap_nodes;
+  c->nodes = NULL;
+  c->n_nodes = c->cap_nodes = 0;
+  free(c->from_graph);
+  c->from_graph = NULL;
+  return WQ_OK;
+}
+
+wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,
+                         uint8_t **onnx, size_t *onnx_len, wq_error *err) {
+  *onnx = NULL;
+  *onnx_len = 0;
+  wq_model *m = NULL;
+  WQ_TRY(wq_quantizer_load_float(q, &m, err));
+  wq_model_ir *ir = wq_model_release_ir(m);
+  if (!ir)
+    return oom(err);
+  wq_graph *g = ir->graph;
+  convert_ctx c = {.g = g, .a = a, .p = p, .cfg = wq_quantizer_config(q)};
+  wq_status st = WQ_OK;
+  if (g->n_tensors != a->n_tensors || g->n_nodes != a->n_nodes)
+    st = wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
+                 "the float graph loaded differently the second time");
+  if (st == WQ_OK)
+    st = choose_opset(ir, &c.per_channel, err);
+  if (st == WQ_OK) {
+    c.n_orig_tensors = g->n_tensors;
+    size_t nt = (size_t)g->n_tensors + 1;
+    c.replace = malloc(nt * sizeof *c.replace);
+    c.cluster_scale = malloc(nt * sizeof *c.cluster_scale);
+    c.cluster_zp = malloc(nt * sizeof *c.cluster_zp);
+    c.lin_x = malloc(((size_t)g->n_nodes + 1) * sizeof *c.lin_x);
+    c.lin_w = malloc(((size_t)g->n_nodes + 1) * sizeof *c.lin_w);
+    if (!c.replace || !c.cluster_scale || !c.cluster_zp || !c.lin_x || !c.lin_w)
+      st = oom(err);
+    for (int t = 0; st == WQ_OK && t < g->n_tensors; t++)
+      c.replace[t] = c.cluster_scale[t] = c.cluster_zp[t] = -1;
+  }
+  if (st == WQ_OK)
+    st = rewrite(&c, err);
+  if (st == WQ_OK)
+    st = wq_onnx_export(ir, onnx, onnx_len, err);
+  /* After a failure: the originals still belong to the graph. */
+  for (int i = 0; i < c.n_nodes; i++)
+    if (!c.from_graph[i])
+      wq_node_clear(&c.nodes[i]);
+  free(c.nodes);
+  free(c.from_graph);
+  free(c.lin_x);
+  free(c.lin_w);
+  free(c.replace);
+  free(c.cluster_scale);
+  free(c.cluster_zp);
+  wq_model_ir_free(ir);
+  return st;
+}

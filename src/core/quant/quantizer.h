@@ -1,0 +1,64 @@
+/* Post-training static quantization of a float ONNX model: annotate ->
+ * calibrate -> convert -> export (issue #9). The result is a QDQ ONNX model:
+ * int8 weights behind DequantizeLinear (per output channel by default),
+ * int32 biases at s_in * s_w, a QuantizeLinear -> DequantizeLinear pair on
+ * every activation a quantized node reads or writes. It loads in
+ * onnxruntime and lowers onto wasmq's int8 kernels.
+ *
+ *   wq_quantizer_new      loads the float model (graph preparation folds
+ *                         BatchNormalization / Mul / Add into linears)
+ *   wq_quantizer_observe  one calibration sample (all inputs), as many
+ *                         times as there are samples; memory stays constant
+ *   wq_quantizer_finish   annotation + ranges -> QDQ model bytes + report
+ *
+ * Deterministic: the same model, config and samples give the same bytes. */
+#ifndef WQ_QUANT_QUANTIZER_H
+#define WQ_QUANT_QUANTIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../api/wasmq.h"
+#include "quant_config.h"
+
+typedef struct wq_quantizer wq_quantizer;
+
+/* `config_json` (n bytes; NULL or n == 0: defaults) is parsed with
+ * wq_quant_config_parse_json and its "exclude" names checked against the
+ * model. Fails for a model that is already quantized (QuantizeLinear,
+ * QLinear*, int8 ops), naming the first such node. */
+wq_status wq_quantizer_new(const uint8_t *model, size_t n, const char *config_json,
+                           size_t config_len, wq_quantizer **out, wq_error *err);
+void wq_quantizer_free(wq_quantizer *q);
+
+/* The float model being calibrated (its inputs tell what a sample holds). */
+const wq_model *wq_quantizer_float_model(const wq_quantizer *q);
+
+/* Runs the float model on one sample (inputs in input order, as
+ * wq_model_run) and folds every observed tensor into its observer. A
+ * sample with NaN/Inf, or of the wrong dtype/shape, fails naming the
+ * tensor and leaves the ranges as they were. */
+wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err);
+/* Samples observed so far. */
+int64_t wq_quantizer_samples(const wq_quantizer *q);
+
+/* Overrides the config's keepFloat / targetSnrDb: keep the n most
+ * sensitive nodes in float, and/or keep adding nodes to float until the
+ * output SNR on the kept samples reaches target_snr_db (0: no target). */
+void wq_quantizer_keep_float(wq_quantizer *q, int n, float target_snr_db);
+
+/* Builds the QDQ model: *onnx (malloc'ed, caller frees) and its size.
+ * Needs at least one sample. Can be called again (e.g. after more
+ * samples); each call re-derives everything from the observers. */
+wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_error *err);
+
+/* The report of the last finish as JSON (malloc'ed, caller frees; NULL
+ * before a finish or out of memory): per node the decision and reason, per
+ * quantized tensor its range, scale and zero point, per quantized node the
+ * error its own quantization adds on the kept samples, and a summary. */
+char *wq_quantizer_report_json(const wq_quantizer *q);
+
+/* One line: "quantized 9 of 12 compute nodes (3 float: ...), 14 tensors". */
+const char *wq_quantizer_summary(const wq_quantizer *q);
+
+#endif

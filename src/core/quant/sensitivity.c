@@ -1,0 +1,214 @@
+/* Sensitivity (issue #9 item 6): the error each quantized node adds by
+ * itself. On every kept calibration sample the float model runs with
+ * capture on; each quantized node then runs alone on its captured float
+ * inputs after quantize -> dequantize with the chosen parameters (weights
+ * per channel as converted, activations per tensor), its output quantized
+ * the same way when it carries a spec, and is compared with the float
+ * node's output: max abs, MSE and SNR = 10 log10(sum ref^2 / sum err^2).
+ * The whole QDQ model's outputs (lowered int8 run) give the output SNR that
+ * a target SNR is checked against. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/ref/quant_ref.h"
+#include "../runtime/executor.h"
+#include "qdq_convert.h"
+
+typedef struct {
+  double sum_ref2, sum_err2, max_abs;
+  int64_t count;
+} error_acc;
+
+static void accumulate(error_acc *e, const float *ref, const float *got, int64_t n) {
+  for (int64_t k = 0; k < n; k++) {
+    double d = (double)got[k] - (double)ref[k];
+    e->sum_ref2 += (double)ref[k] * ref[k];
+    e->sum_err2 += d * d;
+    e->max_abs = fabs(d) > e->max_abs ? fabs(d) : e->max_abs;
+  }
+  e->count += n;
+}
+
+static double snr_db(const error_acc *e) {
+  if (e->sum_err2 == 0.0)
+    return INFINITY;
+  if (e->sum_ref2 == 0.0)
+    return -INFINITY;
+  return 10.0 * log10(e->sum_ref2 / e->sum_err2);
+}
+
+/* x -> dequantize(quantize(x)) in place, per tensor. */
+static void fake_quantize(float *x, int64_t n, const wq_qdq_params *p) {
+  for (int64_t k = 0; k < n; k++) {
+    int32_t q = wq_ref_quantize_value(x[k], p->scale, p->zero_point, p->qmin, p->qmax);
+    x[k] = (float)(q - p->zero_point) * p->scale;
+  }
+}
+
+/* A quantize -> dequantize copy of a weight, per channel as converted. */
+static float *fake_weight(const wq_tensor *w, const wq_ann_tensor *at, float min_range) {
+  int axis = at->spec->granularity != WQ_QGRAN_PER_TENSOR ? at->weight_axis : -1;
+  int64_t n = (int64_t)(w->nbytes / sizeof(float));
+  int64_t channels = axis >= 0 ? w->dims[axis] : 1, inner = 1;
+  for (int d = axis + 1; axis >= 0 && d < w->rank; d++)
+    inner *= w->dims[d];
+  void *codes = calloc((size_t)n + 1, 4);
+  float *scales = malloc((size_t)channels * sizeof *scales);
+  int32_t *zps = malloc((size_t)channels * sizeof *zps);
+  float *out = malloc((size_t)n * sizeof *out + 1);
+  if (codes && scales && zps && out) {
+    wq_qdq_quantize_weight(w, axis, at->spec, min_range, codes, scales, zps);
+    for (int64_t k = 0; k < n; k++) {
+      int64_t ch = channels > 1 ? (k / inner) % channels : 0;
+      out[k] = (float)(wq_ref_q_load(codes, at->spec->dtype, k) - zps[ch]) * scales[ch];
+    }
+  } else {
+    free(out);
+    out = NULL;
+  }
+  free(codes);
+  free(scales);
+  free(zps);
+  return out;
+}
+
+/* Runs node i alone on quantized copies of its inputs; adds its error. */
+static wq_status node_error(const wq_quantizer *q, const wq_graph *g, const wq_model *fm,
+                            const wq_value *feeds, int i, const wq_annotation *a,
+                            const wq_qdq_params *p, error_acc *acc, wq_error *err) {
+  const wq_node *n = &g->nodes[i];
+  wq_value in[16], out[8];
+  float *owned[16] = {0};
+  if (n->n_inputs > 16 || n->n_outputs > 8)
+    return WQ_OK;
+  memset(out, 0, sizeof out);
+  wq_status st = WQ_OK;
+  for (int k = 0; k < n->n_inputs && st == WQ_OK; k++) {
+    int t = n->inputs[k];
+    memset(&in[k], 0, sizeof in[k]);
+    if (t < 0)
+      continue;
+    const wq_tensor *tt = &g->tensors[t];
+    if (tt->is_constant) {
+      in[k] = wq_tensor_value(tt);
+    } else if (tt->is_input) {
+      for (int j = 0; j < g->n_inputs; j++)
+        if (g->inputs[j] == t)
+          in[k] = feeds[j];
+    } else {
+      const wq_value *v = wq_model_captured(fm, t);
+      if (!v)
+        return WQ_OK; /* not computed on this sample */
+      in[k] = *v;
+    }
+    const wq_ann_tensor *at = &a->tensors[t];
+    if (at->kind == WQ_ANN_T_NONE || in[k].dtype != WQ_DT_FLOAT || !in[k].data)
+      continue;
+    int64_t count = wq_value_numel(&in[k]);
+    owned[k] = at->kind == WQ_ANN_T_WEIGHT ? fake_weight(tt, at, wq_quantizer_config(q)->min_range)
+                                           : malloc((size_t)count * sizeof(float) + 1);
+    if (!owned[k]) {
+      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "out of memory");
+      break;
+    }
+    if (at->kind != WQ_ANN_T_WEIGHT) {
+      memcpy(owned[k], in[k].data, (size_t)count * sizeof(float));
+      fake_quantize(owned[k], count, &p[t]);
+    }
+    in[k].data = owned[k];
+  }
+  if (st == WQ_OK)
+    st = wq_run_node(n, in, out, err);
+  if (st == WQ_OK) {
+    int y = n->outputs[0];
+    const wq_value *ref = wq_model_captured(fm, y);
+    if (ref && out[0].dtype == WQ_DT_FLOAT && ref->dtype == WQ_DT_FLOAT &&
+        wq_value_numel(ref) == wq_value_numel(&out[0])) {
+      int64_t count = wq_value_numel(&out[0]);
+      if (a->tensors[y].kind == WQ_ANN_T_ACTIVATION)
+        fake_quantize(out[0].data, count, &p[y]);
+      accumulate(acc, ref->data, out[0].data, count);
+    }
+  }
+  for (int k = 0; k < n->n_outputs; k++)
+    free(out[k].data);
+  for (int k = 0; k < n->n_inputs; k++)
+    free(owned[k]);
+  return st;
+}
+
+static wq_status output_error(const wq_model *fm, wq_model *qm, const wq_value *feeds, int n_feeds,
+                              error_acc *acc, wq_error *err) {
+  WQ_TRY(wq_model_run(qm, feeds, n_feeds, err));
+  for (int o = 0; o < wq_model_output_count(fm); o++) {
+    const wq_value *ref = wq_model_result(fm, o);
+    const wq_value *got = wq_model_result(qm, o);
+    if (ref->dtype == WQ_DT_FLOAT && got->dtype == WQ_DT_FLOAT &&
+        wq_value_numel(ref) == wq_value_numel(got))
+      accumulate(acc, ref->data, got->data, wq_value_numel(ref));
+  }
+  return WQ_OK;
+}
+
+wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,
+                               const uint8_t *onnx, size_t onnx_len, wq_sensitivity **sens,
+                               double *output_snr_db, wq_error *err) {
+  *sens = NULL;
+  *output_snr_db = NAN;
+  wq_model *fm = (wq_model *)wq_quantizer_float_model(q);
+  const wq_graph *g = wq_model_get_ir(fm)->graph;
+  wq_model *qm = NULL;
+  WQ_TRY(wq_model_load(onnx, onnx_len, NULL, &qm, err));
+  error_acc *acc = calloc((size_t)g->n_nodes + 1, sizeof *acc);
+  error_acc out_acc = {0};
+  wq_status st = acc ? wq_model_capture(fm, true, err)
+                     : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int s = 0; st == WQ_OK && s < wq_quantizer_kept_count(q); s++) {
+    const wq_value *feeds = wq_quantizer_kept(q, s);
+    int n_feeds = wq_model_input_count(fm);
+    st = wq_model_run(fm, feeds, n_feeds, err);
+    for (int i = 0; st == WQ_OK && i < g->n_nodes; i++)
+      if (a->nodes[i].decision == WQ_ANN_QUANTIZED)
+        st = node_error(q, g, fm, feeds, i, a, p, &acc[i], err);
+    /* With int8/uint8 IO the QDQ model takes codes, not these float feeds. */
+    if (st == WQ_OK && wq_quantizer_config(q)->io_dtype == WQ_DT_FLOAT)
+      st = output_error(fm, qm, feeds, n_feeds, &out_acc, err);
+  }
+  wq_model_capture(fm, false, NULL);
+  wq_model_free(qm);
+  if (st != WQ_OK) {
+    free(acc);
+    return st;
+  }
+  wq_sensitivity *out = calloc((size_t)g->n_nodes + 1, sizeof *out);
+  if (!out) {
+    free(acc);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (acc[i].count == 0)
+      continue;
+    out[i].measured = true;
+    out[i].max_abs = acc[i].max_abs;
+    out[i].mse = acc[i].sum_err2 / (double)acc[i].count;
+    out[i].snr_db = snr_db(&acc[i]);
+  }
+  free(acc);
+  *output_snr_db = out_acc.count ? snr_db(&out_acc) : NAN;
+  *sens = out;
+  return WQ_OK;
+}
+
+int wq_quant_next_keep_float(const wq_quantizer *q, const wq_annotation *a,
+                             const wq_sensitivity *sens, const bool *keep_float) {
+  (void)q;
+  int best = -1;
+  for (int i = 0; i < a->n_nodes; i++) {
+    if (a->nodes[i].decision != WQ_ANN_QUANTIZED || keep_float[i] || !sens[i].measured)
+      continue;
+    if (best < 0 || sens[i].snr_db < sens[best].snr_db)
+      best = i;
+  }
+  return best;
+}
