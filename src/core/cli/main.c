@@ -9,6 +9,7 @@
 
 #include "../api/wasmq.h"
 #include "cmd_quantize.h"
+#include "cmd_rewrite.h"
 #include "files.h"
 #include "npy.h"
 #include "random_fill.h"
@@ -23,6 +24,8 @@ static int usage(void) {
                   "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n"
                   "  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]\n"
                   "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
+                  "  wasmq rewrite MODEL -o OUT.onnx [--prepare]   fold constants (and with\n"
+                  "                 --prepare BatchNorm/Mul/Add into linears), write ONNX\n"
                   "  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and\n"
                   "                               qparams, or why it stayed float\n"
                   "  run/info options: --no-lower (float Q/DQ op by op), --strict-int8\n");
@@ -401,6 +404,8 @@ int main(int argc, char **argv) {
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(argv[1], "quantize") == 0)
     return wq_cli_quantize(argc - 2, argv + 2);
+  if (strcmp(argv[1], "rewrite") == 0)
+    return wq_cli_rewrite(argc - 2, argv + 2);
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     usage();
     return 0;

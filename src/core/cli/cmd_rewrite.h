@@ -1,0 +1,17 @@
+/* `wasmq rewrite`: load a model for export (no int8 lowering, no float
+ * fusion, constants folded), optionally apply the quantizer's graph
+ * preparation, and write the graph back as ONNX (src/core/onnx/onnx_export.h). */
+#ifndef WQ_CLI_CMD_REWRITE_H
+#define WQ_CLI_CMD_REWRITE_H
+
+#include "../ir/status.h"
+
+/* argv holds the arguments after "rewrite". Exit codes as the other
+ * commands: 0 ok, 1 the model failed to load or export, 2 usage or file
+ * error (unreadable model, unwritable output). */
+int wq_cli_rewrite(int argc, char **argv);
+
+/* "wasmq: WHAT: message (node 'X') [WQ_ERR_...]" on stderr (main.c). */
+void wq_cli_print_error(const char *what, const wq_error *err);
+
+#endif
