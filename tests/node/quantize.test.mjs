@@ -147,6 +147,13 @@ test('report: per-node decisions, qparams and sensitivity; --keep-float 2 keeps 
   const floatNames = kept.nodes.filter((n) => n.decision === 'float').map((n) => n.name);
   assert.equal(floatNames.length, 2);
   assert.ok(floatNames.includes(lowest[0]), `${lowest[0]} (lowest SNR) stays float: ${floatNames}`);
+  // A target output SNR above what full int8 reaches: nodes go float, most
+  // sensitive first, until it is met (or nothing is left to move).
+  const target = Math.ceil(report.outputSnrDb) + 3;
+  const snr = quantize(mnist, ['--calib', 'random:8', '--target-snr', String(target)]).report;
+  assert.ok(snr.keptFloat >= 1);
+  assert.ok(snr.outputSnrDb >= target || snr.nodesQuantized === 0, `${snr.outputSnrDb} dB with ${snr.keptFloat} kept float`);
+  console.log(`mnist-8 target ${target} dB: ${snr.keptFloat} node(s) kept float, output SNR ${snr.outputSnrDb} dB (all int8: ${report.outputSnrDb} dB)`);
 });
 
 test('bad input: already quantized, unwritable output, empty calibration folder, unknown node or op in the config', () => {
@@ -219,6 +226,35 @@ test('uint8 image input -> Reshape -> Concat(second input) -> Conv -> output, io
     let worst = 0;
     for (let i = 0; i < ours.length; i++) worst = Math.max(worst, Math.abs(ours[i] - theirs[i]));
     assert.ok(worst <= 1, `uint8 output codes differ by ${worst}`);
+  } finally {
+    model.dispose();
+  }
+});
+
+// Per-group weights (config weight granularity "per-group"): a blocked
+// DequantizeLinear (opset 21, block_size along K). wasmq runs such a linear
+// in float (its int8 kernels take per-tensor or per-channel weights);
+// onnxruntime 1.30 runs the file at optimization level 'basic' (at 'all' its
+// QLinearMatMul fusion refuses blocked zero points). Both agree within one output step.
+test('per-group weights: opset 21 blocked DequantizeLinear, within one step of onnxruntime', async () => {
+  const cfg = path.join(tmp, 'per_group.json');
+  writeFileSync(cfg, JSON.stringify({ ops: { MatMul: { weight: { granularity: 'per-group', groupSize: 32 } } } }));
+  const { bytes, report } = quantize(path.join(MODELS, 'synthetic/matmul_256x256x256_f32.onnx'), ['--calib', 'random:2', '--config', cfg]);
+  const session = await ort.InferenceSession.create(bytes, { logSeverityLevel: 3, graphOptimizationLevel: 'basic' });
+  const model = await load(bytes);
+  try {
+    const dims = model.inputs[0].shape;
+    const data = randomArray('float32', dims.reduce((a, b) => a * b, 1), 11);
+    const ours = (await model.run({ [model.inputs[0].name]: { data, dims } }))[model.outputs[0].name].data;
+    const theirs = (await session.run({ [model.inputs[0].name]: new ort.Tensor('float32', data, dims) }))[model.outputs[0].name].data;
+    // Both run the float MatMul; its rounding may move a value across a
+    // rounding boundary of the output's QuantizeLinear: one step at most.
+    const step = report.tensors.find((t) => t.name === model.outputs[0].name).scale;
+    let worst = 0;
+    for (let i = 0; i < ours.length; i++) worst = Math.max(worst, Math.abs(ours[i] - theirs[i]) / step);
+    assert.ok(worst <= 1 + 1e-3, `${worst} steps apart`);
+    const matmul = model.graph().nodes.find((n) => n.op === 'MatMul');
+    assert.equal(matmul?.backend, 'float', 'a per-group linear runs in float');
   } finally {
     model.dispose();
   }

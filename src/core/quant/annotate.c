@@ -280,6 +280,8 @@ static void mark_tensors(ann_ctx *c) {
       mark(c, n->inputs[0], i, WQ_ANN_T_ACTIVATION);
       mark(c, n->inputs[1], i, WQ_ANN_T_WEIGHT);
       c->a->tensors[n->inputs[1]].weight_axis = weight_axis(n);
+      /* Conv [M, C/group, k...]: C; MatMul [K, N] / Gemm [K, N] or [N, K]. */
+      c->a->tensors[n->inputs[1]].k_axis = is_op(n, "Conv") ? 1 : 1 - weight_axis(n);
       break;
     case WQ_QROLE_SHARED:
       for (int k = 0; k < (all_inputs_are_data(n) ? n->n_inputs : 1); k++) {

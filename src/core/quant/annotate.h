@@ -56,6 +56,7 @@ typedef struct wq_ann_tensor {
   wq_ann_tensor_kind kind;
   int cluster;     /* lowest tensor id of its shared-spec cluster */
   int weight_axis; /* WQ_ANN_T_WEIGHT: the output-channel axis */
+  int k_axis;      /* WQ_ANN_T_WEIGHT: the reduction axis (per-group blocks run along it) */
   /* Spec: of the node that first reads or writes the cluster (its op type's
    * override, else the global spec). */
   const wq_quant_spec *spec;

@@ -30,7 +30,8 @@ typedef struct {
   const wq_annotation *a;
   const wq_qdq_params *p;
   const wq_quant_config *cfg;
-  bool per_channel;
+  bool per_channel; /* the opset allows DequantizeLinear's axis (13) */
+  bool blocked;     /* ... and its block_size (21) */
   int n_orig_tensors;
   int *replace;                    /* per original tensor: what readers read instead (-1: itself) */
   int *cluster_scale, *cluster_zp; /* per cluster root: scale / zero point constants */
@@ -40,32 +41,90 @@ typedef struct {
   int n_nodes, cap_nodes;
 } convert_ctx;
 
-void wq_qdq_quantize_weight(const wq_tensor *w, int axis, const wq_quant_spec *spec,
-                            float min_range, void *codes, float *scales, int32_t *zero_points) {
+void wq_weight_grid_init(wq_weight_grid *grid, const wq_tensor *w, int axis, int64_t block) {
+  grid->axis = axis;
+  grid->block = axis >= 0 ? block : 0;
+  /* Per tensor: rank 0; per channel: 1-D [C]; blocked: the weight's rank. */
+  grid->rank = axis < 0 ? 0 : block > 0 ? w->rank : 1;
+  grid->count = 1;
+  for (int d = 0; d < grid->rank; d++) {
+    int64_t n =
+        block > 0 ? (d == axis ? (w->dims[d] + block - 1) / block : w->dims[d]) : w->dims[axis];
+    grid->dims[d] = n;
+    grid->count *= n;
+  }
+}
+
+/* The parameter index of the element at `coord`. */
+static int64_t param_index(const wq_weight_grid *grid, const wq_tensor *w, const int64_t *coord) {
+  if (grid->axis < 0)
+    return 0;
+  if (grid->block == 0)
+    return coord[grid->axis];
+  int64_t idx = 0;
+  for (int d = 0; d < w->rank; d++)
+    idx = idx * grid->dims[d] + (d == grid->axis ? coord[d] / grid->block : coord[d]);
+  return idx;
+}
+
+static void next_coord(const wq_tensor *w, int64_t *coord) {
+  for (int d = w->rank - 1; d >= 0; d--) {
+    if (++coord[d] < w->dims[d])
+      return;
+    coord[d] = 0;
+  }
+}
+
+void wq_weight_grid_dequantize(const wq_tensor *w, const wq_weight_grid *grid, const float *scales,
+                               const int32_t *zero_points, float *values) {
+  int64_t total = (int64_t)(w->nbytes / sizeof(float));
+  int64_t coord[WQ_MAX_RANK] = {0};
+  for (int64_t k = 0; k < total; k++, next_coord(w, coord)) {
+    int64_t p = param_index(grid, w, coord);
+    values[k] = (values[k] - (float)zero_points[p]) * scales[p];
+  }
+}
+
+bool wq_qdq_quantize_weight(const wq_tensor *w, const wq_weight_grid *grid,
+                            const wq_quant_spec *spec, float min_range, void *codes, float *scales,
+                            int32_t *zero_points) {
   const float *x = w->data;
   int64_t total = (int64_t)(w->nbytes / sizeof(float));
-  int64_t channels = axis >= 0 ? w->dims[axis] : 1;
-  int64_t inner = 1;
-  if (axis >= 0)
-    for (int d = axis + 1; d < w->rank; d++)
-      inner *= w->dims[d];
-  /* Element k belongs to channel (k / inner) % channels. */
-  for (int64_t ch = 0; ch < channels; ch++) {
-    float lo = 0.0f, hi = 0.0f;
-    for (int64_t k = 0; k < total; k++) {
-      if (channels > 1 && (k / inner) % channels != ch)
-        continue;
-      lo = x[k] < lo ? x[k] : lo;
-      hi = x[k] > hi ? x[k] : hi;
-    }
-    wq_range_to_qparams(lo, hi, spec->qmin, spec->qmax, spec->symmetric, min_range, &scales[ch],
-                        &zero_points[ch]);
+  float *lo = calloc((size_t)grid->count + 1, sizeof *lo);
+  float *hi = calloc((size_t)grid->count + 1, sizeof *hi);
+  if (!lo || !hi) {
+    free(lo);
+    free(hi);
+    return false;
   }
-  for (int64_t k = 0; k < total; k++) {
-    int64_t ch = channels > 1 ? (k / inner) % channels : 0;
-    int32_t v = wq_ref_quantize_value(x[k], scales[ch], zero_points[ch], spec->qmin, spec->qmax);
-    wq_ref_q_store(codes, spec->dtype, k, v);
+  int64_t coord[WQ_MAX_RANK] = {0};
+  for (int64_t k = 0; k < total; k++, next_coord(w, coord)) {
+    int64_t p = param_index(grid, w, coord);
+    lo[p] = x[k] < lo[p] ? x[k] : lo[p];
+    hi[p] = x[k] > hi[p] ? x[k] : hi[p];
   }
+  for (int64_t p = 0; p < grid->count; p++)
+    wq_range_to_qparams(lo[p], hi[p], spec->qmin, spec->qmax, spec->symmetric, min_range,
+                        &scales[p], &zero_points[p]);
+  memset(coord, 0, sizeof coord);
+  for (int64_t k = 0; k < total; k++, next_coord(w, coord)) {
+    int64_t p = param_index(grid, w, coord);
+    wq_ref_q_store(codes, spec->dtype, k,
+                   wq_ref_quantize_value(x[k], scales[p], zero_points[p], spec->qmin, spec->qmax));
+  }
+  free(lo);
+  free(hi);
+  return true;
+}
+
+void wq_ann_weight_grid(const wq_ann_tensor *at, const wq_tensor *w, bool per_channel, bool blocked,
+                        wq_weight_grid *grid) {
+  if (at->spec->granularity == WQ_QGRAN_PER_GROUP && blocked)
+    wq_weight_grid_init(grid, w, at->k_axis, at->spec->group_size);
+  else if (at->spec->granularity != WQ_QGRAN_PER_TENSOR && per_channel)
+    wq_weight_grid_init(grid, w, at->weight_axis, 0);
+  else
+    wq_weight_grid_init(grid, w, -1, 0);
 }
 
 /* ---- graph building --------------------------------------------------------- */
@@ -130,23 +189,29 @@ static bool grow_nodes(convert_ctx *c) {
   return true;
 }
 
+/* Appends a node with one output; axis >= 0 adds an `axis` attribute and
+ * block > 0 a `block_size` (blocked DequantizeLinear). */
 static wq_status emit(convert_ctx *c, const char *op_type, const char *name, const int *inputs,
-                      int n_inputs, int output, int64_t axis, bool has_axis, wq_error *err) {
+                      int n_inputs, int output, int64_t axis, int64_t block, wq_error *err) {
   if (!grow_nodes(c))
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   c->from_graph[c->n_nodes] = false;
   wq_node *n = &c->nodes[c->n_nodes];
   memset(n, 0, sizeof *n);
-  char full[512];
-  snprintf(full, sizeof full, "%s", name);
-  n->name = wq_strdup(full);
+  int n_attrs = axis < 0 ? 0 : block > 0 ? 2 : 1;
+  n->name = wq_strdup(name);
   n->op_type = wq_strdup(op_type);
   n->domain = wq_strdup("");
   n->inputs = malloc((size_t)n_inputs * sizeof *n->inputs);
   n->outputs = malloc(sizeof *n->outputs);
-  n->attrs = has_axis ? calloc(1, sizeof *n->attrs) : NULL;
-  if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs ||
-      (has_axis && (!n->attrs || !(n->attrs[0].name = wq_strdup("axis"))))) {
+  n->attrs = n_attrs ? calloc((size_t)n_attrs, sizeof *n->attrs) : NULL;
+  bool ok = n->name && n->op_type && n->domain && n->inputs && n->outputs && (!n_attrs || n->attrs);
+  if (ok && n_attrs >= 1)
+    ok = (n->attrs[0].name = wq_strdup("axis")) != NULL;
+  if (ok && n_attrs == 2)
+    ok = (n->attrs[1].name = wq_strdup("block_size")) != NULL;
+  n->n_attrs = n_attrs;
+  if (!ok) {
     wq_node_clear(n);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   }
@@ -154,10 +219,13 @@ static wq_status emit(convert_ctx *c, const char *op_type, const char *name, con
   n->n_inputs = n_inputs;
   n->outputs[0] = output;
   n->n_outputs = 1;
-  if (has_axis) {
+  if (n_attrs >= 1) {
     n->attrs[0].type = WQ_ATTR_INT;
     n->attrs[0].i = axis;
-    n->n_attrs = 1;
+  }
+  if (n_attrs == 2) {
+    n->attrs[1].type = WQ_ATTR_INT;
+    n->attrs[1].i = block;
   }
   c->n_nodes++;
   return WQ_OK;
@@ -220,10 +288,10 @@ static wq_status emit_pair(convert_ctx *c, const char *base, int source, int sca
   char name[480];
   snprintf(name, sizeof name, "%s_QuantizeLinear", base);
   int q_in[3] = {source, scale, zp};
-  WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, codes, 0, false, err));
+  WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, codes, -1, 0, err));
   snprintf(name, sizeof name, "%s_DequantizeLinear", base);
   int dq_in[3] = {codes, scale, zp};
-  return emit(c, "DequantizeLinear", name, dq_in, 3, result, 0, false, err);
+  return emit(c, "DequantizeLinear", name, dq_in, 3, result, -1, 0, err);
 }
 
 /* Q -> DQ on activation t right after its producer (or at the start for a
@@ -262,7 +330,7 @@ static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_
     g->tensors[t].dtype = c->cfg->io_dtype;
     snprintf(name, sizeof name, "%s_io_DequantizeLinear", base);
     int dq_in[3] = {t, io_scale, io_zp};
-    WQ_TRY(emit(c, "DequantizeLinear", name, dq_in, 3, source, 0, false, err));
+    WQ_TRY(emit(c, "DequantizeLinear", name, dq_in, 3, source, -1, 0, err));
   }
   if (g->tensors[t].is_output && producer && !io_output) {
     result = t;
@@ -280,7 +348,7 @@ static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_
     g->tensors[t].dtype = c->cfg->io_dtype;
     snprintf(name, sizeof name, "%s_io_QuantizeLinear", base);
     int q_in[3] = {result, io_scale, io_zp};
-    WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, t, 0, false, err));
+    WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, t, -1, 0, err));
   }
   return WQ_OK;
 }
@@ -300,20 +368,20 @@ static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
   memcpy(dims, src->dims, sizeof dims);
   bool weight = at->kind == WQ_ANN_T_WEIGHT;
   const wq_quant_spec *spec = at->spec;
-  int axis =
-      weight && c->per_channel && spec->granularity != WQ_QGRAN_PER_TENSOR ? at->weight_axis : -1;
-  int64_t channels = axis >= 0 ? dims[axis] : 1;
+  wq_weight_grid grid;
+  if (weight)
+    wq_ann_weight_grid(at, src, c->per_channel, c->blocked, &grid);
+  else
+    wq_weight_grid_init(&grid, src, -1, 0);
+  int64_t count = grid.count;
   void *codes = calloc((size_t)n + 1, wq_dtype_size(spec->dtype));
-  float *scales = malloc((size_t)channels * sizeof *scales);
-  int32_t *zps = malloc((size_t)channels * sizeof *zps);
-  void *zp_codes = calloc((size_t)channels, wq_dtype_size(spec->dtype));
-  if (!codes || !scales || !zps || !zp_codes) {
-    free(codes), free(scales), free(zps), free(zp_codes);
-    return oom(err);
-  }
-  if (weight) {
-    wq_qdq_quantize_weight(src, axis, spec, c->cfg->min_range, codes, scales, zps);
-  } else {
+  float *scales = malloc((size_t)count * sizeof *scales);
+  int32_t *zps = malloc((size_t)count * sizeof *zps);
+  void *zp_codes = calloc((size_t)count, wq_dtype_size(spec->dtype));
+  bool ok = codes && scales && zps && zp_codes;
+  if (ok && weight) {
+    ok = wq_qdq_quantize_weight(src, &grid, spec, c->cfg->min_range, codes, scales, zps);
+  } else if (ok) {
     /* An activation-spec constant takes its cluster's parameters. */
     scales[0] = c->p[t].scale;
     zps[0] = c->p[t].zero_point;
@@ -322,14 +390,17 @@ static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
       wq_ref_q_store(codes, spec->dtype, k,
                      wq_ref_quantize_value(x[k], scales[0], zps[0], spec->qmin, spec->qmax));
   }
-  for (int64_t ch = 0; ch < channels; ch++)
+  if (!ok) {
+    free(codes), free(scales), free(zps), free(zp_codes);
+    return oom(err);
+  }
+  for (int64_t ch = 0; ch < count; ch++)
     wq_ref_q_store(zp_codes, spec->dtype, ch, zps[ch]);
   free(zps);
   int q = add_constant(c, base, "_quantized", spec->dtype, rank, dims, codes);
-  int64_t cdims[1] = {channels};
-  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, axis >= 0, cdims, scales);
-  int z =
-      s < 0 ? -1 : add_constant(c, base, "_zero_point", spec->dtype, axis >= 0, cdims, zp_codes);
+  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, grid.rank, grid.dims, scales);
+  int z = s < 0 ? -1
+                : add_constant(c, base, "_zero_point", spec->dtype, grid.rank, grid.dims, zp_codes);
   if (z < 0) {
     if (q < 0)
       free(scales), free(zp_codes);
@@ -344,7 +415,7 @@ static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
   char name[480];
   snprintf(name, sizeof name, "%s_DequantizeLinear", base);
   int in[3] = {q, s, z};
-  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, axis, axis >= 0, err));
+  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, grid.axis, grid.block, err));
   c->replace[t] = out;
   return WQ_OK;
 }
@@ -359,9 +430,11 @@ static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, w
   const wq_tensor *bt = &g->tensors[b];
   const wq_tensor *wt = &g->tensors[w];
   const wq_ann_tensor *aw = &c->a->tensors[w];
-  int axis = c->per_channel && aw->spec->granularity != WQ_QGRAN_PER_TENSOR ? aw->weight_axis : -1;
+  wq_weight_grid grid;
+  wq_ann_weight_grid(aw, wt, c->per_channel, c->blocked, &grid);
+  int axis = grid.axis;
   int64_t channels = wt->dims[aw->weight_axis];
-  int64_t wch = axis >= 0 ? channels : 1;
+  int64_t wch = grid.count;
   /* The weight's scales, as quantize_constant computes them. */
   int64_t wn = (int64_t)(wt->nbytes / sizeof(float));
   void *codes = calloc((size_t)wn + 1, wq_dtype_size(aw->spec->dtype));
@@ -370,11 +443,11 @@ static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, w
   int32_t *bq = malloc((size_t)channels * sizeof *bq);
   float *bs = malloc((size_t)wch * sizeof *bs);
   int32_t *bz = calloc((size_t)wch, sizeof *bz);
-  if (!codes || !ws || !wz || !bq || !bs || !bz) {
+  if (!codes || !ws || !wz || !bq || !bs || !bz ||
+      !wq_qdq_quantize_weight(wt, &grid, aw->spec, c->cfg->min_range, codes, ws, wz)) {
     free(codes), free(ws), free(wz), free(bq), free(bs), free(bz);
     return oom(err);
   }
-  wq_qdq_quantize_weight(wt, axis, aw->spec, c->cfg->min_range, codes, ws, wz);
   free(codes);
   float s_in = c->p[x].scale;
   const float *bv = bt->data;
@@ -406,35 +479,57 @@ static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, w
   char name[480];
   snprintf(name, sizeof name, "%s_DequantizeLinear", base);
   int in[3] = {q, s, z};
-  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, 0, axis >= 0, err));
+  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, axis >= 0 ? 0 : -1, 0, err));
   reader->inputs[k] = out;
   return WQ_OK;
 }
 
 /* ---- opset ------------------------------------------------------------------ */
 
-/* Ops whose meaning changed between opset 10 and 13 (attributes that became
- * inputs, new axis rules): a node of such an op written for an older opset
- * blocks moving the model to opset 13. */
+/* Ops whose meaning changed between opset 10 and 21 (attributes that
+ * became inputs, new axis rules), with the version of the change: a node of
+ * such an op written for an older opset blocks moving the model past it. */
 static int changed_at(const char *op_type) {
   static const struct {
     const char *op;
     int version;
-  } changed[] = {
-      {"Clip", 11},       {"Pad", 11},           {"Resize", 11},    {"Split", 13},
-      {"Squeeze", 13},    {"Unsqueeze", 13},     {"Softmax", 13},   {"LogSoftmax", 13},
-      {"Hardmax", 13},    {"ReduceSum", 13},     {"TopK", 10},      {"Slice", 10},
-      {"Upsample", 1000}, {"Dropout", 12},       {"Scatter", 1000}, {"BatchNormalization", 9},
-      {"Cast", 13},       {"ConstantOfShape", 9}};
+  } changed[] = {{"Clip", 11},           {"Pad", 11},
+                 {"Resize", 11},         {"Split", 13},
+                 {"Squeeze", 13},        {"Unsqueeze", 13},
+                 {"Softmax", 13},        {"LogSoftmax", 13},
+                 {"Hardmax", 13},        {"ReduceSum", 13},
+                 {"TopK", 10},           {"Slice", 10},
+                 {"Upsample", 1000},     {"Dropout", 12},
+                 {"Scatter", 1000},      {"BatchNormalization", 15},
+                 {"Cast", 13},           {"ConstantOfShape", 9},
+                 {"ReduceMean", 18},     {"ReduceMax", 18},
+                 {"ReduceMin", 18},      {"ReduceProd", 18},
+                 {"ReduceL1", 18},       {"ReduceL2", 18},
+                 {"ReduceLogSum", 18},   {"ReduceLogSumExp", 18},
+                 {"ReduceSumSquare", 18}};
   for (size_t k = 0; k < sizeof changed / sizeof changed[0]; k++)
     if (strcmp(changed[k].op, op_type) == 0)
       return changed[k].version;
   return 0;
 }
 
-/* Moves the model to opset 13 where that keeps every node's meaning; sets
- * per_channel when the model's opset then allows DequantizeLinear's axis. */
-static wq_status choose_opset(wq_model_ir *ir, bool *per_channel, wq_error *err) {
+/* The first ai.onnx node whose meaning changes between the model's opset
+ * and `target`, or NULL. */
+static const wq_node *opset_blocker(const wq_model_ir *ir, int64_t from, int64_t target) {
+  for (int i = 0; i < ir->graph->n_nodes; i++) {
+    const wq_node *n = &ir->graph->nodes[i];
+    int v = changed_at(n->op_type);
+    if ((!n->domain || !n->domain[0]) && v && from < v && v <= target)
+      return n;
+  }
+  return NULL;
+}
+
+/* Moves the model to opset 13 (per-channel DequantizeLinear) or 21 (blocked,
+ * for per-group weights) where that keeps every node's meaning; sets
+ * per_channel / blocked to what the model's opset then allows. */
+static wq_status choose_opset(wq_model_ir *ir, bool want_blocked, bool *per_channel, bool *blocked,
+                              wq_error *err) {
   wq_opset_import *onnx = NULL;
   for (int k = 0; k < ir->n_opsets; k++)
     if (!ir->opsets[k].domain || !ir->opsets[k].domain[0] ||
@@ -442,22 +537,22 @@ static wq_status choose_opset(wq_model_ir *ir, bool *per_channel, wq_error *err)
       onnx = &ir->opsets[k];
   if (!onnx)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "the model imports no ai.onnx opset");
+  int64_t target = want_blocked ? 21 : 13;
   const wq_node *blocker = NULL;
-  if (onnx->version < 13)
-    for (int i = 0; i < ir->graph->n_nodes && !blocker; i++) {
-      const wq_node *n = &ir->graph->nodes[i];
-      int v = changed_at(n->op_type);
-      if ((!n->domain || !n->domain[0]) && v && onnx->version < v)
-        blocker = n;
-    }
-  if (onnx->version < 13 && !blocker) {
-    onnx->version = 13;
+  if (onnx->version < target && !(blocker = opset_blocker(ir, onnx->version, target))) {
+    onnx->version = target;
     for (int i = 0; i < ir->graph->n_nodes; i++)
       if (!ir->graph->nodes[i].domain || !ir->graph->nodes[i].domain[0])
-        ir->graph->nodes[i].opset = 13;
-    if (ir->ir_version < 7)
-      ir->ir_version = 7;
+        ir->graph->nodes[i].opset = (int)target;
+    if (ir->ir_version < (target >= 21 ? 10 : 7))
+      ir->ir_version = target >= 21 ? 10 : 7;
   }
+  if (want_blocked && onnx->version < 21)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, blocker ? blocker->name : NULL,
+                   "per-group weights need opset 21 (blocked DequantizeLinear); the model has "
+                   "opset %lld and %s '%s' changed meaning since, so it cannot be moved",
+                   (long long)onnx->version, blocker ? blocker->op_type : "?",
+                   blocker ? blocker->name : "?");
   if (onnx->version < 10)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, blocker ? blocker->name : NULL,
                    "the model's opset %lld has no QuantizeLinear, and %s '%s' changed meaning "
@@ -465,7 +560,21 @@ static wq_status choose_opset(wq_model_ir *ir, bool *per_channel, wq_error *err)
                    (long long)onnx->version, blocker ? blocker->op_type : "?",
                    blocker ? blocker->name : "?");
   *per_channel = onnx->version >= 13;
+  *blocked = onnx->version >= 21;
   return WQ_OK;
+}
+
+static bool any_grouped(const wq_annotation *a) {
+  for (int t = 0; t < a->n_tensors; t++)
+    if (a->tensors[t].kind == WQ_ANN_T_WEIGHT &&
+        a->tensors[t].spec->granularity == WQ_QGRAN_PER_GROUP)
+      return true;
+  return false;
+}
+
+static bool grouped(const convert_ctx *c, int w) {
+  return w >= 0 && c->a->tensors[w].kind == WQ_ANN_T_WEIGHT &&
+         c->a->tensors[w].spec->granularity == WQ_QGRAN_PER_GROUP;
 }
 
 /* ---- the rewrite ----------------------------------------------------------- */
@@ -500,10 +609,12 @@ static wq_status rewrite(convert_ctx *c, wq_error *err) {
         n->inputs[k] = c->replace[t];
     }
     /* The bias: on the linear itself, or on the Add absorbed into it. */
+    /* A per-group weight has no one scale per channel: its bias stays float. */
     if (an->decision == WQ_ANN_QUANTIZED && an->role == WQ_QROLE_LINEAR && an->bias >= 0 &&
-        an->bias_node < 0)
+        an->bias_node < 0 && !grouped(c, c->lin_w[i]))
       WQ_TRY(quantize_bias(c, i, n, 2, err));
-    if (an->decision == WQ_ANN_ABSORBED && an->linear >= 0 && a->nodes[an->linear].bias_node == i)
+    if (an->decision == WQ_ANN_ABSORBED && an->linear >= 0 && a->nodes[an->linear].bias_node == i &&
+        !grouped(c, c->lin_w[an->linear]))
       WQ_TRY(
           quantize_bias(c, an->linear, n, n->inputs[0] == a->nodes[an->linear].bias ? 0 : 1, err));
     int outs[8], n_outs = 0;
@@ -545,7 +656,7 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
     st = wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
                  "the float graph loaded differently the second time");
   if (st == WQ_OK)
-    st = choose_opset(ir, &c.per_channel, err);
+    st = choose_opset(ir, any_grouped(a), &c.per_channel, &c.blocked, err);
   if (st == WQ_OK) {
     c.n_orig_tensors = g->n_tensors;
     size_t nt = (size_t)g->n_tensors + 1;

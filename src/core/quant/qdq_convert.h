@@ -33,11 +33,36 @@ const wq_dtype *wq_quantizer_dtypes(const wq_quantizer *q);
 int wq_quantizer_kept_count(const wq_quantizer *q);
 const wq_value *wq_quantizer_kept(const wq_quantizer *q, int sample);
 
-/* Symmetric or affine codes of a float weight, one (scale, zero point) per
- * index of `axis` (axis -1: one for the whole tensor). codes has the
- * weight's element count in spec->dtype; scales/zero_points `channels`. */
-void wq_qdq_quantize_weight(const wq_tensor *w, int axis, const wq_quant_spec *spec,
-                            float min_range, void *codes, float *scales, int32_t *zero_points);
+/* How a weight's (scale, zero point) pairs are laid out: one for the
+ * tensor (axis -1), one per index of `axis` (block 0; a 1-D scale), or one
+ * per block of `block` elements along `axis` and per index of every other
+ * dim (ONNX blocked quantization, opset 21; a scale of the weight's rank). */
+typedef struct wq_weight_grid {
+  int axis;
+  int64_t block;
+  int rank;                  /* rank of the scale tensor as written */
+  int64_t dims[WQ_MAX_RANK]; /* its dims */
+  int64_t count;             /* number of pairs */
+} wq_weight_grid;
+
+void wq_weight_grid_init(wq_weight_grid *grid, const wq_tensor *w, int axis, int64_t block);
+
+/* Symmetric or affine codes of a float weight in spec->dtype (codes: the
+ * weight's element count), and grid->count scales and zero points. False
+ * when out of memory. */
+bool wq_qdq_quantize_weight(const wq_tensor *w, const wq_weight_grid *grid,
+                            const wq_quant_spec *spec, float min_range, void *codes, float *scales,
+                            int32_t *zero_points);
+
+/* values[k] holds element k's code: replaced by (code - zp) * scale. */
+void wq_weight_grid_dequantize(const wq_tensor *w, const wq_weight_grid *grid, const float *scales,
+                               const int32_t *zero_points, float *values);
+
+/* The grid weight `w` is written with: per group when its spec says so
+ * and `blocked` (opset 21), per channel when not per tensor and
+ * `per_channel` (opset 13), else per tensor. */
+void wq_ann_weight_grid(const wq_ann_tensor *at, const wq_tensor *w, bool per_channel, bool blocked,
+                        wq_weight_grid *grid);
 
 /* The QDQ model of the annotated float graph as ONNX bytes (caller frees). */
 wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,

@@ -48,21 +48,18 @@ static void fake_quantize(float *x, int64_t n, const wq_qdq_params *p) {
 
 /* A quantize -> dequantize copy of a weight, per channel as converted. */
 static float *fake_weight(const wq_tensor *w, const wq_ann_tensor *at, float min_range) {
-  int axis = at->spec->granularity != WQ_QGRAN_PER_TENSOR ? at->weight_axis : -1;
+  wq_weight_grid grid;
+  wq_ann_weight_grid(at, w, true, true, &grid);
   int64_t n = (int64_t)(w->nbytes / sizeof(float));
-  int64_t channels = axis >= 0 ? w->dims[axis] : 1, inner = 1;
-  for (int d = axis + 1; axis >= 0 && d < w->rank; d++)
-    inner *= w->dims[d];
   void *codes = calloc((size_t)n + 1, 4);
-  float *scales = malloc((size_t)channels * sizeof *scales);
-  int32_t *zps = malloc((size_t)channels * sizeof *zps);
+  float *scales = malloc((size_t)grid.count * sizeof *scales);
+  int32_t *zps = malloc((size_t)grid.count * sizeof *zps);
   float *out = malloc((size_t)n * sizeof *out + 1);
-  if (codes && scales && zps && out) {
-    wq_qdq_quantize_weight(w, axis, at->spec, min_range, codes, scales, zps);
-    for (int64_t k = 0; k < n; k++) {
-      int64_t ch = channels > 1 ? (k / inner) % channels : 0;
-      out[k] = (float)(wq_ref_q_load(codes, at->spec->dtype, k) - zps[ch]) * scales[ch];
-    }
+  if (codes && scales && zps && out &&
+      wq_qdq_quantize_weight(w, &grid, at->spec, min_range, codes, scales, zps)) {
+    for (int64_t k = 0; k < n; k++)
+      out[k] = (float)wq_ref_q_load(codes, at->spec->dtype, k);
+    wq_weight_grid_dequantize(w, &grid, scales, zps, out);
   } else {
     free(out);
     out = NULL;
