@@ -12,13 +12,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 time_per_target=45
 seed=12
-targets=(fuzz_load fuzz_structured)
+targets=(fuzz_load fuzz_structured fuzz_export)
 while [ $# -gt 0 ]; do
   case $1 in
   --time) time_per_target=$2; shift 2 ;;
   --seed) seed=$2; shift 2 ;;
   --target) targets=("$2"); shift 2 ;;
-  *) echo "usage: $0 [--time SECONDS] [--seed N] [--target fuzz_load|fuzz_structured]"; exit 2 ;;
+  *) echo "usage: $0 [--time SECONDS] [--seed N] [--target fuzz_load|fuzz_structured|fuzz_export]"; exit 2 ;;
   esac
 done
 if ! command -v clang >/dev/null; then
