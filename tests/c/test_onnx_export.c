@@ -543,10 +543,22 @@ static void test_hand_graph(void) {
   g->tensors[z].is_output = true;
   g->outputs[g->n_outputs++] = z;
 
-  int in_mul[] = {r, c}, in_relu[] = {x}, in_custom[] = {y, -1, c}, out_custom[] = {z, -1};
+  /* Packed and narrow dtypes: int4 [3] in 2 bytes, bool, float16. */
+  const int64_t three[] = {3}, two[] = {2}, one[] = {1};
+  int q4 = new_tensor(g, "q4", WQ_DT_INT4, 1, three);
+  const uint8_t q4v[] = {0x21, 0x0f};
+  set_data(&g->tensors[q4], q4v, sizeof q4v);
+  int flags = new_tensor(g, "flags", WQ_DT_BOOL, 1, two);
+  const uint8_t fv[] = {1, 0};
+  set_data(&g->tensors[flags], fv, sizeof fv);
+  int half = new_tensor(g, "half", WQ_DT_FLOAT16, 1, one);
+  const uint16_t hv1 = 0x3c00;
+  set_data(&g->tensors[half], &hv1, sizeof hv1);
+  int in_mul[] = {r, c}, in_relu[] = {x}, in_custom[] = {y, -1, c, q4, flags, half};
+  int out_custom[] = {z, -1};
   new_node(g, "mul", "", "Mul", in_mul, 2, &y, 1, 0);
   new_node(g, "relu", "", "Relu", in_relu, 1, &r, 1, 0);
-  wq_node *n = new_node(g, "custom", "test.domain", "Everything", in_custom, 3, out_custom, 2, 10);
+  wq_node *n = new_node(g, "custom", "test.domain", "Everything", in_custom, 6, out_custom, 2, 10);
   wq_attr *a = n->attrs;
   a[0] = (wq_attr){.name = wq_strdup("f"), .type = WQ_ATTR_FLOAT, .f = -0.125f};
   a[1] = (wq_attr){.name = wq_strdup("i"), .type = WQ_ATTR_INT, .i = -3};
@@ -624,7 +636,18 @@ static void test_hand_graph(void) {
     CHECK(hy->dtype == WQ_DT_FLOAT && hy->rank == 2 && hy->dims[1] == 3);
     CHECK(h->tensors[h->outputs[1]].dtype == WQ_DT_UNDEFINED);
     const wq_node *hn = &h->nodes[2];
-    CHECK(strcmp(hn->domain, "test.domain") == 0 && hn->n_inputs == 3 && hn->inputs[1] == -1 &&
+    const int64_t want_bytes[] = {sizeof q4v, sizeof fv, sizeof hv1};
+    const void *want_data[] = {q4v, fv, &hv1};
+    const char *narrow[] = {"q4", "flags", "half"};
+    for (int k = 0; k < 3; k++) {
+      int t = wq_graph_find_tensor(h, narrow[k]);
+      CHECK_MSG(t >= 0 && h->tensors[t].is_constant &&
+                    h->tensors[t].dtype == g->tensors[wq_graph_find_tensor(g, narrow[k])].dtype &&
+                    (int64_t)h->tensors[t].nbytes == want_bytes[k] &&
+                    memcmp(h->tensors[t].data, want_data[k], (size_t)want_bytes[k]) == 0,
+                "constant %s", narrow[k]);
+    }
+    CHECK(strcmp(hn->domain, "test.domain") == 0 && hn->n_inputs == 6 && hn->inputs[1] == -1 &&
           hn->n_outputs == 2 && hn->outputs[1] == -1);
     CHECK(hn->n_attrs == 9 && wq_node_attr(hn, "wasmq.note") == NULL);
     const wq_attr *b;
