@@ -324,11 +324,11 @@ typedef struct {
 
 /* Loads `bytes` for export, exports, loads the export, checks nodes and
  * a second export, and runs both on `inputs` (NULL: seeded inputs). */
-static void round_trip(const char *what, const uint8_t *bytes, size_t n, const wq_value *inputs,
-                       int n_inputs, trip_stats *stats) {
+static void round_trip_with(const wq_load_options *opts, const char *what, const uint8_t *bytes,
+                            size_t n, const wq_value *inputs, int n_inputs, trip_stats *stats) {
   wq_model *a = NULL, *b = NULL;
   wq_error err;
-  if (wq_model_load(bytes, n, &export_opts, &a, &err) != WQ_OK) {
+  if (wq_model_load(bytes, n, opts, &a, &err) != WQ_OK) {
     CHECK_MSG(0, "%s: load failed: %s", what, err.message);
     return;
   }
@@ -337,7 +337,7 @@ static void round_trip(const char *what, const uint8_t *bytes, size_t n, const w
   wq_status st = wq_onnx_export(wq_model_get_ir(a), &out, &out_n, &err);
   CHECK_MSG(st == WQ_OK, "%s: export failed: %s (node '%s')", what, err.message, err.node);
   if (st == WQ_OK) {
-    st = wq_model_load(out, out_n, &export_opts, &b, &err);
+    st = wq_model_load(out, out_n, opts, &b, &err);
     CHECK_MSG(st == WQ_OK, "%s: the export does not load: %s (node '%s')", what, err.message,
               err.node);
   }
@@ -373,6 +373,26 @@ static void round_trip(const char *what, const uint8_t *bytes, size_t n, const w
   free(out2);
   wq_model_free(a);
   wq_model_free(b);
+}
+
+static void round_trip(const char *what, const uint8_t *bytes, size_t n, const wq_value *inputs,
+                       int n_inputs, trip_stats *stats) {
+  round_trip_with(&export_opts, what, bytes, n, inputs, n_inputs, stats);
+}
+
+/* Without constant folding, Constant nodes stay nodes and their value
+ * attributes (TENSOR, and FLOAT/INTS forms) are written as attributes:
+ * ppocr-mobile-v2-cls has 250 of them. */
+static void test_unfolded_constants(void) {
+  const wq_load_options unfolded = {
+      .no_lowering = 1, .no_float_fusion = 1, .no_constant_folding = 1};
+  size_t n;
+  uint8_t *bytes = read_shared("models/ppocr-mobile-v2-cls/model.onnx", &n);
+  trip_stats stats = {0};
+  if (bytes)
+    round_trip_with(&unfolded, "ppocr-mobile-v2-cls unfolded", bytes, n, NULL, 0, &stats);
+  CHECK(stats.exported == 1 && stats.ran == 1 && stats.nodes == 471);
+  free(bytes);
 }
 
 static void test_shared_models(void) {
@@ -815,6 +835,7 @@ int main(void) {
   test_lowered_graphs();
   test_reordered_nodes();
   test_symbolic_batch_model();
+  test_unfolded_constants();
   test_shared_models();
   test_node_cases();
   WQ_TEST_END();
