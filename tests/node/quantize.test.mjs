@@ -259,3 +259,22 @@ test('per-group weights: opset 21 blocked DequantizeLinear, within one step of o
     model.dispose();
   }
 });
+
+// A real model with symbolic input dims ([batch, 4, height, width]): the
+// written QDQ file keeps them, our loader still lowers every conv to int8
+// (shape probes through the symbolic dims), and only the three bilinear
+// Resize nodes stay float; onnxruntime agrees within one output step.
+test('teams-segmentation (symbolic dims): int8 except its bilinear Resizes, within one step of onnxruntime', async () => {
+  const dir = path.join(MODELS, 'teams-segmentation-msra190729');
+  const { bytes, report } = quantize(path.join(dir, 'model.onnx'), ['--calib', dir]);
+  assert.equal(report.nodesFloat, 3);
+  const floats = report.nodes.filter((n) => n.decision === 'float');
+  assert.deepEqual(floats.map((n) => n.op), ['Resize', 'Resize', 'Resize']);
+  const set = readDataSet(dataSetDirs(dir)[0]);
+  const feeds = { bgrm: { data: set.inputs[0].data, dims: set.inputs[0].dims } };
+  const { fraction, worst, floatNodes, model } = await agreement(bytes, report, [feeds]);
+  model.dispose();
+  console.log(`teams: ${(fraction * 100).toFixed(3)}% within one step (worst ${worst.toFixed(2)}), float: ${floatNodes.join(', ')}`);
+  assert.ok(fraction >= 0.999, `only ${fraction} within one step`);
+  assert.deepEqual(floatNodes.map((n) => n.split(' ')[0]), ['Resize', 'Resize', 'Resize']);
+});

@@ -10,15 +10,20 @@
 #include "../quant/quantizer.h"
 #include "calib_data.h"
 #include "files.h"
+#include "shape_arg.h"
+
+#define MAX_QUANTIZE_SHAPES 64
 
 static int quantize_usage(void) {
-  fprintf(stderr, "usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]\n"
-                  "                      [--config FILE.json] [--report FILE.json]\n"
-                  "                      [--keep-float N] [--target-snr DB]\n"
-                  "  --calib       ONNX test_data_set_* folders or .npy files named by input\n"
-                  "                (default: random:16, seeded inputs)\n"
-                  "  --keep-float  keep the N most sensitive nodes in float\n"
-                  "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n");
+  fprintf(stderr,
+          "usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]\n"
+          "                      [--config FILE.json] [--report FILE.json]\n"
+          "                      [--keep-float N] [--target-snr DB] [--shape NAME=1x3x224x224]...\n"
+          "  --calib       ONNX test_data_set_* folders or .npy files named by input\n"
+          "                (default: random:16, seeded inputs)\n"
+          "  --keep-float  keep the N most sensitive nodes in float\n"
+          "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
+          "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n");
   return 2;
 }
 
@@ -41,6 +46,8 @@ typedef struct {
   const char *model, *out, *calib, *config, *report;
   int keep_float;
   double target_snr;
+  wq_cli_shape shapes[MAX_QUANTIZE_SHAPES];
+  int n_shapes;
 } quantize_args;
 
 static int parse_args(int argc, char **argv, quantize_args *a) {
@@ -76,6 +83,13 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
         fprintf(stderr, "wasmq: --target-snr takes dB in (0, 200), got '%s'\n", val);
         return 2;
       }
+      i++;
+    } else if (strcmp(arg, "--shape") == 0 && val) {
+      if (a->n_shapes == MAX_QUANTIZE_SHAPES || wq_cli_parse_shape(val, &a->shapes[a->n_shapes])) {
+        fprintf(stderr, "wasmq: --shape expects NAME=D0xD1x..., got %s\n", val);
+        return 2;
+      }
+      a->n_shapes++;
       i++;
     } else if (arg[0] == '-' || a->model) {
       fprintf(stderr, "wasmq: quantize: unexpected argument '%s'\n", arg);
@@ -148,7 +162,15 @@ int wq_cli_quantize(int argc, char **argv) {
   wq_error err;
   wq_quantizer *q = NULL;
   char *report = NULL;
-  if (wq_quantizer_new(model, model_n, (const char *)config, config_n, &q, &err) != WQ_OK) {
+  char names[MAX_QUANTIZE_SHAPES][256];
+  wq_input_shape shapes[MAX_QUANTIZE_SHAPES];
+  for (int s = 0; s < a.n_shapes; s++) {
+    snprintf(names[s], sizeof names[s], "%.*s", (int)strcspn(a.shapes[s].name, "="),
+             a.shapes[s].name);
+    shapes[s] = (wq_input_shape){names[s], a.shapes[s].rank, a.shapes[s].dims};
+  }
+  if (wq_quantizer_new_shaped(model, model_n, (const char *)config, config_n, shapes, a.n_shapes,
+                              &q, &err) != WQ_OK) {
     wq_cli_print_error(
         a.config && err.code == WQ_ERR_INVALID_ARG && !err.node[0] ? a.config : a.model, &err);
     rc = err.code == WQ_ERR_INVALID_ARG ? 2 : 1;

@@ -13,6 +13,7 @@
 #include "files.h"
 #include "npy.h"
 #include "random_fill.h"
+#include "shape_arg.h"
 
 #define MAX_CLI_INPUTS 64
 
@@ -98,34 +99,6 @@ static int cmd_info(int argc, char **argv) {
   return text ? 0 : 1;
 }
 
-typedef struct {
-  const char *name;
-  int rank;
-  int64_t dims[WQ_MAX_RANK];
-} cli_shape;
-
-static int parse_shape(const char *arg, cli_shape *s) {
-  const char *eq = strchr(arg, '=');
-  if (!eq)
-    return -1;
-  s->name = arg;
-  s->rank = 0;
-  const char *p = eq + 1;
-  while (*p) {
-    char *end;
-    long long d = strtoll(p, &end, 10);
-    if (end == p || d < 0 || s->rank >= WQ_MAX_RANK)
-      return -1;
-    s->dims[s->rank++] = d;
-    p = end;
-    if (*p == 'x' || *p == ',')
-      p++;
-    else if (*p)
-      return -1;
-  }
-  return 0;
-}
-
 static int name_matches(const char *arg, const char *name) {
   size_t len = strcspn(arg, "=");
   return strlen(name) == len && strncmp(arg, name, len) == 0;
@@ -153,7 +126,7 @@ static int cmd_run(int argc, char **argv) {
     return usage();
   const char *model_path = argv[0], *out_dir = NULL;
   const char *input_args[MAX_CLI_INPUTS];
-  cli_shape shapes[MAX_CLI_INPUTS];
+  wq_cli_shape shapes[MAX_CLI_INPUTS];
   int n_input_args = 0, n_shapes = 0;
   wq_load_options lower_flags = {0};
   long threads = 1;
@@ -165,7 +138,7 @@ static int cmd_run(int argc, char **argv) {
         return 2;
       }
     } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && n_shapes < MAX_CLI_INPUTS) {
-      if (parse_shape(argv[++i], &shapes[n_shapes]) != 0) {
+      if (wq_cli_parse_shape(argv[++i], &shapes[n_shapes]) != 0) {
         fprintf(stderr, "wasmq: --shape expects NAME=D0xD1x..., got %s\n", argv[i]);
         return 2;
       }

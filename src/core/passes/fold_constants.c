@@ -79,11 +79,11 @@ static void probe_free(symbolic_probe *pr, int n_tensors) {
   }
 }
 
-static void infer_through_symbolic_dims(wq_graph *g, const wq_node *node, const wq_value *in,
-                                        symbolic_probe *pr) {
+static bool probe_symbolic_dims(wq_graph *g, const wq_node *node, const wq_value *in,
+                                symbolic_probe *pr, const int64_t sizes[2]) {
   for (int k = 0; k < node->n_inputs; k++)
     if (node->inputs[k] >= 0 && in[k].rank < 0)
-      return;
+      return true;
   const int ni = node->n_inputs, no = node->n_outputs;
   wq_value *probe_in = calloc(2 * (size_t)ni + 1, sizeof *probe_in);
   wq_value *probe_out = calloc(2 * (size_t)no + 1, sizeof *probe_out);
@@ -95,7 +95,7 @@ static void infer_through_symbolic_dims(wq_graph *g, const wq_node *node, const 
       *v = t >= 0 && pr->values[p][t].data ? pr->values[p][t] : in[k];
       for (int d = 0; d < v->rank; d++)
         if (v->dims[d] < 0)
-          v->dims[d] = p + 1;
+          v->dims[d] = sizes[p];
       if (t >= 0 && !v->data)
         evaluated = false;
     }
@@ -145,6 +145,16 @@ static void infer_through_symbolic_dims(wq_graph *g, const wq_node *node, const 
   }
   free(probe_in);
   free(probe_out);
+  return ok;
+}
+
+/* Probes with unknown dims 1 and 2 first; when that fails (a convolution
+ * whose window does not fit a 1x1 image), with 64 and 128. */
+static void infer_through_symbolic_dims(wq_graph *g, const wq_node *node, const wq_value *in,
+                                        symbolic_probe *pr) {
+  static const int64_t small[2] = {1, 2}, large[2] = {64, 128};
+  if (!probe_symbolic_dims(g, node, in, pr, small))
+    probe_symbolic_dims(g, node, in, pr, large);
 }
 
 wq_status wq_pass_fold_constants(wq_graph *g, int fold, wq_fold_stats *stats, wq_error *err) {

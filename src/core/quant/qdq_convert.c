@@ -493,19 +493,31 @@ static int changed_at(const char *op_type) {
   static const struct {
     const char *op;
     int version;
-  } changed[] = {{"Clip", 11},           {"Pad", 11},
-                 {"Resize", 11},         {"Split", 13},
-                 {"Squeeze", 13},        {"Unsqueeze", 13},
-                 {"Softmax", 13},        {"LogSoftmax", 13},
-                 {"Hardmax", 13},        {"ReduceSum", 13},
-                 {"TopK", 10},           {"Slice", 10},
-                 {"Upsample", 1000},     {"Dropout", 12},
-                 {"Scatter", 1000},      {"BatchNormalization", 15},
-                 {"Cast", 13},           {"ConstantOfShape", 9},
-                 {"ReduceMean", 18},     {"ReduceMax", 18},
-                 {"ReduceMin", 18},      {"ReduceProd", 18},
-                 {"ReduceL1", 18},       {"ReduceL2", 18},
-                 {"ReduceLogSum", 18},   {"ReduceLogSumExp", 18},
+  } changed[] = {{"Clip", 11},
+                 {"Pad", 11},
+                 {"Resize", 11},
+                 {"Split", 13},
+                 {"Squeeze", 13},
+                 {"Unsqueeze", 13},
+                 {"Softmax", 13},
+                 {"LogSoftmax", 13},
+                 {"Hardmax", 13},
+                 {"ReduceSum", 13},
+                 {"TopK", 10},
+                 {"Slice", 10},
+                 {"Upsample", 1000},
+                 {"Dropout", 12},
+                 {"Scatter", 1000},
+                 {"BatchNormalization", 15},
+                 {"ConstantOfShape", 9},
+                 {"ReduceMean", 18},
+                 {"ReduceMax", 18},
+                 {"ReduceMin", 18},
+                 {"ReduceProd", 18},
+                 {"ReduceL1", 18},
+                 {"ReduceL2", 18},
+                 {"ReduceLogSum", 18},
+                 {"ReduceLogSumExp", 18},
                  {"ReduceSumSquare", 18}};
   for (size_t k = 0; k < sizeof changed / sizeof changed[0]; k++)
     if (strcmp(changed[k].op, op_type) == 0)
@@ -513,23 +525,144 @@ static int changed_at(const char *op_type) {
   return 0;
 }
 
-/* The first ai.onnx node whose meaning changes between the model's opset
- * and `target`, or NULL. */
-static const wq_node *opset_blocker(const wq_model_ir *ir, int64_t from, int64_t target) {
-  for (int i = 0; i < ir->graph->n_nodes; i++) {
-    const wq_node *n = &ir->graph->nodes[i];
-    int v = changed_at(n->op_type);
-    if ((!n->domain || !n->domain[0]) && v && from < v && v <= target)
-      return n;
+/* ---- opset upgrades ---------------------------------------------------- */
+
+/* Whether upgrade_node can carry node n over (checked for every node
+ * before any is changed). */
+static bool upgradable(const wq_graph *g, const wq_node *n) {
+  const char *op = n->op_type;
+  if (strcmp(op, "Clip") == 0)
+    return true;
+  if (strncmp(op, "Softmax", 7) == 0 || strcmp(op, "LogSoftmax") == 0 ||
+      strcmp(op, "Hardmax") == 0) {
+    const wq_tensor *x = &g->tensors[n->inputs[0]];
+    const wq_attr *ax = wq_node_attr(n, "axis");
+    int64_t axis = ax ? ax->i : 1;
+    return x->rank >= 1 && (axis < 0 ? axis + x->rank : axis) == x->rank - 1;
   }
-  return NULL;
+  if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0 ||
+      (strncmp(op, "Reduce", 6) == 0 && strcmp(op, "ReduceSum") != 0))
+    return n->n_inputs == 1;
+  if (strcmp(op, "Slice") == 0)
+    return n->n_inputs == 1 && wq_node_attr(n, "starts") && wq_node_attr(n, "ends");
+  return false;
+}
+
+/* Removes attribute `name` from the node; true when it was there. */
+static bool take_attr(wq_node *n, const char *name, wq_attr *out) {
+  for (int k = 0; k < n->n_attrs; k++)
+    if (strcmp(n->attrs[k].name, name) == 0) {
+      *out = n->attrs[k];
+      memmove(&n->attrs[k], &n->attrs[k + 1], (size_t)(n->n_attrs - k - 1) * sizeof *n->attrs);
+      n->n_attrs--;
+      return true;
+    }
+  return false;
+}
+
+/* Appends input t (-1: omitted) to the node. */
+static bool append_input(wq_node *n, int t) {
+  int *grown = realloc(n->inputs, ((size_t)n->n_inputs + 1) * sizeof *grown);
+  if (!grown)
+    return false;
+  n->inputs = grown;
+  n->inputs[n->n_inputs++] = t;
+  return true;
+}
+
+static int float_scalar(convert_ctx *c, const char *base, const char *suffix, float v) {
+  float *d = malloc(sizeof *d);
+  if (!d)
+    return -1;
+  *d = v;
+  return add_constant(c, base, suffix, WQ_DT_FLOAT, 0, NULL, d);
+}
+
+static int int64_list(convert_ctx *c, const char *base, const char *suffix, const int64_t *v,
+                      size_t count) {
+  int64_t *d = malloc((count + 1) * sizeof *d);
+  if (!d)
+    return -1;
+  memcpy(d, v, count * sizeof *d);
+  int64_t dims[1] = {(int64_t)count};
+  return add_constant(c, base, suffix, WQ_DT_INT64, 1, dims, d);
+}
+
+/* Rewrites a node written for an older opset into the form `target` reads
+ * with the same meaning: Clip's min/max, Squeeze/Unsqueeze's and Reduce*'s
+ * axes and Slice's starts/ends/axes move from attributes to constant
+ * inputs; Softmax-family nodes whose axis is the last one keep it. false
+ * (nothing changed) when the node cannot be carried over. */
+static bool upgrade_node(convert_ctx *c, wq_node *n, int from, int target, bool *oom_hit) {
+  int v = changed_at(n->op_type);
+  if ((n->domain && n->domain[0]) || !v || from >= v || v > target)
+    return true;
+  const char *op = n->op_type;
+  wq_attr a;
+  if (strcmp(op, "Clip") == 0) {
+    float lo = -INFINITY, hi = INFINITY;
+    if (take_attr(n, "min", &a)) {
+      lo = a.f;
+      wq_attr_clear(&a);
+    }
+    if (take_attr(n, "max", &a)) {
+      hi = a.f;
+      wq_attr_clear(&a);
+    }
+    int tl = float_scalar(c, n->name, "_min", lo);
+    int th = tl < 0 ? -1 : float_scalar(c, n->name, "_max", hi);
+    *oom_hit = th < 0 || !append_input(n, tl) || !append_input(n, th);
+    return !*oom_hit;
+  }
+  if (strncmp(op, "Softmax", 7) == 0 || strcmp(op, "LogSoftmax") == 0 ||
+      strcmp(op, "Hardmax") == 0) {
+    /* Before 13 the input was coerced to 2-D at `axis` (default 1): the
+     * same as 13's single axis only when that axis is the last one. */
+    const wq_tensor *x = &c->g->tensors[n->inputs[0]];
+    const wq_attr *ax = wq_node_attr(n, "axis");
+    int64_t axis = ax ? ax->i : 1;
+    if (x->rank < 1 || (axis < 0 ? axis + x->rank : axis) != x->rank - 1)
+      return false;
+    return true;
+  }
+  const char *list = strcmp(op, "Slice") == 0 ? "starts" : "axes";
+  if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0 || strncmp(op, "Reduce", 6) == 0) {
+    if (n->n_inputs != 1)
+      return false;
+    if (!take_attr(n, "axes", &a))
+      return true; /* no axes: the same default */
+    int t = int64_list(c, n->name, "_axes", a.ints, a.count);
+    wq_attr_clear(&a);
+    *oom_hit = t < 0 || !append_input(n, t);
+    return !*oom_hit;
+  }
+  if (strcmp(op, "Slice") == 0 && n->n_inputs == 1) {
+    wq_attr starts, ends, axes;
+    if (!take_attr(n, list, &starts))
+      return false;
+    if (!take_attr(n, "ends", &ends)) {
+      wq_attr_clear(&starts);
+      return false;
+    }
+    bool has_axes = take_attr(n, "axes", &axes);
+    int ts = int64_list(c, n->name, "_starts", starts.ints, starts.count);
+    int te = ts < 0 ? -1 : int64_list(c, n->name, "_ends", ends.ints, ends.count);
+    int ta = te < 0 || !has_axes ? -1 : int64_list(c, n->name, "_axes", axes.ints, axes.count);
+    *oom_hit = te < 0 || (has_axes && ta < 0) || !append_input(n, ts) || !append_input(n, te) ||
+               (has_axes && !append_input(n, ta));
+    wq_attr_clear(&starts);
+    wq_attr_clear(&ends);
+    if (has_axes)
+      wq_attr_clear(&axes);
+    return !*oom_hit;
+  }
+  return false;
 }
 
 /* Moves the model to opset 13 (per-channel DequantizeLinear) or 21 (blocked,
  * for per-group weights) where that keeps every node's meaning; sets
  * per_channel / blocked to what the model's opset then allows. */
-static wq_status choose_opset(wq_model_ir *ir, bool want_blocked, bool *per_channel, bool *blocked,
-                              wq_error *err) {
+static wq_status choose_opset(convert_ctx *c, wq_model_ir *ir, bool want_blocked, wq_error *err) {
   wq_opset_import *onnx = NULL;
   for (int k = 0; k < ir->n_opsets; k++)
     if (!ir->opsets[k].domain || !ir->opsets[k].domain[0] ||
@@ -537,30 +670,45 @@ static wq_status choose_opset(wq_model_ir *ir, bool want_blocked, bool *per_chan
       onnx = &ir->opsets[k];
   if (!onnx)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "the model imports no ai.onnx opset");
-  int64_t target = want_blocked ? 21 : 13;
+  int target = want_blocked ? 21 : 13;
+  int from = (int)onnx->version;
   const wq_node *blocker = NULL;
-  if (onnx->version < target && !(blocker = opset_blocker(ir, onnx->version, target))) {
-    onnx->version = target;
-    for (int i = 0; i < ir->graph->n_nodes; i++)
+  if (from < target) {
+    /* Every node must carry over before any is changed. */
+    for (int i = 0; i < ir->graph->n_nodes && !blocker; i++) {
+      const wq_node *n = &ir->graph->nodes[i];
+      int v = changed_at(n->op_type);
+      if ((!n->domain || !n->domain[0]) && v && from < v && v <= target &&
+          !upgradable(ir->graph, n))
+        blocker = n;
+    }
+  }
+  if (from < target && !blocker) {
+    bool oom_hit = false;
+    for (int i = 0; i < ir->graph->n_nodes; i++) {
+      if (!upgrade_node(c, &ir->graph->nodes[i], from, target, &oom_hit) && oom_hit)
+        return oom(err);
       if (!ir->graph->nodes[i].domain || !ir->graph->nodes[i].domain[0])
-        ir->graph->nodes[i].opset = (int)target;
+        ir->graph->nodes[i].opset = target;
+    }
+    onnx->version = target;
     if (ir->ir_version < (target >= 21 ? 10 : 7))
       ir->ir_version = target >= 21 ? 10 : 7;
   }
   if (want_blocked && onnx->version < 21)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, blocker ? blocker->name : NULL,
                    "per-group weights need opset 21 (blocked DequantizeLinear); the model has "
-                   "opset %lld and %s '%s' changed meaning since, so it cannot be moved",
+                   "opset %lld and %s '%s' cannot be carried over",
                    (long long)onnx->version, blocker ? blocker->op_type : "?",
                    blocker ? blocker->name : "?");
   if (onnx->version < 10)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, blocker ? blocker->name : NULL,
-                   "the model's opset %lld has no QuantizeLinear, and %s '%s' changed meaning "
-                   "since, so it cannot be moved to opset 13",
+                   "the model's opset %lld has no QuantizeLinear, and %s '%s' cannot be carried "
+                   "over to opset 13",
                    (long long)onnx->version, blocker ? blocker->op_type : "?",
                    blocker ? blocker->name : "?");
-  *per_channel = onnx->version >= 13;
-  *blocked = onnx->version >= 21;
+  c->per_channel = onnx->version >= 13;
+  c->blocked = onnx->version >= 21;
   return WQ_OK;
 }
 
@@ -655,10 +803,8 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
   if (g->n_tensors != a->n_tensors || g->n_nodes != a->n_nodes)
     st = wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
                  "the float graph loaded differently the second time");
-  if (st == WQ_OK)
-    st = choose_opset(ir, any_grouped(a), &c.per_channel, &c.blocked, err);
   if (st == WQ_OK) {
-    c.n_orig_tensors = g->n_tensors;
+    c.n_orig_tensors = a->n_tensors;
     size_t nt = (size_t)g->n_tensors + 1;
     c.replace = malloc(nt * sizeof *c.replace);
     c.cluster_scale = malloc(nt * sizeof *c.cluster_scale);
@@ -670,6 +816,8 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
     for (int t = 0; st == WQ_OK && t < g->n_tensors; t++)
       c.replace[t] = c.cluster_scale[t] = c.cluster_zp[t] = -1;
   }
+  if (st == WQ_OK)
+    st = choose_opset(&c, ir, any_grouped(a), err);
   if (st == WQ_OK)
     st = rewrite(&c, err);
   if (st == WQ_OK)

@@ -24,6 +24,8 @@ typedef struct {
 struct wq_quantizer {
   uint8_t *model; /* a copy: convert loads it again to rewrite */
   size_t model_len;
+  wq_input_shape *shapes; /* bound at every load; names and dims owned */
+  int n_shapes;
   wq_quant_config cfg;
   wq_quant_prepare_stats prepared;
   wq_model *fmodel; /* the prepared float model calibration runs */
@@ -54,8 +56,12 @@ static wq_status prepare_hook(void *ctx, wq_graph *g, wq_error *err) {
  * node for node (no lowering, no float fusion). */
 wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_model **out, wq_error *err) {
   wq_quantizer *mq = (wq_quantizer *)q;
-  wq_load_options opts = {
-      .no_lowering = 1, .no_float_fusion = 1, .rewrite = prepare_hook, .rewrite_ctx = mq};
+  wq_load_options opts = {.input_shapes = q->shapes,
+                          .n_input_shapes = q->n_shapes,
+                          .no_lowering = 1,
+                          .no_float_fusion = 1,
+                          .rewrite = prepare_hook,
+                          .rewrite_ctx = mq};
   wq_quant_prepare_stats saved = q->prepared;
   memset(&mq->prepared, 0, sizeof mq->prepared);
   wq_status st = wq_model_load(q->model, q->model_len, &opts, out, err);
@@ -64,8 +70,32 @@ wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_model **out, wq_erro
   return st;
 }
 
+static wq_status copy_shapes(wq_quantizer *q, const wq_input_shape *shapes, int n, wq_error *err) {
+  if (n <= 0)
+    return WQ_OK;
+  q->shapes = calloc((size_t)n, sizeof *q->shapes);
+  if (!q->shapes)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  q->n_shapes = n;
+  for (int i = 0; i < n; i++) {
+    int64_t *dims = malloc(((size_t)shapes[i].rank + 1) * sizeof *dims);
+    char *name = wq_strdup(shapes[i].name);
+    q->shapes[i] = (wq_input_shape){.name = name, .rank = shapes[i].rank, .dims = dims};
+    if (!dims || !name)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+    memcpy(dims, shapes[i].dims, (size_t)shapes[i].rank * sizeof *dims);
+  }
+  return WQ_OK;
+}
+
 wq_status wq_quantizer_new(const uint8_t *model, size_t n, const char *config_json,
                            size_t config_len, wq_quantizer **out, wq_error *err) {
+  return wq_quantizer_new_shaped(model, n, config_json, config_len, NULL, 0, out, err);
+}
+
+wq_status wq_quantizer_new_shaped(const uint8_t *model, size_t n, const char *config_json,
+                                  size_t config_len, const wq_input_shape *shapes, int n_shapes,
+                                  wq_quantizer **out, wq_error *err) {
   wq_error_clear(err);
   *out = NULL;
   wq_quantizer *q = calloc(1, sizeof *q);
@@ -77,6 +107,7 @@ wq_status wq_quantizer_new(const uint8_t *model, size_t n, const char *config_js
   if (st == WQ_OK) {
     memcpy(q->model, model, n);
     q->model_len = n;
+    st = copy_shapes(q, shapes, n_shapes, err);
   }
   if (st == WQ_OK && config_json && config_len)
     st = wq_quant_config_parse_json(&q->cfg, config_json, config_len, err);
@@ -133,6 +164,11 @@ void wq_quantizer_free(wq_quantizer *q) {
   free(q->dtypes);
   wq_model_free(q->fmodel);
   wq_quant_config_free(&q->cfg);
+  for (int i = 0; i < q->n_shapes; i++) {
+    free((char *)q->shapes[i].name);
+    free((int64_t *)q->shapes[i].dims);
+  }
+  free(q->shapes);
   free(q->model);
   free(q);
 }

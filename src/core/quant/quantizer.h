@@ -29,6 +29,11 @@ typedef struct wq_quantizer wq_quantizer;
  * QLinear*, int8 ops), naming the first such node. */
 wq_status wq_quantizer_new(const uint8_t *model, size_t n, const char *config_json,
                            size_t config_len, wq_quantizer **out, wq_error *err);
+/* Same, binding input shapes at load (symbolic dims such as a batch or an
+ * image size fixed for calibration; the written model keeps those shapes). */
+wq_status wq_quantizer_new_shaped(const uint8_t *model, size_t n, const char *config_json,
+                                  size_t config_len, const wq_input_shape *shapes, int n_shapes,
+                                  wq_quantizer **out, wq_error *err);
 void wq_quantizer_free(wq_quantizer *q);
 
 /* The float model being calibrated (its inputs tell what a sample holds). */
