@@ -137,3 +137,15 @@ done:
   free(consumers);
   return st;
 }
+
+bool wq_graph_tensor_is_read(const wq_graph *g, int t) {
+  if (t < 0)
+    return false;
+  if (g->tensors[t].is_output)
+    return true;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] == t)
+        return true;
+  return false;
+}

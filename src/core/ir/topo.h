@@ -1,5 +1,6 @@
 /* Topological order of a graph's nodes, for passes that append nodes out of
- * order (the quantizer's Q/DQ insertion) and for the ONNX writer. */
+ * order (the quantizer's Q/DQ insertion) and for the ONNX writer, and other
+ * queries on the graph's edges. */
 #ifndef WQ_IR_TOPO_H
 #define WQ_IR_TOPO_H
 
@@ -20,5 +21,9 @@ wq_status wq_graph_topo_order(const wq_graph *g, int *order, wq_error *err);
  * placed: fewer than n when there is a cycle (their indeg stays > 0).
  * heap has room for n ints. Shared with the ONNX importer. */
 int wq_kahn_order(int n, const int *start, const int *consumers, int *indeg, int *heap, int *order);
+
+/* True when tensor t is a graph output or some node reads it (false for
+ * t < 0). Linear in the graph's size. */
+bool wq_graph_tensor_is_read(const wq_graph *g, int t);
 
 #endif

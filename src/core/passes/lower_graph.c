@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/topo.h"
 #include "../ops/op.h"
 #include "lower_internal.h"
 
@@ -259,18 +260,6 @@ const char *wq_lower_why(const wq_node *node) {
 
 /* ---- cleanup --------------------------------------------------------------- */
 
-static bool output_read(const wq_graph *g, int t) {
-  if (t < 0)
-    return false;
-  if (g->tensors[t].is_output)
-    return true;
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int k = 0; k < g->nodes[i].n_inputs; k++)
-      if (g->nodes[i].inputs[k] == t)
-        return true;
-  return false;
-}
-
 void lower_remove_dead(lower_ctx *c) {
   wq_graph *g = c->g;
   for (int i = g->n_nodes - 1; i >= 0; i--)
@@ -284,7 +273,7 @@ void lower_remove_dead(lower_ctx *c) {
       continue;
     bool read = false;
     for (int k = 0; k < n->n_outputs; k++)
-      read = read || output_read(g, n->outputs[k]);
+      read = read || wq_graph_tensor_is_read(g, n->outputs[k]);
     if (!read)
       wq_graph_remove_node(g, i);
   }
