@@ -143,17 +143,20 @@ static void test_linear_bias_and_float_reasons(void) {
 static void test_resize_modes_and_quantized_models(void) {
   wq_error err;
   wq_graph *g = wq_graph_new();
-  int64_t dx[4] = {1, 2, 4, 4}, dy[4] = {1, 2, 8, 8}, ds[1] = {4};
+  int64_t dx[4] = {1, 2, 4, 4}, dy[4] = {1, 2, 8, 8}, ds[1] = {4}, dw[4] = {2, 2, 1, 1};
   int x = act(g, "x", 4, dx), y = act(g, "y", 4, dy), y2 = act(g, "y2", 4, dy);
+  int w = add_tensor(g, "w", WQ_DT_FLOAT, 4, dw, zeros(4));
+  int z = act(g, "z", 4, dy);
   float *scales = malloc(4 * sizeof *scales);
   scales[0] = scales[1] = 1.0f;
   scales[2] = scales[3] = 2.0f;
   int s = add_tensor(g, "scales", WQ_DT_FLOAT, 1, ds, scales);
   g->tensors[x].is_input = true;
-  g->tensors[y].is_output = g->tensors[y2].is_output = true;
+  g->tensors[z].is_output = g->tensors[y2].is_output = true;
   const attr_spec linear_mode[] = {{"mode", 0, NULL, 0, "linear", 0.0f, false}, AEND};
   int n_near = add_node(g, "", "Resize", (int[]){x, -1, s}, 3, y, NULL, 13, &err);
   int n_lin = add_node(g, "", "Resize", (int[]){x, -1, s}, 3, y2, linear_mode, 13, &err);
+  int n_conv = add_node(g, "", "Conv", (int[]){y, w}, 2, z, NULL, 13, &err);
   wq_quant_config cfg;
   wq_quant_config_default(&cfg);
   wq_annotation a;
@@ -163,6 +166,18 @@ static void test_resize_modes_and_quantized_models(void) {
   CHECK(strstr(a.nodes[n_lin].reason, "nearest") != NULL);
   CHECK(a.tensors[s].kind == WQ_ANN_T_NONE); /* scales are not data */
   CHECK(a.tensors[y].cluster == a.tensors[x].cluster);
+  CHECK(a.nodes[n_conv].decision == WQ_ANN_QUANTIZED);
+  wq_annotation_free(&a);
+
+  /* Without the conv, the nearest Resize is an int8 island with no linear
+   * op: it stays float (Q/DQ around it would only add work and error). */
+  g->tensors[y].is_output = true;
+  wq_node_clear(&g->nodes[n_conv]);
+  g->n_nodes--;
+  CHECK(wq_annotate(g, &cfg, NULL, NULL, &a, &err) == WQ_OK);
+  CHECK(a.nodes[n_near].decision == WQ_ANN_FLOAT);
+  CHECK(strstr(a.nodes[n_near].reason, "island") != NULL);
+  CHECK(a.tensors[y].kind == WQ_ANN_T_NONE && a.tensors[x].kind == WQ_ANN_T_NONE);
   wq_annotation_free(&a);
 
   /* A QuantizeLinear anywhere: the model is quantized already. */

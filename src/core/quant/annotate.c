@@ -257,6 +257,43 @@ static void absorb(ann_ctx *c) {
   }
 }
 
+/* An int8 island without a linear op (a ReduceMean and Sqrt between float
+ * nodes, a lone Sigmoid after a float Resize) costs a Q/DQ pair per edge
+ * and saves no multiply: such islands stay float. Islands are the
+ * connected groups of quantized nodes joined by the tensors between them. */
+static void drop_islands_without_linear(ann_ctx *c, int *node_parent) {
+  const wq_graph *g = c->g;
+  wq_ann_node *an = c->a->nodes;
+  for (int i = 0; i < g->n_nodes; i++)
+    node_parent[i] = i;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (an[i].decision != WQ_ANN_QUANTIZED && an[i].decision != WQ_ANN_ABSORBED)
+      continue;
+    for (int k = 0; k < n->n_inputs; k++) {
+      int t = n->inputs[k];
+      int p = t >= 0 ? c->producer[t] : -1;
+      if (p >= 0 && (an[p].decision == WQ_ANN_QUANTIZED || an[p].decision == WQ_ANN_ABSORBED))
+        unite(node_parent, p, i);
+    }
+  }
+  bool *has_linear = calloc((size_t)g->n_nodes + 1, sizeof *has_linear);
+  if (!has_linear)
+    return; /* keeping the islands is only less efficient */
+  for (int i = 0; i < g->n_nodes; i++)
+    if (an[i].decision == WQ_ANN_QUANTIZED && an[i].role == WQ_QROLE_LINEAR)
+      has_linear[find(node_parent, i)] = true;
+  for (int i = 0; i < g->n_nodes; i++)
+    if ((an[i].decision == WQ_ANN_QUANTIZED || an[i].decision == WQ_ANN_ABSORBED) &&
+        !has_linear[find(node_parent, i)]) {
+      an[i].decision = WQ_ANN_FLOAT;
+      an[i].linear = -1;
+      set_reason(&an[i], "int8 island without a Conv/Gemm/MatMul: Q/DQ would cost more than it "
+                         "saves");
+    }
+  free(has_linear);
+}
+
 static void mark_tensors(ann_ctx *c) {
   const wq_graph *g = c->g;
   wq_ann_node *an = c->a->nodes;
@@ -376,6 +413,16 @@ wq_status wq_annotate(const wq_graph *g, const wq_quant_config *cfg, const wq_dt
     }
   }
   absorb(&c);
+  int *node_parent = malloc(nn * sizeof *node_parent);
+  if (!node_parent) {
+    free(c.producer);
+    free(c.readers);
+    free(c.parent);
+    wq_annotation_free(out);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory annotating the graph");
+  }
+  drop_islands_without_linear(&c, node_parent);
+  free(node_parent);
   mark_tensors(&c);
   /* A cluster's members share the spec of its lowest tensor that has one. */
   for (int t = 0; t < g->n_tensors; t++)
