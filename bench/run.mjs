@@ -40,6 +40,7 @@ const MODELS_INT8 = join(SHARED, 'models-int8');
 // carries the kernel timing entry points wqx_bench_* (build.sh --bench).
 const WASM = join(ROOT, 'wasm_build/out/wasmq.wasm');
 const THREADED_WASM = join(ROOT, 'wasm_build/out/mt/wasmq.wasm');
+const QUANT_WASM = join(ROOT, 'wasm_build/out/wasmq-quant.wasm');
 const BENCH_CORE_DIR = join(ROOT, 'wasm_build/out/bench');
 const DOT_PEAK_SRC = join(BENCH_DIR, 'dot_peak.c');
 const DOT_PEAK_WASM = join(BENCH_DIR, 'out/dot_peak.wasm');
@@ -535,6 +536,13 @@ async function main() {
     wasmSize.threaded = { bytes: mt.length, gzipBytes: gzipSync(mt, { level: 9 }).length };
     console.log(
       `  threaded variant: ${relative(ROOT, THREADED_WASM)} ${mt.length} bytes (${(mt.length / 1024).toFixed(1)} KB; gzip -9 ${(wasmSize.threaded.gzipBytes / 1024).toFixed(1)} KB)`,
+    );
+  }
+  if (existsSync(QUANT_WASM)) {
+    const qw = readFileSync(QUANT_WASM);
+    wasmSize.quant = { bytes: qw.length, gzipBytes: gzipSync(qw, { level: 9 }).length };
+    console.log(
+      `  quant variant (quantize() only): ${relative(ROOT, QUANT_WASM)} ${qw.length} bytes (${(qw.length / 1024).toFixed(1)} KB; gzip -9 ${(wasmSize.quant.gzipBytes / 1024).toFixed(1)} KB)`,
     );
   }
 

@@ -66,6 +66,9 @@ rc=${PIPESTATUS[0]}
 # The threaded variant (load(model, {threads: N})), which the Node tests use.
 bash wasm_build/build.sh --threads 2>&1 | grep -v 'pthreads-mem-growth' | tail -5
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# The quant variant (runtime + quantizer), which quantize() and `npx wasmq quantize` load.
+bash wasm_build/build.sh --quant 2>&1 | tail -5
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 if [ $rc -ne 0 ]; then
   count "wasm build" 0 1 $rc
 else

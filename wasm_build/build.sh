@@ -4,7 +4,7 @@
 # module factory `createCore` plus its .wasm (wasm_build/out/wasmq.mjs +
 # wasmq.wasm; not committed).
 #
-# Usage: bash wasm_build/build.sh [--force] [--bench] [--threads]
+# Usage: bash wasm_build/build.sh [--force] [--bench] [--threads] [--quant]
 #   --bench    the benchmark variant: also links the kernel timing entry points
 #              (wqx_bench_*, src/core/kernels/simd/bench_entry.c) and writes to
 #              wasm_build/out/bench; the shipped .wasm never carries them.
@@ -12,6 +12,12 @@
 #              worker pool; wasm_build/out/mt: wasmq.mjs, .wasm, .worker.js),
 #              which the JS loader picks for load(model, {threads: N > 1})
 #              where SharedArrayBuffer is usable. Its own objects (-pthread).
+#   --quant    the quantizer variant: the runtime plus the post-training
+#              quantizer's entry points (wqx_quantizer_*,
+#              src/core/api/wasm_quant_exports.c), written as
+#              wasm_build/out/wasmq-quant.{mjs,wasm}; only the package's
+#              quantize() loads it. The shipped runtime .wasm never carries
+#              the quantizer (the linker drops it: nothing there calls it).
 # Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default
 #        wasm_build/out, or wasm_build/out/bench with --bench), WQ_WASM_OBJ (object dir, default
 #        wasm_build/out/obj, or $WQ_WASM_OUT/obj when WQ_WASM_OUT is set), WQ_WASM_LDFLAGS (extra
@@ -24,13 +30,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 force=0
 bench=0
 threads=0
+quant=0
 for arg in "$@"; do
   case "$arg" in
   --force) force=1 ;;
   --bench) bench=1 ;;
   --threads) threads=1 ;;
+  --quant) quant=1 ;;
   *)
-    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench] [--threads])" >&2
+    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench] [--threads] [--quant])" >&2
     exit 2
     ;;
   esac
@@ -52,6 +60,11 @@ emcc="${EMCC:-emcc}"
 jobs="${JOBS:-2}"
 # Benchmark-only sources (kernel timing entry points called from bench/).
 bench_sources=(src/core/kernels/simd/bench_entry.c)
+# Quantizer-only entry points (the quant variant's exports).
+quant_sources=(src/core/api/wasm_quant_exports.c)
+# Output base name: wasmq.{mjs,wasm}, or wasmq-quant.{mjs,wasm}.
+base=wasmq
+((quant)) && base=wasmq-quant
 
 # emcc's JS optimizer needs acorn from Debian's node modules.
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
@@ -65,6 +78,9 @@ cd "$root"
 exclude=(-not -path 'src/core/cli/*')
 if ((!bench)); then
   for b in "${bench_sources[@]}"; do exclude+=(-not -path "$b"); done
+fi
+if ((!quant)); then
+  for b in "${quant_sources[@]}"; do exclude+=(-not -path "$b"); done
 fi
 mapfile -t sources < <(find src/core -name '*.c' "${exclude[@]}" | LC_ALL=C sort)
 mapfile -t headers < <(find src/core -name '*.h' -o -name '*.inc' | LC_ALL=C sort)
@@ -97,6 +113,16 @@ exported_functions=(
   _wqx_captured_data
   _wqx_test_trap
 )
+if ((quant)); then
+  exported_functions+=(
+    _wqx_quantizer_new _wqx_quantizer_free _wqx_quantizer_input_count
+    _wqx_quantizer_input_name _wqx_quantizer_input_dtype _wqx_quantizer_input_rank
+    _wqx_quantizer_input_dim _wqx_quantizer_input_dim_param
+    _wqx_quantizer_set_input _wqx_quantizer_observe _wqx_quantizer_samples
+    _wqx_quantizer_finish _wqx_quantizer_onnx _wqx_quantizer_onnx_len
+    _wqx_quantizer_report_json _wqx_quantizer_summary
+  )
+fi
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)
 
 join() {
@@ -178,8 +204,8 @@ for src in "${sources[@]}"; do
 done
 
 # Objects of deleted sources would otherwise linger; they are never linked.
-wasm="$out/wasmq.wasm"
-js="$out/wasmq.mjs"
+wasm="$out/$base.wasm"
+js="$out/$base.mjs"
 newest_input=$(newest "${sources[@]}" "${headers[@]}" "${BASH_SOURCE[0]}")
 if ((!force)) && ((${#stale[@]} == 0)) && [[ -f "$wasm" && -f "$js" ]] &&
   (($(stat -c %Y "$wasm") >= newest_input)) && (($(stat -c %Y "$js") >= newest_input)); then

@@ -6,6 +6,8 @@
 //   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
 //                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
 //   wasmq check CASE_DIR
+//   wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
+//                  [--report FILE.json] [--keep-float N]
 //
 // `run` prints one line per output:
 //   NAME DTYPE [d0,d1,...] [v0 v1 v2 v3 v4 v5 ...] argmax=K
@@ -17,12 +19,12 @@
 // input name). Errors are one line on stderr:
 //   wasmq: WHAT: MESSAGE (node 'NODE') [WQ_ERR_...]
 
-import { readFile, writeFile, mkdir, readdir } from 'node:fs/promises';
+import { readFile, writeFile, mkdir, readdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { load, checkCase, WasmqError } from './index.mjs';
+import { load, checkCase, WasmqError, quantize } from './index.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
-import { safeFileName } from './calib.mjs';
+import { safeFileName, openCalibration, CalibError } from './calib.mjs';
 import { numel } from './dtypes.mjs';
 import { toDrawable, nodeData, parseNodeData } from './graph/data.mjs';
 import { layoutDrawable, renderSvg } from './graph/render.mjs';
@@ -34,6 +36,9 @@ const USAGE = `usage:
   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
   wasmq check CASE_DIR      run one ONNX backend-test case folder
+  wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]
+                  [--config FILE] [--report FILE.json] [--keep-float N]
+                            float model -> QDQ int8 model (post-training)
   wasmq render MODEL -o graph.svg|report.html|graph.json
                   [--overlay region|time|error] [--node-data FILE.json]
                   [--emit-node-data FILE.json] [--repeats N] [--json]
@@ -402,6 +407,158 @@ async function cmdCheck(args) {
   if (failed) process.exitCode = 1;
 }
 
+// --- quantize ----------------------------------------------------------------
+
+// C's strerror text for the errno names Node reports, so messages match the native CLI.
+const STRERROR = {
+  ENOENT: 'No such file or directory',
+  EACCES: 'Permission denied',
+  EPERM: 'Operation not permitted',
+  EISDIR: 'Is a directory',
+  ENOTDIR: 'Not a directory',
+  ENOSPC: 'No space left on device',
+  EROFS: 'Read-only file system',
+  EEXIST: 'File exists',
+};
+const strerror = (e) => STRERROR[e.code] ?? e.message;
+
+/**
+ * Writes bytes to `file` atomically as the native CLI does
+ * (wq_cli_write_file_atomic): a temp file beside it, fsync, rename; on any
+ * failure the temp file is removed and `file` is untouched.
+ */
+export async function writeFileAtomic(file, bytes) {
+  const temp = `${file}.tmp-${Math.random().toString(36).slice(2, 8).padEnd(6, '0')}`;
+  let handle;
+  try {
+    handle = await open(temp, 'wx');
+    await handle.writeFile(bytes);
+    await handle.sync();
+    await handle.close();
+    handle = null;
+    await rename(temp, file);
+  } catch (e) {
+    if (handle) await handle.close().catch(() => {});
+    await unlink(temp).catch(() => {});
+    throw new CliError(`cannot write ${file}: ${strerror(e)}`, 1);
+  }
+}
+
+// Calibration data when --calib is not given.
+const DEFAULT_CALIB = 'random:8';
+
+/** The config text with keepFloat set to n (a config that is not valid JSON is left for the core to reject). */
+function withKeepFloat(config, n) {
+  if (config === undefined) return JSON.stringify({ keepFloat: n });
+  let parsed;
+  try {
+    parsed = JSON.parse(config);
+  } catch {
+    return config;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return config;
+  return JSON.stringify({ ...parsed, keepFloat: n });
+}
+
+function parseQuantizeArgs(args) {
+  const parsed = { model: null, out: null, calib: null, config: null, report: null, keepFloat: null };
+  const valued = { '-o': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report', '--keep-float': 'keepFloat' };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const key = valued[arg];
+    if (key) {
+      if (i + 1 >= args.length) throw usageError(`unknown or incomplete option ${arg}`);
+      if (parsed[key] !== null) throw usageError(`quantize: ${arg} given twice`);
+      parsed[key] = args[++i];
+    } else if (arg.startsWith('-')) {
+      throw usageError(`unknown or incomplete option ${arg}`);
+    } else if (parsed.model === null) {
+      parsed.model = arg;
+    } else {
+      throw usageError(`quantize: unexpected argument ${arg}`);
+    }
+  }
+  if (parsed.model === null) throw usageError('quantize: missing MODEL');
+  if (parsed.out === null) throw usageError('quantize: missing -o OUT.onnx');
+  if (parsed.keepFloat !== null) {
+    if (!/^\d+$/.test(parsed.keepFloat) || Number(parsed.keepFloat) > 1000000) {
+      throw usageError(`--keep-float expects an integer in 0..1000000, got '${parsed.keepFloat}'`);
+    }
+    parsed.keepFloat = Number(parsed.keepFloat);
+  }
+  return parsed;
+}
+
+/** A progress bar on stderr when it is a terminal; nothing otherwise. */
+function progressBar(label) {
+  const tty = process.stderr.isTTY;
+  let shown = false;
+  return {
+    update({ done, total }) {
+      if (!tty) return;
+      const width = 30;
+      const filled = total ? Math.round((width * done) / total) : 0;
+      const bar = total ? `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}` : `${done}`;
+      process.stderr.write(`\r${label} ${bar}`);
+      shown = true;
+    },
+    end() {
+      if (shown) process.stderr.write('\n');
+      shown = false;
+    },
+  };
+}
+
+async function cmdQuantize(args) {
+  const opts = parseQuantizeArgs(args);
+  const bytes = await readInputFile(opts.model);
+  let config;
+  if (opts.config !== null) config = (await readInputFile(opts.config)).toString('utf8');
+  if (opts.keepFloat !== null) config = withKeepFloat(config, opts.keepFloat);
+  const calibSpec = opts.calib ?? DEFAULT_CALIB;
+  let q;
+  try {
+    q = await quantize(bytes, { config });
+  } catch (e) {
+    throw new CliError(describeError(opts.model, e), 1);
+  }
+  try {
+    let calib;
+    try {
+      calib = await openCalibration(calibSpec, q.inputs);
+    } catch (e) {
+      if (e instanceof CalibError) throw new CliError(`calibration: ${e.message} [${e.code}]`, 2);
+      throw e;
+    }
+    const bar = progressBar('calibrating');
+    let done = 0;
+    let sample = '';
+    try {
+      for await (const s of calib) {
+        sample = s.name;
+        await q.observe(s.feeds);
+        bar.update({ done: ++done, total: calib.count });
+      }
+    } catch (e) {
+      bar.end();
+      if (e instanceof CalibError) throw new CliError(`calibration: ${e.message} [${e.code}]`, 2);
+      throw new CliError(describeError(`calibration sample ${sample}`, e), 1);
+    }
+    bar.end();
+    let result;
+    try {
+      result = await q.finish();
+    } catch (e) {
+      throw new CliError(describeError('quantize', e), 1);
+    }
+    await writeFileAtomic(opts.out, result.onnx);
+    if (opts.report !== null) await writeFileAtomic(opts.report, new TextEncoder().encode(result.reportJson));
+    console.log(result.summary);
+  } finally {
+    q.dispose();
+  }
+}
+
 export async function main(argv) {
   const [command, ...args] = argv;
   try {
@@ -421,6 +578,7 @@ export async function main(argv) {
     else if (command === 'render') await cmdRender(args);
     else if (command === 'run') await cmdRun(args);
     else if (command === 'check') await cmdCheck(args);
+    else if (command === 'quantize') await cmdQuantize(args);
     else throw usageError(`unknown command ${command}`);
     return process.exitCode ?? 0;
   } catch (e) {

@@ -1,9 +1,11 @@
 // Finding and instantiating the wasm core: the single-threaded build, or the
 // threaded build (wasm threads + SharedArrayBuffer) where the environment
-// allows it. One core of each kind is shared by every model.
+// allows it, and the quant build (the runtime plus the post-training
+// quantizer), which only quantize() loads. One core of each kind is shared.
 //
 // Layout (same in the repository and in the published package):
-//   src/js/core.mjs  ->  ../../wasm_build/out/wasmq.{mjs,wasm}, ../../wasm_build/out/mt/
+//   src/js/core.mjs  ->  ../../wasm_build/out/wasmq.{mjs,wasm}, ../../wasm_build/out/mt/,
+//                        ../../wasm_build/out/wasmq-quant.{mjs,wasm}
 
 import { IS_NODE, readLocalFile, cpuCount, workerClass } from '#platform';
 import { WasmqError } from './errors.mjs';
@@ -12,13 +14,18 @@ const DEFAULT_GLUE_URL = new URL('../../wasm_build/out/wasmq.mjs', import.meta.u
 const DEFAULT_WASM_URL = new URL('../../wasm_build/out/wasmq.wasm', import.meta.url);
 // The threaded variant (build.sh --threads): wasmq.mjs, wasmq.wasm, wasmq.worker.js.
 const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url);
+// The quant variant (build.sh --quant).
+const DEFAULT_QUANT_GLUE_URL = new URL('../../wasm_build/out/wasmq-quant.mjs', import.meta.url);
+const DEFAULT_QUANT_WASM_URL = new URL('../../wasm_build/out/wasmq-quant.wasm', import.meta.url);
 
 let corePromise = null;
 let threadedCorePromise = null;
+let quantCorePromise = null;
 let coreOptions = {};
 // The cores the promises above resolved to (to retire the right one).
 let resolvedSingle = null;
 let resolvedThreaded = null;
+let resolvedQuant = null;
 // Cores that trapped, with why; their models report it (WQ_ERR_DISPOSED).
 const retiredCores = new WeakMap();
 // Test hook (tests/node/recovery.test.mjs): a trap kind the next guarded
@@ -30,17 +37,19 @@ let armedTestTrap = null;
  * .wasm bytes themselves, the threaded build's folder, the thread count
  * load() uses when its options give none (default 1), and how many workers
  * the threaded core starts with (threadPoolSize; every model with N threads
- * holds N-1 of them while it lives). Must be called before the first load().
+ * holds N-1 of them while it lives), and where quantize() finds the quant
+ * build (quantGlueUrl, quantWasmUrl or quantWasmBinary). Must be called
+ * before the first load() or quantize().
  */
-export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize } = {}) {
-  if (corePromise || threadedCorePromise) throw new WasmqError('configure() must be called before the core is instantiated');
+export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary } = {}) {
+  if (corePromise || threadedCorePromise || quantCorePromise) throw new WasmqError('configure() must be called before the core is instantiated');
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
     throw new WasmqError(`configure: threads must be an integer >= 1 (got ${threads})`);
   }
   if (threadPoolSize !== undefined && !(Number.isInteger(threadPoolSize) && threadPoolSize >= 1 && threadPoolSize <= 64)) {
     throw new WasmqError(`configure: threadPoolSize must be an integer from 1 to 64 (got ${threadPoolSize})`);
   }
-  coreOptions = { glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize };
+  coreOptions = { glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary };
 }
 
 /**
@@ -125,16 +134,35 @@ export async function readUrlBytes(url) {
 async function instantiateCore() {
   const glueUrl = new URL(coreOptions.glueUrl ?? DEFAULT_GLUE_URL, import.meta.url);
   const wasmUrl = new URL(coreOptions.wasmUrl ?? DEFAULT_WASM_URL, import.meta.url);
+  return instantiate(glueUrl, wasmUrl, coreOptions.wasmBinary, {
+    what: 'the wasm core',
+    hint: "call configure({ wasmUrl: '<where wasmq.wasm is served>' }) (or configure({ wasmBinary })) before load()",
+    build: 'npm run build:wasm',
+  });
+}
+
+async function instantiateQuantCore() {
+  const glueUrl = new URL(coreOptions.quantGlueUrl ?? DEFAULT_QUANT_GLUE_URL, import.meta.url);
+  const wasmUrl = new URL(coreOptions.quantWasmUrl ?? DEFAULT_QUANT_WASM_URL, import.meta.url);
+  return instantiate(glueUrl, wasmUrl, coreOptions.quantWasmBinary, {
+    what: 'the quantizer wasm core',
+    hint: "call configure({ quantWasmUrl: '<where wasmq-quant.wasm is served>' }) (or configure({ quantWasmBinary })) before quantize()",
+    build: 'npm run build:wasm',
+  });
+}
+
+/** A single-threaded Emscripten module from its glue and .wasm (or the bytes). */
+async function instantiate(glueUrl, wasmUrl, givenBinary, { what, hint, build }) {
   let createCore;
   let wasmBinary;
   try {
     ({ default: createCore } = await import(glueUrl.href));
-    wasmBinary = coreOptions.wasmBinary ?? (await readUrlBytes(wasmUrl));
+    wasmBinary = givenBinary ?? (await readUrlBytes(wasmUrl));
   } catch (e) {
     throw new WasmqError(
-      `cannot load the wasm core from ${wasmUrl.href}: ${e.message}. If your bundler or server moved the file, ` +
-        "call configure({ wasmUrl: '<where wasmq.wasm is served>' }) (or configure({ wasmBinary })) before load(); " +
-        'in a source checkout, build it with `npm run build:wasm`',
+      `cannot load ${what} from ${wasmUrl.href}: ${e.message}. If your bundler or server moved the file, ` +
+        `${hint}; ` +
+        `in a source checkout, build it with \`${build}\``,
       { code: 'WQ_ERR_IO' },
     );
   }
@@ -164,6 +192,26 @@ export function getCore() {
 }
 
 /**
+ * The quant core (internal): the runtime plus wqx_quantizer_*, loaded on
+ * the first quantize() only, so load() never downloads the quantizer.
+ */
+export function getQuantCore() {
+  if (!quantCorePromise) {
+    const promise = instantiateQuantCore();
+    quantCorePromise = promise;
+    promise.then(
+      (c) => {
+        if (quantCorePromise === promise) resolvedQuant = c;
+      },
+      () => {
+        if (quantCorePromise === promise) quantCorePromise = null;
+      },
+    );
+  }
+  return quantCorePromise;
+}
+
+/**
  * Drops the shared core so the next call instantiates a fresh one. Used after
  * a wasm trap, which can leave the C heap inconsistent. Models created from
  * the old core keep working with it until disposed.
@@ -171,8 +219,10 @@ export function getCore() {
 export function resetCore() {
   corePromise = null;
   threadedCorePromise = null;
+  quantCorePromise = null;
   resolvedSingle = null;
   resolvedThreaded = null;
+  resolvedQuant = null;
 }
 
 /**
@@ -206,6 +256,10 @@ function retireCore(core, reason) {
   if (core === resolvedThreaded) {
     threadedCorePromise = null;
     resolvedThreaded = null;
+  }
+  if (core === resolvedQuant) {
+    quantCorePromise = null;
+    resolvedQuant = null;
   }
 }
 

@@ -312,6 +312,10 @@ export function configure(options: {
    * a model that finds too few runs on fewer threads and says so in `info.fallback`.
    */
   threadPoolSize?: number;
+  /** Where quantize() finds the quant build (default ../../wasm_build/out/wasmq-quant.{mjs,wasm}), or its bytes. */
+  quantGlueUrl?: string | URL;
+  quantWasmUrl?: string | URL;
+  quantWasmBinary?: Uint8Array | ArrayBuffer;
 }): void;
 
 /** Whether the threaded build can run here (SharedArrayBuffer: Node, or a crossOriginIsolated page). */
@@ -329,6 +333,67 @@ export function getCore(): Promise<unknown>;
 /** Drops the shared core so the next use instantiates a fresh one (after a wasm trap). */
 export function resetCore(): void;
 
+/** Progress of a calibration: samples observed and, when known, how many there will be. */
+export interface QuantizeProgress {
+  done: number;
+  /** options.total, or the length of the array given to observeAll(); else undefined. */
+  total?: number;
+}
+
+export interface QuantizeOptions {
+  /**
+   * The quantizer's settings (docs/quantize.md: activation, weight, calibration, io, minRange,
+   * ops, exclude, keepFloat, targetSnrDb) as an object or a JSON string; defaults without it.
+   */
+  config?: Record<string, unknown> | string;
+  /** Called after each observed sample. */
+  onProgress?: (progress: QuantizeProgress) => void;
+  /** The number of samples that will be observed, for onProgress. */
+  total?: number;
+}
+
+export interface QuantizeResult {
+  /** The QDQ model as ONNX bytes: load(onnx) runs it on the int8 kernels. */
+  onnx: Uint8Array;
+  /** The report (docs/quantize.md): per node decision and reason, per tensor range and qparams, per node sensitivity. */
+  report: Record<string, unknown>;
+  /** The report's JSON text as the core wrote it (what `wasmq quantize --report` saves). */
+  reportJson: string;
+  /** One line: "quantized 9 of 12 compute nodes (...)". */
+  summary: string;
+}
+
+/** A quantization in progress: observe calibration samples, then finish. */
+export declare class Quantizer {
+  private constructor();
+  /** The float model's inputs: what each sample holds. */
+  readonly inputs: readonly TensorInfo[];
+  /** Samples observed so far. */
+  readonly samples: number;
+  readonly disposed: boolean;
+  /**
+   * Runs the float model on one sample (feeds as Model.run takes them) and updates the ranges.
+   * NaN/Inf, a wrong dtype or shape throw WasmqError naming the input; the ranges stay as they were.
+   */
+  observe(feeds: Record<string, Feed | TensorData>): Promise<void>;
+  /** Observes every sample (an array sets the progress total); resolves to how many. */
+  observeAll(samples: Iterable<Record<string, Feed | TensorData>> | AsyncIterable<Record<string, Feed | TensorData>>): Promise<number>;
+  /** The QDQ model from the samples observed so far (at least one); deterministic. */
+  finish(): Promise<QuantizeResult>;
+  /** Frees the quantizer's wasm memory. Idempotent. */
+  dispose(): void;
+}
+
+/**
+ * Starts the post-training quantization of a float ONNX model (bytes, a path in Node, or a URL).
+ * Loads the quant build of the core (wasmq-quant.wasm) on first use; load() never does.
+ * Throws WasmqError for an already quantized model, a config the core rejects, a model that does not load.
+ */
+export function quantize(
+  source: Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL,
+  options?: QuantizeOptions,
+): Promise<Quantizer>;
+
 export const DTYPES: Readonly<
   Record<DType, { readonly name: DType; readonly code: number; readonly size: number; readonly npy: string }>
 >;
@@ -339,5 +404,7 @@ declare const wasmq: {
   configure: typeof configure;
   checkCase: typeof checkCase;
   threadsSupported: typeof threadsSupported;
+  compare: typeof compare;
+  quantize: typeof quantize;
 };
 export default wasmq;

@@ -20,8 +20,9 @@ import { asBytes, readModelSource, validateDims } from './source.mjs';
 import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
 import { compare } from './compare.mjs';
+import { quantize, Quantizer } from './quantize.mjs';
 
-export { WasmqError, configure, threadsSupported, getCore, resetCore, compare };
+export { WasmqError, configure, threadsSupported, getCore, resetCore, compare, quantize, Quantizer };
 
 // wqx_load flags (src/core/api/wasm_exports.h).
 const LOAD_NO_LOWERING = 1;
@@ -149,4 +150,4 @@ function checkCaseOnCore(core, modelBytes, inputs, outputs) {
 
 export { DTYPES };
 
-export default { load, WasmqError, configure, checkCase, threadsSupported, compare };
+export default { load, WasmqError, configure, checkCase, threadsSupported, compare, quantize };

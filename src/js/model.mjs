@@ -3,9 +3,9 @@
 
 import { WasmqError } from './errors.mjs';
 import { buildGraphRecords } from './graph/records.mjs';
-import { DTYPES, dtypeFromCode, dtypeNameOfCode, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
+import { dtypeFromCode, dtypeNameOfCode, numel } from './dtypes.mjs';
 import { heapU8, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
-import { validateDims } from './source.mjs';
+import { feedInfoOf, validateFeeds } from './feeds.mjs';
 import { guardCore, coreRetiredReason } from './core.mjs';
 
 const MAX_RANK = 8;
@@ -29,8 +29,7 @@ export class Model {
   #core;
   #ctx;
   #handle;
-  #inputNames; // Set of input names
-  #feedInfo; // per input: {info, dtype (undefined if not feedable), staticDims (null if symbolic), count}
+  #feedInfo; // feedInfoOf(this.inputs)
   // Wasm memory the inputs are staged in, kept across runs (the core reads
   // inputs during a run and keeps nothing): per input a data buffer and its
   // capacity, and one block of MAX_RANK int32 dims per input.
@@ -47,11 +46,7 @@ export class Model {
     const count = (kind) => core[`_wqx_${kind}_count`](handle);
     this.inputs = Object.freeze(Array.from({ length: count('input') }, (_, i) => readTensorInfo(core, handle, 'input', i)));
     this.outputs = Object.freeze(Array.from({ length: count('output') }, (_, i) => readTensorInfo(core, handle, 'output', i)));
-    this.#inputNames = new Set(this.inputs.map((t) => t.name));
-    this.#feedInfo = this.inputs.map((info) => {
-      const staticDims = info.shape && info.shape.every((d) => typeof d === 'number') ? Object.freeze(info.shape.slice()) : null;
-      return { info, dtype: DTYPES[info.dtype], staticDims, count: staticDims ? numel(staticDims) : -1 };
-    });
+    this.#feedInfo = feedInfoOf(this.inputs);
   }
 
   #live() {
@@ -71,45 +66,7 @@ export class Model {
 
   /** Checks feeds against the declared inputs; returns [{info, dtype, dims, data}] in input order. */
   #validateFeeds(feeds) {
-    if (feeds === null || typeof feeds !== 'object') {
-      throw new WasmqError(`run: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
-    }
-    for (const key of Object.keys(feeds)) {
-      if (!this.#inputNames.has(key)) {
-        throw new WasmqError(`run: unknown input '${key}' (model inputs: ${[...this.#inputNames].join(', ')})`);
-      }
-    }
-    const bound = new Map(); // symbolic dim name -> value, consistent across inputs
-    return this.#feedInfo.map(({ info, dtype, staticDims, count: staticCount }) => {
-      let feed = feeds[info.name];
-      if (feed === undefined) throw new WasmqError(`run: missing input '${info.name}'`);
-      if (ArrayBuffer.isView(feed)) feed = { data: feed }; // bare TypedArray: dims from the declaration
-      if (!dtype) {
-        throw new WasmqError(`run: input '${info.name}' has dtype ${info.dtype}, which the runtime cannot feed`, { code: 'WQ_ERR_UNSUPPORTED' });
-      }
-      const { data } = feed;
-      if (!arrayMatchesDtype(data, dtype)) {
-        throw new WasmqError(`run: input '${info.name}' is ${info.dtype} and needs a ${dtype.array.name}, got ${arrayKind(data)}`, {
-          code: 'WQ_ERR_SHAPE',
-        });
-      }
-      let dims = feed.dims;
-      let count = staticCount;
-      if (dims === undefined) {
-        if (!staticDims) {
-          throw new WasmqError(`run: input '${info.name}' has shape ${formatShape(info.shape)}; pass dims`);
-        }
-        dims = staticDims; // the declared shape is valid as it stands
-      } else if (!(staticDims && sameDims(dims, staticDims))) {
-        count = checkDims(info, dims, bound);
-      }
-      if (data.length !== count) {
-        throw new WasmqError(`run: input '${info.name}' dims [${dims.join(',')}] need ${count} elements, data has ${data.length}`, {
-          code: 'WQ_ERR_SHAPE',
-        });
-      }
-      return { info, dtype, dims, data };
-    });
+    return validateFeeds(this.#feedInfo, feeds, 'run');
   }
 
   /** Where input i is staged: at least `bytes` long (grown as needed). */
@@ -419,43 +376,4 @@ function nhwcToNchw(data, [n, h, w, c]) {
       for (let x = 0; x < w; x++)
         for (let ch = 0; ch < c; ch++) out[((b * c + ch) * h + y) * w + x] = data[((b * h + y) * w + x) * c + ch];
   return out;
-}
-
-function sameDims(dims, want) {
-  if (!Array.isArray(dims) || dims.length !== want.length) return false;
-  for (let d = 0; d < want.length; d++) if (dims[d] !== want[d]) return false;
-  return true;
-}
-
-/**
- * Validates dims given for an input against its declaration (binding
- * symbolic dims consistently through `bound`); returns the element count.
- */
-function checkDims(info, dims, bound) {
-  validateDims(dims, `run: input '${info.name}'`);
-  if (info.shape) {
-    const mismatch = () =>
-      new WasmqError(`run: input '${info.name}' has dims [${dims.join(',')}], model expects ${formatShape(info.shape)}`, {
-        code: 'WQ_ERR_SHAPE',
-      });
-    if (dims.length !== info.shape.length) throw mismatch();
-    info.shape.forEach((want, d) => {
-      if (typeof want === 'number' && want !== dims[d]) throw mismatch();
-      if (typeof want === 'string') {
-        if (bound.has(want) && bound.get(want) !== dims[d]) {
-          throw new WasmqError(
-            `run: input '${info.name}' dim ${d} ('${want}') is ${dims[d]} but another input bound '${want}' to ${bound.get(want)}`,
-            { code: 'WQ_ERR_SHAPE' },
-          );
-        }
-        bound.set(want, dims[d]);
-      }
-    });
-  }
-  return numel(dims);
-}
-
-function formatShape(shape) {
-  if (!shape) return 'of unknown rank';
-  return `[${shape.map((d) => (d === null ? '?' : d)).join(',')}]`;
 }

@@ -5,26 +5,12 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__EMSCRIPTEN__)
-#include <emscripten/emscripten.h>
-#define WQX_EXPORT EMSCRIPTEN_KEEPALIVE
-#else
-#define WQX_EXPORT
-#endif
-
-#define WQX_REPORT_MAX 1024
-
-struct wqx_ctx {
-  wq_error err;
-  char report[WQX_REPORT_MAX]; /* reason of the last wqx_case_check */
-};
+#include "wasm_exports_internal.h"
 
 /* A loaded model plus the inputs staged for its next run. */
 struct wqx_model {
   wq_model *model;
-  int n_inputs;
-  wq_value *staged; /* n_inputs views of caller memory */
-  unsigned char *is_staged;
+  wqx_staging staging;
 };
 
 WQX_EXPORT void *wqx_malloc(int32_t nbytes) {
@@ -129,21 +115,15 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
     return NULL;
 
   wqx_model *model = calloc(1, sizeof *model);
-  int n_inputs = wq_model_input_count(loaded);
-  if (model) {
-    model->model = loaded;
-    model->n_inputs = n_inputs;
-    model->staged = calloc(n_inputs > 0 ? (size_t)n_inputs : 1, sizeof *model->staged);
-    model->is_staged = calloc(n_inputs > 0 ? (size_t)n_inputs : 1, 1);
-  }
-  if (!model || !model->staged || !model->is_staged) {
-    if (model) {
-      free(model->staged);
-      free(model->is_staged);
-      free(model);
-    }
+  if (!model) {
     wq_model_free(loaded);
     wq_fail(&ctx->err, WQ_ERR_OUT_OF_MEMORY, NULL, "load: out of memory");
+    return NULL;
+  }
+  model->model = loaded;
+  if (wqx_staging_init(&model->staging, wq_model_input_count(loaded), &ctx->err) != WQ_OK) {
+    wq_model_free(loaded);
+    free(model);
     return NULL;
   }
   return model;
@@ -153,8 +133,7 @@ WQX_EXPORT void wqx_model_free(wqx_model *model) {
   if (!model)
     return;
   wq_model_free(model->model);
-  free(model->staged);
-  free(model->is_staged);
+  wqx_staging_free(&model->staging);
   free(model);
 }
 
@@ -166,10 +145,14 @@ WQX_EXPORT int32_t wqx_output_count(const wqx_model *model) {
   return model ? wq_model_output_count(model->model) : 0;
 }
 
-static const wq_tensor *input_tensor(const wqx_model *model, int32_t i) {
-  if (!model || i < 0 || i >= wq_model_input_count(model->model))
+const wq_tensor *wqx_model_input_tensor(const wq_model *m, int32_t i) {
+  if (!m || i < 0 || i >= wq_model_input_count(m))
     return NULL;
-  return wq_model_input(model->model, i);
+  return wq_model_input(m, i);
+}
+
+static const wq_tensor *input_tensor(const wqx_model *model, int32_t i) {
+  return model ? wqx_model_input_tensor(model->model, i) : NULL;
 }
 
 static const wq_tensor *output_tensor(const wqx_model *model, int32_t i) {
@@ -178,13 +161,13 @@ static const wq_tensor *output_tensor(const wqx_model *model, int32_t i) {
   return wq_model_output(model->model, i);
 }
 
-static int32_t tensor_dim(const wq_tensor *t, int32_t d) {
+int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d) {
   if (!t || d < 0 || d >= t->rank)
     return -1;
   return t->dims[d] < 0 || t->dims[d] > INT32_MAX ? -1 : (int32_t)t->dims[d];
 }
 
-static const char *tensor_dim_param(const wq_tensor *t, int32_t d) {
+const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d) {
   if (!t || d < 0 || d >= t->rank)
     return NULL;
   return t->dim_params[d];
@@ -206,11 +189,11 @@ WQX_EXPORT int32_t wqx_input_rank(const wqx_model *model, int32_t i) {
 }
 
 WQX_EXPORT int32_t wqx_input_dim(const wqx_model *model, int32_t i, int32_t d) {
-  return tensor_dim(input_tensor(model, i), d);
+  return wqx_tensor_dim(input_tensor(model, i), d);
 }
 
 WQX_EXPORT const char *wqx_input_dim_param(const wqx_model *model, int32_t i, int32_t d) {
-  return tensor_dim_param(input_tensor(model, i), d);
+  return wqx_tensor_dim_param(input_tensor(model, i), d);
 }
 
 WQX_EXPORT const char *wqx_output_name(const wqx_model *model, int32_t i) {
@@ -229,23 +212,38 @@ WQX_EXPORT int32_t wqx_output_rank(const wqx_model *model, int32_t i) {
 }
 
 WQX_EXPORT int32_t wqx_output_dim(const wqx_model *model, int32_t i, int32_t d) {
-  return tensor_dim(output_tensor(model, i), d);
+  return wqx_tensor_dim(output_tensor(model, i), d);
 }
 
 WQX_EXPORT const char *wqx_output_dim_param(const wqx_model *model, int32_t i, int32_t d) {
-  return tensor_dim_param(output_tensor(model, i), d);
+  return wqx_tensor_dim_param(output_tensor(model, i), d);
 }
 
-WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int32_t dtype,
-                                 int32_t rank, const int32_t *dims, void *data) {
-  if (!ctx)
-    return WQ_ERR_INVALID_ARG;
-  wq_error_clear(&ctx->err);
-  if (!model || i < 0 || i >= model->n_inputs)
-    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: input index %d out of range",
-                   (int)i);
+wq_status wqx_staging_init(wqx_staging *s, int n, wq_error *err) {
+  s->n = n;
+  s->values = calloc(n > 0 ? (size_t)n : 1, sizeof *s->values);
+  s->set = calloc(n > 0 ? (size_t)n : 1, 1);
+  if (!s->values || !s->set) {
+    wqx_staging_free(s);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory staging %d inputs", n);
+  }
+  return WQ_OK;
+}
+
+void wqx_staging_free(wqx_staging *s) {
+  free(s->values);
+  free(s->set);
+  s->values = NULL;
+  s->set = NULL;
+  s->n = 0;
+}
+
+wq_status wqx_staging_set(wqx_staging *s, const wq_model *m, int32_t i, int32_t dtype, int32_t rank,
+                          const int32_t *dims, void *data, wq_error *err) {
+  if (i < 0 || i >= s->n)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "set_input: input index %d out of range", (int)i);
   if (rank < 0 || rank > WQ_MAX_RANK || (rank > 0 && !dims))
-    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has rank %d", (int)i,
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has rank %d", (int)i,
                    (int)rank);
   wq_value v;
   memset(&v, 0, sizeof v);
@@ -253,14 +251,41 @@ WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int3
   v.rank = rank;
   for (int32_t d = 0; d < rank; d++)
     v.dims[d] = dims[d];
-  const wq_tensor *t = wq_model_input(model->model, i);
-  WQ_TRY(wq_shape_check(v.dims, rank, NULL, t ? t->name : "input", &ctx->err));
+  const wq_tensor *t = wqx_model_input_tensor(m, i);
+  WQ_TRY(wq_shape_check(v.dims, rank, NULL, t ? t->name : "input", err));
   if (!data && wq_value_numel(&v) > 0)
-    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has no data", (int)i);
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has no data", (int)i);
   v.data = data;
-  model->staged[i] = v;
-  model->is_staged[i] = 1;
+  s->values[i] = v;
+  s->set[i] = 1;
   return WQ_OK;
+}
+
+wq_status wqx_staging_check(const wqx_staging *s, const wq_model *m, const char *what,
+                            wq_error *err) {
+  for (int i = 0; i < s->n; i++) {
+    if (!s->set[i]) {
+      const wq_tensor *t = wqx_model_input_tensor(m, i);
+      return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "%s: input '%s' was not set", what,
+                     t && t->name ? t->name : "?");
+    }
+  }
+  return WQ_OK;
+}
+
+void wqx_staging_clear(wqx_staging *s) {
+  if (s->set)
+    memset(s->set, 0, (size_t)s->n);
+}
+
+WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int32_t dtype,
+                                 int32_t rank, const int32_t *dims, void *data) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!model)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: no model");
+  return wqx_staging_set(&model->staging, model->model, i, dtype, rank, dims, data, &ctx->err);
 }
 
 WQX_EXPORT int32_t wqx_run(wqx_ctx *ctx, wqx_model *model) {
@@ -269,16 +294,10 @@ WQX_EXPORT int32_t wqx_run(wqx_ctx *ctx, wqx_model *model) {
   wq_error_clear(&ctx->err);
   if (!model)
     return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "run: no model");
-  for (int i = 0; i < model->n_inputs; i++) {
-    if (!model->is_staged[i]) {
-      const wq_tensor *t = wq_model_input(model->model, i);
-      return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "run: input '%s' was not set",
-                     t && t->name ? t->name : "?");
-    }
-  }
-  wq_status st = wq_model_run(model->model, model->staged, model->n_inputs, &ctx->err);
+  WQ_TRY(wqx_staging_check(&model->staging, model->model, "run", &ctx->err));
+  wq_status st = wq_model_run(model->model, model->staging.values, model->staging.n, &ctx->err);
   /* Staged views point into caller memory that is freed after the run. */
-  memset(model->is_staged, 0, (size_t)model->n_inputs);
+  wqx_staging_clear(&model->staging);
   return st;
 }
 

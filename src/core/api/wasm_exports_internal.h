@@ -1,0 +1,50 @@
+/* What the wasm export files share (wasm_exports.c: the runtime;
+ * wasm_quant_exports.c: the quantizer, linked only into the quant variant):
+ * the error context and the staging of a run's inputs. */
+#ifndef WQ_API_WASM_EXPORTS_INTERNAL_H
+#define WQ_API_WASM_EXPORTS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "wasm_exports.h"
+
+#if defined(__EMSCRIPTEN__)
+#include <emscripten/emscripten.h>
+#define WQX_EXPORT EMSCRIPTEN_KEEPALIVE
+#else
+#define WQX_EXPORT
+#endif
+
+#define WQX_REPORT_MAX 1024
+
+struct wqx_ctx {
+  wq_error err;
+  char report[WQX_REPORT_MAX]; /* reason of the last wqx_case_check */
+};
+
+/* Inputs staged for the next run of a model: views of caller memory. */
+typedef struct wqx_staging {
+  int n;
+  wq_value *values;   /* n, owned */
+  unsigned char *set; /* n flags, owned */
+} wqx_staging;
+
+/* n staging slots, none set. */
+wq_status wqx_staging_init(wqx_staging *s, int n, wq_error *err);
+void wqx_staging_free(wqx_staging *s);
+/* Stages input i of `m` (checks index, rank, dims and data). */
+wq_status wqx_staging_set(wqx_staging *s, const wq_model *m, int32_t i, int32_t dtype, int32_t rank,
+                          const int32_t *dims, void *data, wq_error *err);
+/* Fails naming the first input of `m` not staged ("WHAT: input 'x' was not set"). */
+wq_status wqx_staging_check(const wqx_staging *s, const wq_model *m, const char *what,
+                            wq_error *err);
+/* Unsets every slot (the views die with the caller's buffers). */
+void wqx_staging_clear(wqx_staging *s);
+
+/* Input i of `m` (NULL out of range), and dim d of a tensor (-1 when
+ * symbolic or out of range) or its symbolic name (NULL). */
+const wq_tensor *wqx_model_input_tensor(const wq_model *m, int32_t i);
+int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d);
+const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d);
+
+#endif

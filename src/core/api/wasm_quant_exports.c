@@ -1,0 +1,157 @@
+/* The quantizer's wasm entry points (src/core/quant/quantizer.h), linked
+ * only into the quant variant of the wasm core (build.sh --quant): the
+ * shipped runtime .wasm never carries the quantizer. Same conventions as
+ * wasm_exports.h: a caller-owned wqx_ctx records failures, inputs are
+ * staged one by one (views of caller memory) before each observe. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../quant/quantizer.h"
+#include "wasm_exports_internal.h"
+
+typedef struct wqx_quantizer {
+  wq_quantizer *q;
+  wqx_staging staging;
+  uint8_t *onnx; /* of the last finish, owned */
+  size_t onnx_len;
+} wqx_quantizer;
+
+/* The model bytes are copied by the core; `config` is JSON (n_config
+ * bytes, 0 for the defaults). Returns NULL on failure (see ctx). */
+WQX_EXPORT wqx_quantizer *wqx_quantizer_new(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
+                                            const char *config, int32_t n_config) {
+  if (!ctx)
+    return NULL;
+  wq_error_clear(&ctx->err);
+  if (!bytes || n_bytes < 0 || n_config < 0 || (n_config > 0 && !config)) {
+    wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "quantize: invalid arguments");
+    return NULL;
+  }
+  wqx_quantizer *qx = calloc(1, sizeof *qx);
+  if (!qx) {
+    wq_fail(&ctx->err, WQ_ERR_OUT_OF_MEMORY, NULL, "quantize: out of memory");
+    return NULL;
+  }
+  if (wq_quantizer_new(bytes, (size_t)n_bytes, config, (size_t)n_config, &qx->q, &ctx->err) !=
+      WQ_OK) {
+    free(qx);
+    return NULL;
+  }
+  const wq_model *m = wq_quantizer_float_model(qx->q);
+  if (wqx_staging_init(&qx->staging, wq_model_input_count(m), &ctx->err) != WQ_OK) {
+    wq_quantizer_free(qx->q);
+    free(qx);
+    return NULL;
+  }
+  return qx;
+}
+
+WQX_EXPORT void wqx_quantizer_free(wqx_quantizer *qx) {
+  if (!qx)
+    return;
+  wq_quantizer_free(qx->q);
+  wqx_staging_free(&qx->staging);
+  free(qx->onnx);
+  free(qx);
+}
+
+static const wq_tensor *quant_input(const wqx_quantizer *qx, int32_t i) {
+  return qx ? wqx_model_input_tensor(wq_quantizer_float_model(qx->q), i) : NULL;
+}
+
+WQX_EXPORT int32_t wqx_quantizer_input_count(const wqx_quantizer *qx) {
+  return qx ? wq_model_input_count(wq_quantizer_float_model(qx->q)) : 0;
+}
+
+WQX_EXPORT const char *wqx_quantizer_input_name(const wqx_quantizer *qx, int32_t i) {
+  const wq_tensor *t = quant_input(qx, i);
+  return t ? t->name : NULL;
+}
+
+WQX_EXPORT int32_t wqx_quantizer_input_dtype(const wqx_quantizer *qx, int32_t i) {
+  const wq_tensor *t = quant_input(qx, i);
+  return t ? (int32_t)t->dtype : -1;
+}
+
+WQX_EXPORT int32_t wqx_quantizer_input_rank(const wqx_quantizer *qx, int32_t i) {
+  const wq_tensor *t = quant_input(qx, i);
+  return t ? t->rank : -1;
+}
+
+WQX_EXPORT int32_t wqx_quantizer_input_dim(const wqx_quantizer *qx, int32_t i, int32_t d) {
+  return wqx_tensor_dim(quant_input(qx, i), d);
+}
+
+WQX_EXPORT const char *wqx_quantizer_input_dim_param(const wqx_quantizer *qx, int32_t i,
+                                                     int32_t d) {
+  return wqx_tensor_dim_param(quant_input(qx, i), d);
+}
+
+WQX_EXPORT int32_t wqx_quantizer_set_input(wqx_ctx *ctx, wqx_quantizer *qx, int32_t i,
+                                           int32_t dtype, int32_t rank, const int32_t *dims,
+                                           void *data) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!qx)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: no quantizer");
+  return wqx_staging_set(&qx->staging, wq_quantizer_float_model(qx->q), i, dtype, rank, dims, data,
+                         &ctx->err);
+}
+
+/* One calibration sample: the staged inputs (all must be staged). */
+WQX_EXPORT int32_t wqx_quantizer_observe(wqx_ctx *ctx, wqx_quantizer *qx) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!qx)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "observe: no quantizer");
+  WQ_TRY(wqx_staging_check(&qx->staging, wq_quantizer_float_model(qx->q), "observe", &ctx->err));
+  wq_status st = wq_quantizer_observe(qx->q, qx->staging.values, qx->staging.n, &ctx->err);
+  wqx_staging_clear(&qx->staging);
+  return st;
+}
+
+/* Samples observed so far (a double: exact below 2^53). */
+WQX_EXPORT double wqx_quantizer_samples(const wqx_quantizer *qx) {
+  return qx ? (double)wq_quantizer_samples(qx->q) : 0.0;
+}
+
+/* Builds the QDQ model; its bytes are then wqx_quantizer_onnx /
+ * wqx_quantizer_onnx_len (valid until the next finish or free). */
+WQX_EXPORT int32_t wqx_quantizer_finish(wqx_ctx *ctx, wqx_quantizer *qx) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!qx)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "finish: no quantizer");
+  uint8_t *onnx = NULL;
+  size_t len = 0;
+  WQ_TRY(wq_quantizer_finish(qx->q, &onnx, &len, &ctx->err));
+  if (len > INT32_MAX) {
+    free(onnx);
+    return wq_fail(&ctx->err, WQ_ERR_UNSUPPORTED, NULL,
+                   "finish: the quantized model is %zu bytes, more than wasm32 can hand out", len);
+  }
+  free(qx->onnx);
+  qx->onnx = onnx;
+  qx->onnx_len = len;
+  return WQ_OK;
+}
+
+WQX_EXPORT const uint8_t *wqx_quantizer_onnx(const wqx_quantizer *qx) {
+  return qx ? qx->onnx : NULL;
+}
+
+WQX_EXPORT int32_t wqx_quantizer_onnx_len(const wqx_quantizer *qx) {
+  return qx ? (int32_t)qx->onnx_len : 0;
+}
+
+/* The last finish's report (JSON; free with wqx_free; NULL before one). */
+WQX_EXPORT char *wqx_quantizer_report_json(const wqx_quantizer *qx) {
+  return qx ? wq_quantizer_report_json(qx->q) : NULL;
+}
+
+WQX_EXPORT const char *wqx_quantizer_summary(const wqx_quantizer *qx) {
+  return qx ? wq_quantizer_summary(qx->q) : "";
+}

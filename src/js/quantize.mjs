@@ -1,0 +1,200 @@
+// Post-training quantization in the wasm core (src/core/quant/quantizer.h):
+//
+//   const q = await quantize(modelBytes, { config, onProgress });
+//   for (const feeds of calibration) await q.observe(feeds);
+//   const { onnx, report, summary } = await q.finish();
+//   q.dispose();
+//   const model = await load(onnx);   // the QDQ model, lowered onto int8 kernels
+//
+// The quantizer lives in its own build of the core (wasm_build/out/
+// wasmq-quant.{mjs,wasm}), instantiated on the first quantize() only: load()
+// never downloads it.
+
+import { WasmqError } from './errors.mjs';
+import { getQuantCore, guardCore, coreRetiredReason } from './core.mjs';
+import { allocBytes, allocInt32, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
+import { readModelSource } from './source.mjs';
+import { feedInfoOf, validateFeeds } from './feeds.mjs';
+
+/** The config as the JSON text the core parses ('' for the defaults). */
+function configText(config) {
+  if (config === undefined || config === null) return '';
+  if (typeof config === 'string') return config;
+  if (typeof config === 'object' && !Array.isArray(config)) {
+    try {
+      return JSON.stringify(config);
+    } catch (e) {
+      throw new WasmqError(`quantize: config cannot be written as JSON: ${e.message}`);
+    }
+  }
+  throw new WasmqError(`quantize: config must be an object or a JSON string, got ${Array.isArray(config) ? 'an array' : typeof config}`);
+}
+
+function checkTotal(total) {
+  if (total !== undefined && !(Number.isSafeInteger(total) && total >= 0)) {
+    throw new WasmqError(`quantize: total must be an integer >= 0 (got ${total})`);
+  }
+}
+
+/**
+ * Starts quantizing a float ONNX model (bytes, a path in Node, or a URL).
+ * options.config: the settings of docs/quantize.md, as an object or a JSON
+ * string (defaults without it). options.onProgress({done, total}) is called
+ * after each observed sample; total is options.total, or the length of the
+ * array given to observeAll(), else undefined. Fails (WasmqError) for a
+ * model that is already quantized, a config the core rejects (the message
+ * names the JSON path), or a model that does not load.
+ */
+export async function quantize(source, options = {}) {
+  if (options === null || typeof options !== 'object') throw new WasmqError('quantize: options must be an object');
+  const { onProgress, total } = options;
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new WasmqError('quantize: onProgress must be a function');
+  checkTotal(total);
+  const config = configText(options.config);
+  const bytes = await readModelSource(source);
+  const core = await getQuantCore();
+  return guardCore(core, 'quantize', () => {
+    const ctx = core._wqx_ctx_new();
+    if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+    const allocations = [];
+    try {
+      const bytesPtr = allocBytes(core, bytes);
+      allocations.push(bytesPtr);
+      const configBytes = new TextEncoder().encode(config);
+      const configPtr = allocBytes(core, configBytes);
+      allocations.push(configPtr);
+      const handle = core._wqx_quantizer_new(ctx, bytesPtr, bytes.byteLength, configPtr, configBytes.byteLength);
+      if (!handle) throw errorFromCtx(core, ctx);
+      return new Quantizer(core, ctx, handle, { onProgress, total });
+    } catch (e) {
+      core._wqx_ctx_free(ctx);
+      throw e;
+    } finally {
+      for (const p of allocations) core._wqx_free(p);
+    }
+  });
+}
+
+/** A quantization in progress (from quantize()). */
+export class Quantizer {
+  #core;
+  #ctx;
+  #handle;
+  #feedInfo;
+  #onProgress;
+  #total;
+
+  constructor(core, ctx, handle, { onProgress, total }) {
+    this.#core = core;
+    this.#ctx = ctx;
+    this.#handle = handle;
+    this.#onProgress = onProgress;
+    this.#total = total;
+    const n = core._wqx_quantizer_input_count(handle);
+    /** The float model's inputs [{name, dtype, shape}]: what each sample holds. */
+    this.inputs = Object.freeze(Array.from({ length: n }, (_, i) => readTensorInfo(core, handle, 'quantizer_input', i)));
+    this.#feedInfo = feedInfoOf(this.inputs);
+  }
+
+  #live(what) {
+    if (!this.#handle) throw new WasmqError(`${what}: the quantizer was disposed`, { code: 'WQ_ERR_DISPOSED' });
+    const trapped = coreRetiredReason(this.#core);
+    if (trapped) throw new WasmqError(`${what}: the quantizer's wasm core trapped (${trapped}); start again with quantize()`, { code: 'WQ_ERR_DISPOSED' });
+  }
+
+  /** Samples observed so far. */
+  get samples() {
+    this.#live('samples');
+    return this.#core._wqx_quantizer_samples(this.#handle);
+  }
+
+  /**
+   * Runs the float model on one calibration sample (feeds as model.run()
+   * takes them: {inputName: {data, dims}} or bare TypedArrays for static
+   * shapes) and folds every observed tensor into its range. NaN/Inf or a
+   * wrong dtype/shape fails naming the input, and the ranges stay as they were.
+   */
+  async observe(feeds) {
+    this.#live('observe');
+    const staged = validateFeeds(this.#feedInfo, feeds, 'observe');
+    const core = this.#core;
+    guardCore(core, 'observe', () => {
+      const allocations = [];
+      try {
+        for (let i = 0; i < staged.length; i++) {
+          const s = staged[i];
+          const data = new Uint8Array(s.data.buffer, s.data.byteOffset, s.data.byteLength);
+          const dataPtr = allocBytes(core, data);
+          allocations.push(dataPtr);
+          const dimsPtr = allocInt32(core, s.dims.length ? s.dims : [0]);
+          allocations.push(dimsPtr);
+          if (core._wqx_quantizer_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
+            throw errorFromCtx(core, this.#ctx);
+          }
+        }
+        if (core._wqx_quantizer_observe(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+      } finally {
+        for (const p of allocations) core._wqx_free(p);
+      }
+    });
+    this.#onProgress?.({ done: this.samples, total: this.#total });
+  }
+
+  /**
+   * Observes every sample of an array or a (sync or async) iterable of
+   * feeds; an array sets the progress total to its length (unless
+   * quantize() was given one). Resolves to the number of samples observed.
+   */
+  async observeAll(samples) {
+    if (Array.isArray(samples) && this.#total === undefined) this.#total = samples.length;
+    let n = 0;
+    for await (const feeds of samples) {
+      await this.observe(feeds);
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Builds the QDQ model from the ranges observed so far (at least one
+   * sample): {onnx: Uint8Array (ONNX bytes), report (the sensitivity report,
+   * docs/quantize.md), reportJson (its text as the core wrote it, which is
+   * what `wasmq quantize --report` saves), summary (one line)}. Can be called again after more
+   * samples; the same samples always give the same bytes.
+   */
+  async finish() {
+    this.#live('finish');
+    const core = this.#core;
+    return guardCore(core, 'finish', () => {
+      if (core._wqx_quantizer_finish(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+      const ptr = core._wqx_quantizer_onnx(this.#handle);
+      const len = core._wqx_quantizer_onnx_len(this.#handle);
+      const onnx = core.HEAPU8.slice(ptr, ptr + len);
+      const reportPtr = core._wqx_quantizer_report_json(this.#handle);
+      if (!reportPtr) throw new WasmqError('finish: out of wasm memory writing the report', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+      let reportJson;
+      try {
+        reportJson = core.UTF8ToString(reportPtr);
+      } finally {
+        core._wqx_free(reportPtr);
+      }
+      const summary = readString(core, core._wqx_quantizer_summary(this.#handle));
+      return { onnx, report: JSON.parse(reportJson), reportJson, summary };
+    });
+  }
+
+  /** Frees the quantizer's wasm memory; later calls throw WQ_ERR_DISPOSED. Idempotent. */
+  dispose() {
+    if (!this.#handle) return;
+    if (!coreRetiredReason(this.#core)) {
+      this.#core._wqx_quantizer_free(this.#handle);
+      this.#core._wqx_ctx_free(this.#ctx);
+    }
+    this.#handle = 0;
+    this.#ctx = 0;
+  }
+
+  get disposed() {
+    return !this.#handle;
+  }
+}
