@@ -1,0 +1,344 @@
+#!/usr/bin/env node
+// The quantizer's accuracy table (issue #9 item 8): every float model in
+// ../shared/models quantized in wasm by the npm quantize() with calibration
+// data disjoint from the evaluation inputs, then per model:
+//   cosine, SNR   of the int8 model's outputs (our lowered int8 run of the
+//                 QDQ file) against the float model's, pooled over the
+//                 evaluation inputs
+//   top-1         classifiers: how many evaluation inputs keep the float argmax
+//   ORT           elements where our int8 run and onnxruntime-node's run of
+//                 the same QDQ file agree within one output quantization step
+//   int8 nodes    compute nodes that run int8 after lowering (model.graph())
+//   float/int8 ms median wall time of one run in wasm (single thread)
+//
+//   npm run accuracy [-- --runs N] [--md FILE]   (default 9 timed runs)
+//
+// A report, not a test: it prints the table (markdown) and, with --md,
+// writes it into FILE between the markers <!-- accuracy:begin --> and
+// <!-- accuracy:end -->.
+
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { loadavg, cpus } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { load, quantize } from '../src/js/index.mjs';
+import { gap } from '../src/js/compare.mjs';
+import { randomArray } from '../src/js/random.mjs';
+import { parseNpy } from '../src/js/npy.mjs';
+import { decodeTensorProto } from '../src/js/tensor_proto.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const MODELS = process.env.WQ_SHARED_DIR ? path.join(path.resolve(process.env.WQ_SHARED_DIR), 'models') : path.resolve(ROOT, '../shared/models');
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const RUNS = Number(option('--runs', 9));
+const MD_FILE = option('--md', null);
+const ONLY = option('--only', null);
+
+// --- data ---------------------------------------------------------------------
+
+/** One sample: float32 uniform in [lo, hi) from the package's seeded generator (random:SEED). */
+function uniform(name, dims, seed, lo = 0, hi = 1) {
+  const n = dims.reduce((a, b) => a * b, 1);
+  const data = randomArray('float32', n, seed);
+  if (lo !== 0 || hi !== 1) for (let i = 0; i < n; i++) data[i] = lo + (hi - lo) * data[i];
+  return { [name]: { data, dims } };
+}
+
+const randomSet = (name, dims, seeds, lo, hi) => seeds.map((s) => uniform(name, dims, s, lo, hi));
+const seeds = (from, n) => Array.from({ length: n }, (_, k) => from + k);
+
+function testSet(model, k, name) {
+  const t = decodeTensorProto(readFileSync(path.join(MODELS, model, `test_data_set_${k}`, 'input_0.pb')));
+  return { [name]: { data: t.data, dims: t.dims } };
+}
+
+function digits() {
+  const d = parseNpy(readFileSync(path.join(ROOT, 'demo/digits.npy')));
+  const [count, h, w] = d.dims;
+  return Array.from({ length: count }, (_, k) => ({
+    Input3: { data: Float32Array.from(d.data.subarray(k * h * w, (k + 1) * h * w)), dims: [1, 1, h, w] },
+  }));
+}
+
+// Calibration and evaluation inputs never overlap: real data where the
+// model has it, else seeded uniform inputs with different seeds
+// (calibration seeds 0..7, evaluation seeds from 1000).
+const CASES = [
+  {
+    name: 'mnist-8',
+    file: 'mnist-8/model.onnx',
+    classifier: true,
+    calib: () => [0, 1, 2].map((k) => testSet('mnist-8', k, 'Input3')),
+    calibText: 'its 3 test_data_sets',
+    eval: digits,
+    evalText: 'the 10 bundled digits (demo/digits.npy)',
+  },
+  {
+    name: 'super-resolution-10',
+    file: 'super-resolution-10/model.onnx',
+    calib: () => randomSet('input', [1, 1, 224, 224], seeds(0, 8)),
+    calibText: '8 uniform [0,1) 1x1x224x224',
+    eval: () => [testSet('super-resolution-10', 0, 'input')],
+    evalText: 'its test_data_set_0 (a photo)',
+  },
+  {
+    name: 'pytorch-super-resolution-depthtospace',
+    file: 'pytorch-super-resolution-depthtospace/model.onnx',
+    calib: () => randomSet('input', [1, 1, 224, 224], seeds(0, 8)),
+    calibText: '8 uniform [0,1) 1x1x224x224',
+    eval: () => [testSet('super-resolution-10', 0, 'input')],
+    evalText: "super-resolution-10's photo",
+  },
+  {
+    name: 'teams-segmentation-msra190729',
+    file: 'teams-segmentation-msra190729/model.onnx',
+    calib: () => randomSet('bgrm', [1, 4, 96, 160], seeds(0, 8)),
+    calibText: '8 uniform [0,1) 1x4x96x160',
+    eval: () => [testSet('teams-segmentation-msra190729', 0, 'bgrm')],
+    evalText: 'its test_data_set_0 (a frame)',
+  },
+  {
+    name: 'ppocr-mobile-v2-cls',
+    file: 'ppocr-mobile-v2-cls/model.onnx',
+    classifier: true,
+    calib: () => randomSet('x', [1, 3, 48, 192], seeds(0, 8), -1, 1),
+    calibText: '8 uniform [-1,1) 1x3x48x192',
+    eval: () => randomSet('x', [1, 3, 48, 192], seeds(1000, 4), -1, 1),
+    evalText: '4 more (seeds 1000-1003)',
+  },
+  {
+    name: 'openwakeword-hello-deepa-mlp',
+    file: 'openwakeword-hello-deepa-mlp/model.onnx',
+    calib: () => randomSet('onnx::Flatten_0', [1, 25, 96], seeds(0, 8)),
+    calibText: '8 uniform [0,1) 1x25x96',
+    eval: () => randomSet('onnx::Flatten_0', [1, 25, 96], seeds(1000, 4)),
+    evalText: '4 more (seeds 1000-1003)',
+  },
+  {
+    name: 'smallcnn (synthetic)',
+    file: 'synthetic/smallcnn_f32.onnx',
+    classifier: true,
+    calib: () => randomSet('X', [1, 3, 224, 224], seeds(0, 8), -1, 1),
+    calibText: '8 uniform [-1,1) 1x3x224x224',
+    eval: () => randomSet('X', [1, 3, 224, 224], seeds(1000, 4), -1, 1),
+    evalText: '4 more (seeds 1000-1003)',
+  },
+  {
+    name: 'matmul 256x256x256 (synthetic)',
+    file: 'synthetic/matmul_256x256x256_f32.onnx',
+    calib: () => randomSet('X', [256, 256], seeds(0, 4), -1, 1),
+    calibText: '4 uniform [-1,1) 256x256',
+    eval: () => randomSet('X', [256, 256], seeds(1000, 2), -1, 1),
+    evalText: '2 more (seeds 1000-1001)',
+  },
+  {
+    name: 'matmul 1x1024x1024 (synthetic)',
+    file: 'synthetic/matmul_1x1024x1024_f32.onnx',
+    calib: () => randomSet('X', [1, 1024], seeds(0, 8), -1, 1),
+    calibText: '8 uniform [-1,1) 1x1024',
+    eval: () => randomSet('X', [1, 1024], seeds(1000, 4), -1, 1),
+    evalText: '4 more (seeds 1000-1003)',
+  },
+];
+
+// --- measuring ----------------------------------------------------------------
+
+const median = (xs) => {
+  const s = xs.slice().sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+function argmax(data) {
+  let best = 0;
+  for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
+  return best;
+}
+
+/** Median ms of one run of `model` on `feeds` (one warm-up run first). */
+async function timeRuns(model, feeds) {
+  await model.run(feeds);
+  const ms = [];
+  for (let r = 0; r < RUNS; r++) {
+    const t0 = performance.now();
+    await model.run(feeds);
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+/** The scale of the quantized tensor each graph output is dequantized from (by output name), from model.graph(). */
+function outputSteps(model) {
+  const g = model.graph();
+  const steps = {};
+  for (const id of g.outputs) {
+    const t = g.tensors[id];
+    const producer = g.nodes[t.producer];
+    const source = producer ? g.tensors[producer.inputs[0]] : null;
+    const scale = source?.qparams?.scale;
+    steps[t.name] = scale && scale.length === 1 ? scale[0] : null;
+  }
+  return steps;
+}
+
+/** Compute nodes of the lowered graph and how many of them run int8; the ops of the float ones. */
+function int8Nodes(model) {
+  const compute = model.graph().nodes.filter((n) => n.role === 'compute');
+  const int8 = compute.filter((n) => n.backend !== 'float');
+  const floatOps = [...new Set(compute.filter((n) => n.backend === 'float').map((n) => n.op))];
+  return { int8: int8.length, total: compute.length, floatOps };
+}
+
+let ort = null;
+async function ortSession(bytes) {
+  ort ??= await import('onnxruntime-node');
+  return ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'disabled' });
+}
+
+async function ortRun(session, feeds) {
+  const input = {};
+  for (const [name, { data, dims }] of Object.entries(feeds)) input[name] = new ort.Tensor('float32', data, dims);
+  const out = await session.run(input);
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.data]));
+}
+
+async function measure(c) {
+  const bytes = readFileSync(path.join(MODELS, c.file));
+  const calib = c.calib();
+  const evalSet = c.eval();
+  const t0 = performance.now();
+  const q = await quantize(bytes);
+  let result;
+  try {
+    await q.observeAll(calib);
+    result = await q.finish();
+  } finally {
+    q.dispose();
+  }
+  const quantizeMs = performance.now() - t0;
+  const floatModel = await load(bytes);
+  const int8Model = await load(result.onnx);
+  const session = await ortSession(result.onnx);
+  try {
+    const steps = outputSteps(int8Model);
+    const f = [];
+    const q8 = [];
+    let top1 = 0;
+    let ortAgree = 0;
+    let ortTotal = 0;
+    for (const feeds of evalSet) {
+      const fo = await floatModel.run(feeds);
+      const qo = await int8Model.run(feeds);
+      const oo = await ortRun(session, feeds);
+      for (const name of Object.keys(fo)) {
+        f.push(fo[name].data);
+        q8.push(qo[name].data);
+        const step = steps[name];
+        const ours = qo[name].data;
+        const theirs = oo[name];
+        for (let i = 0; i < ours.length; i++) {
+          // Without a known step (a float output) the tolerance is 1e-5 relative.
+          const tol = step ?? 1e-5 * Math.max(1, Math.abs(theirs[i]));
+          if (Math.abs(ours[i] - theirs[i]) <= tol * 1.0001) ortAgree++;
+        }
+        ortTotal += ours.length;
+      }
+      if (c.classifier) {
+        const name = floatModel.outputs[0].name;
+        if (argmax(fo[name].data) === argmax(qo[name].data)) top1++;
+      }
+    }
+    const concat = (arrays) => {
+      const out = new Float32Array(arrays.reduce((n, a) => n + a.length, 0));
+      let at = 0;
+      for (const a of arrays) {
+        out.set(a, at);
+        at += a.length;
+      }
+      return out;
+    };
+    const { cosine, snr } = gap(concat(f), concat(q8));
+    const nodes = int8Nodes(int8Model);
+    const floatMs = await timeRuns(floatModel, evalSet[0]);
+    const int8Ms = await timeRuns(int8Model, evalSet[0]);
+    return {
+      name: c.name,
+      calibText: c.calibText,
+      evalText: c.evalText,
+      cosine,
+      snr,
+      top1: c.classifier ? `${top1}/${evalSet.length}` : '—',
+      ort: ortAgree / ortTotal,
+      nodes,
+      floatMs,
+      int8Ms,
+      quantizeMs,
+      summary: result.summary,
+    };
+  } finally {
+    floatModel.dispose();
+    int8Model.dispose();
+    await session.release?.();
+  }
+}
+
+// --- table ----------------------------------------------------------------------
+
+function fmtPct(x) {
+  return x === 1 ? '100%' : `${(100 * Math.floor(x * 10000) / 10000).toFixed(2)}%`;
+}
+
+function table(rows) {
+  const lines = [
+    '| model | calibration | evaluation | cosine | SNR dB | top-1 kept | ORT agrees | int8 compute nodes | float ms | int8 ms | speed-up |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    if (r.error) {
+      lines.push(`| ${r.name} | ${r.calibText} | ${r.evalText} | failed: ${r.error.replace(/\|/g, '\\|')} ||||||||`);
+      continue;
+    }
+    const nodes = `${r.nodes.int8}/${r.nodes.total}${r.nodes.floatOps.length ? ` (float: ${r.nodes.floatOps.join(', ')})` : ''}`;
+    lines.push(
+      `| ${r.name} | ${r.calibText} | ${r.evalText} | ${r.cosine.toFixed(5)} | ${Number.isFinite(r.snr) ? r.snr.toFixed(1) : 'inf'} | ${r.top1} | ${fmtPct(r.ort)} | ${nodes} | ${r.floatMs.toFixed(2)} | ${r.int8Ms.toFixed(2)} | ${(r.floatMs / r.int8Ms).toFixed(2)}x |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const rows = [];
+const loadBefore = loadavg()[0];
+for (const c of CASES) {
+  if (ONLY && !c.name.includes(ONLY)) continue;
+  process.stderr.write(`${c.name} ...`);
+  try {
+    const r = await measure(c);
+    rows.push(r);
+    process.stderr.write(` cosine ${r.cosine.toFixed(5)}, quantized in ${(r.quantizeMs / 1000).toFixed(1)} s: ${r.summary}\n`);
+  } catch (e) {
+    rows.push({ name: c.name, calibText: c.calibText, evalText: c.evalText, error: `${e.code ? `[${e.code}] ` : ''}${e.message}` });
+    process.stderr.write(` failed: ${e.message}\n`);
+  }
+}
+const loadAfter = loadavg()[0];
+const machine = `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)} before / ${loadAfter.toFixed(2)} after, node ${process.version}, ${new Date().toISOString().slice(0, 16)}Z`;
+const text = `${table(rows)}\n\n${RUNS} timed runs per model (median, after one warm-up), single thread, wasm SIMD build; ${machine}.\n`;
+console.log(text);
+
+if (MD_FILE) {
+  const file = path.resolve(MD_FILE);
+  const begin = '<!-- accuracy:begin -->';
+  const end = '<!-- accuracy:end -->';
+  const doc = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const block = `${begin}\n${text}${end}`;
+  const i = doc.indexOf(begin);
+  const j = doc.indexOf(end);
+  writeFileSync(file, i >= 0 && j > i ? doc.slice(0, i) + block + doc.slice(j + end.length) : `${doc}\n${block}\n`);
+  console.error(`wrote the table into ${path.relative(process.cwd(), file)}`);
+}
+process.exitCode = rows.some((r) => r.error) ? 1 : 0;

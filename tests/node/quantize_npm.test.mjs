@@ -1,0 +1,210 @@
+// The npm quantize() (src/js/quantize.mjs, the quant wasm build) and
+// `npx wasmq quantize`: mnist-8 quantized in wasm with its own test data
+// sets as calibration; the QDQ file runs in onnxruntime-node and in our
+// lowered int8 path, and the two agree within one output quantization step;
+// the bytes equal the native CLI's; bad input is a WasmqError that says what.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, existsSync, mkdtempSync, rmSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { quantize, load, WasmqError } from '../../src/js/index.mjs';
+import { openCalibration } from '../../src/js/calib.mjs';
+import { getCore, getQuantCore } from '../../src/js/core.mjs';
+import { parseNpy } from '../../src/js/npy.mjs';
+import { CLI, MODELS, NATIVE_CLI, REPO, readDataSet, argmax } from './helpers.mjs';
+
+const MNIST_DIR = path.join(MODELS, 'mnist-8');
+const MNIST = path.join(MNIST_DIR, 'model.onnx');
+const mnistBytes = readFileSync(MNIST);
+
+/** Every test set's input plus the 10 bundled digits, as feeds. */
+function mnistEvalFeeds() {
+  const feeds = [0, 1, 2].map((k) => {
+    const { inputs } = readDataSet(path.join(MNIST_DIR, `test_data_set_${k}`));
+    return { Input3: { data: inputs[0].data, dims: inputs[0].dims } };
+  });
+  const d = parseNpy(readFileSync(path.join(REPO, 'demo/digits.npy')));
+  for (let k = 0; k < d.dims[0]; k++) {
+    feeds.push({ Input3: { data: Float32Array.from(d.data.subarray(k * 784, (k + 1) * 784)), dims: [1, 1, 28, 28] } });
+  }
+  return feeds;
+}
+
+/** quantize() of mnist-8 calibrated on its test_data_set_* folders (as `--calib MNIST_DIR`). */
+async function quantizeMnist(options = {}) {
+  const q = await quantize(mnistBytes, options);
+  try {
+    const calib = await openCalibration(MNIST_DIR, q.inputs);
+    for await (const s of calib) await q.observe(s.feeds);
+    return await q.finish();
+  } finally {
+    q.dispose();
+  }
+}
+
+let cached = null;
+const mnistResult = () => (cached ??= quantizeMnist());
+
+/** The scale of the int8 tensor the graph output is dequantized from (model.graph()). */
+function outputStep(model) {
+  const g = model.graph();
+  const out = g.tensors[g.outputs[0]];
+  const dq = g.nodes[out.producer];
+  const scale = g.tensors[dq.inputs[0]].qparams?.scale;
+  assert.ok(scale && scale.length === 1, `output ${out.name} comes from a per-tensor quantized tensor (producer ${dq.op})`);
+  return scale[0];
+}
+
+test('quantize() mnist-8 in wasm: the QDQ file loads in onnxruntime-node and in load(); int8 agrees with onnxruntime within one output step', async () => {
+  const progress = [];
+  const q = await quantize(mnistBytes, { onProgress: (p) => progress.push(p) });
+  assert.deepEqual(q.inputs, [{ name: 'Input3', dtype: 'float32', shape: [1, 1, 28, 28] }]);
+  const calib = await openCalibration(MNIST_DIR, q.inputs);
+  const samples = [];
+  for await (const s of calib) samples.push(s.feeds);
+  assert.equal(await q.observeAll(samples), 3);
+  assert.equal(q.samples, 3);
+  assert.deepEqual(progress, [1, 2, 3].map((done) => ({ done, total: 3 })));
+  const { onnx, report, summary } = await q.finish();
+  q.dispose();
+  assert.ok(onnx instanceof Uint8Array && onnx.length > 1000);
+  assert.equal(typeof report, 'object');
+  assert.match(summary, /quantized \d+ of \d+/);
+
+  const session = await ort.InferenceSession.create(onnx);
+  const int8 = await load(onnx);
+  const float = await load(mnistBytes);
+  try {
+    const g = int8.graph();
+    const compute = g.nodes.filter((n) => n.role === 'compute');
+    assert.deepEqual(compute.filter((n) => n.backend === 'float').map((n) => `${n.name} (${n.op})`), [], 'no float compute node in mnist-8');
+    const step = outputStep(int8);
+    assert.ok(step > 0 && step < 1, `output step ${step}`);
+    let within = 0;
+    let total = 0;
+    for (const feeds of mnistEvalFeeds()) {
+      const ours = (await int8.run(feeds)).Plus214_Output_0.data;
+      const theirs = (await session.run({ Input3: new ort.Tensor('float32', feeds.Input3.data, [1, 1, 28, 28]) })).Plus214_Output_0.data;
+      const want = (await float.run(feeds)).Plus214_Output_0.data;
+      for (let i = 0; i < ours.length; i++) if (Math.abs(ours[i] - theirs[i]) <= step * 1.0001) within++;
+      total += ours.length;
+      // The prediction is the float model's, on the test sets and on every bundled digit.
+      assert.equal(argmax(ours), argmax(want));
+    }
+    assert.ok(within / total >= 0.999, `${within}/${total} output elements within one step (${step}) of onnxruntime`);
+  } finally {
+    int8.dispose();
+    float.dispose();
+    await session.release();
+  }
+});
+
+test('quantize(): the same samples give the same bytes; a config object and its JSON text are the same config', async () => {
+  const a = await mnistResult();
+  const b = await quantizeMnist();
+  assert.deepEqual(b.onnx, a.onnx);
+  assert.equal(b.reportJson, a.reportJson);
+  const config = { calibration: { method: 'percentile', percentile: 99.9 } };
+  const c = await quantizeMnist({ config });
+  const d = await quantizeMnist({ config: JSON.stringify(config, null, 2) });
+  assert.deepEqual(d.onnx, c.onnx);
+  assert.notDeepEqual(c.onnx, a.onnx, 'percentile ranges differ from min/max ones');
+});
+
+test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as the native command', async (t) => {
+  const { onnx, reportJson } = await mnistResult();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-quantize-'));
+  try {
+    const run = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' });
+    const js = run(process.execPath, [CLI, 'quantize', MNIST, '-o', path.join(dir, 'js.onnx'), '--calib', MNIST_DIR, '--report', path.join(dir, 'js.json')]);
+    assert.equal(js.status, 0, js.stderr);
+    assert.equal(js.stderr, '', 'no progress bar when stderr is not a terminal');
+    assert.deepEqual(new Uint8Array(readFileSync(path.join(dir, 'js.onnx'))), onnx);
+    assert.equal(readFileSync(path.join(dir, 'js.json'), 'utf8'), reportJson);
+    assert.deepEqual(readdirSync(dir).sort(), ['js.json', 'js.onnx'], 'no temp file left');
+    if (!existsSync(NATIVE_CLI)) {
+      t.diagnostic(`native CLI not built (${NATIVE_CLI}): byte comparison with it skipped`);
+      return;
+    }
+    const native = run(NATIVE_CLI, ['quantize', MNIST, '-o', path.join(dir, 'c.onnx'), '--calib', MNIST_DIR, '--report', path.join(dir, 'c.json')]);
+    assert.equal(native.status, 0, native.stderr);
+    assert.equal(js.stdout, native.stdout);
+    assert.deepEqual(readFileSync(path.join(dir, 'js.onnx')), readFileSync(path.join(dir, 'c.onnx')));
+    assert.equal(readFileSync(path.join(dir, 'js.json'), 'utf8'), readFileSync(path.join(dir, 'c.json'), 'utf8'));
+    // random:N calibration and --keep-float too.
+    const args = (name) => ['quantize', MNIST, '-o', path.join(dir, `${name}.onnx`), '--calib', 'random:4', '--keep-float', '1'];
+    const jsRandom = run(process.execPath, [CLI, ...args('jsr')]);
+    const cRandom = run(NATIVE_CLI, args('cr'));
+    assert.equal(jsRandom.status, 0, jsRandom.stderr);
+    assert.equal(cRandom.status, 0, cRandom.stderr);
+    assert.equal(jsRandom.stdout, cRandom.stdout);
+    assert.deepEqual(readFileSync(path.join(dir, 'jsr.onnx')), readFileSync(path.join(dir, 'cr.onnx')));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+async function throwsWasmq(promise, { code, message }) {
+  await assert.rejects(promise, (e) => {
+    assert.ok(e instanceof WasmqError, `${e?.name}: ${e?.message}`);
+    if (code) assert.equal(e.code, code, e.message);
+    assert.match(e.message, message);
+    return true;
+  });
+}
+
+test('quantize(): bad input throws WasmqError saying what and where', async () => {
+  // A model that is already quantized, naming its first quantized node.
+  await throwsWasmq(quantize(readFileSync(path.join(MODELS, 'mnist-8-dynamic-int8/model.onnx'))), { message: /quantized/i });
+  await throwsWasmq(quantize(readFileSync(path.join(MODELS, 'synthetic/smallcnn_qdq.onnx'))), { message: /quantized/i });
+  // A config key the core does not know: the JSON path and position.
+  await throwsWasmq(quantize(mnistBytes, { config: { calibration: { bin: 10 } } }), { code: 'WQ_ERR_INVALID_ARG', message: /calibration\.bin: unknown key/ });
+  await throwsWasmq(quantize(mnistBytes, { config: '{"activation": {"qmin": -200}' }), { code: 'WQ_ERR_INVALID_ARG', message: /\d+:\d+/ });
+  await throwsWasmq(quantize(mnistBytes, { config: { exclude: ['NoSuchNode'] } }), { code: 'WQ_ERR_INVALID_ARG', message: /NoSuchNode/ });
+  await throwsWasmq(quantize(mnistBytes, { config: [1, 2] }), { code: 'WQ_ERR_INVALID_ARG', message: /config must be an object or a JSON string/ });
+  await throwsWasmq(quantize(mnistBytes, { onProgress: 3 }), { message: /onProgress must be a function/ });
+
+  const q = await quantize(mnistBytes);
+  try {
+    // Nothing observed yet: finish has no ranges.
+    await throwsWasmq(q.finish(), { message: /sample/i });
+    // NaN in a sample: names the input; the ranges stay as they were.
+    const nan = new Float32Array(784).fill(0.5);
+    nan[17] = NaN;
+    await throwsWasmq(q.observe({ Input3: nan }), { message: /Input3/ });
+    assert.equal(q.samples, 0);
+    await throwsWasmq(q.observe({ Input3: { data: new Float32Array(784).fill(Infinity), dims: [1, 1, 28, 28] } }), { message: /Input3/ });
+    // Wrong shape, wrong dtype, unknown and missing inputs (checked before the core is called).
+    await throwsWasmq(q.observe({ Input3: { data: new Float32Array(28 * 27), dims: [1, 1, 28, 27] } }), {
+      code: 'WQ_ERR_SHAPE',
+      message: /^observe: input 'Input3' has dims \[1,1,28,27\], model expects \[1,1,28,28\]$/,
+    });
+    await throwsWasmq(q.observe({ Input3: new Uint8Array(784) }), { code: 'WQ_ERR_SHAPE', message: /needs a Float32Array, got Uint8Array/ });
+    await throwsWasmq(q.observe({ image: new Float32Array(784) }), { message: /^observe: unknown input 'image' \(model inputs: Input3\)$/ });
+    await throwsWasmq(q.observe({}), { message: /^observe: missing input 'Input3'$/ });
+    assert.equal(q.samples, 0);
+    // A good sample still works after the bad ones.
+    await q.observe({ Input3: new Float32Array(784).fill(1) });
+    assert.equal(q.samples, 1);
+  } finally {
+    q.dispose();
+  }
+  q.dispose(); // idempotent
+  await throwsWasmq(q.observe({ Input3: new Float32Array(784) }), { code: 'WQ_ERR_DISPOSED', message: /disposed/ });
+  await throwsWasmq(q.finish(), { code: 'WQ_ERR_DISPOSED', message: /disposed/ });
+});
+
+test('the quantizer stays out of the shipped runtime .wasm: only the quant build has it', async () => {
+  const runtime = await getCore();
+  const quant = await getQuantCore();
+  assert.notEqual(runtime, quant);
+  assert.equal(typeof runtime._wqx_load, 'function');
+  assert.deepEqual(Object.keys(runtime).filter((k) => k.includes('quantizer')), []);
+  for (const name of ['_wqx_quantizer_new', '_wqx_quantizer_observe', '_wqx_quantizer_finish', '_wqx_load', '_wqx_run']) assert.equal(typeof quant[name], 'function', name);
+  const size = (file) => readFileSync(path.join(REPO, 'wasm_build/out', file)).length;
+  assert.ok(size('wasmq.wasm') <= 350 * 1024, `shipped .wasm ${size('wasmq.wasm')} bytes, within its 350 KB budget`);
+  assert.ok(size('wasmq-quant.wasm') > size('wasmq.wasm'));
+});
