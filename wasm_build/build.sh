@@ -118,7 +118,7 @@ if ((quant)); then
     _wqx_quantizer_new _wqx_quantizer_free _wqx_quantizer_input_count
     _wqx_quantizer_input_name _wqx_quantizer_input_dtype _wqx_quantizer_input_rank
     _wqx_quantizer_input_dim _wqx_quantizer_input_dim_param
-    _wqx_quantizer_set_input _wqx_quantizer_observe _wqx_quantizer_samples
+    _wqx_quantizer_keep_float _wqx_quantizer_set_input _wqx_quantizer_observe _wqx_quantizer_samples
     _wqx_quantizer_finish _wqx_quantizer_onnx _wqx_quantizer_onnx_len
     _wqx_quantizer_report_json _wqx_quantizer_summary
   )

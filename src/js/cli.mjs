@@ -7,7 +7,7 @@
 //                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
 //   wasmq check CASE_DIR
 //   wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
-//                  [--report FILE.json] [--keep-float N]
+//                  [--report FILE.json] [--keep-float N] [--target-snr DB]
 //
 // `run` prints one line per output:
 //   NAME DTYPE [d0,d1,...] [v0 v1 v2 v3 v4 v5 ...] argmax=K
@@ -36,9 +36,8 @@ const USAGE = `usage:
   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
   wasmq check CASE_DIR      run one ONNX backend-test case folder
-  wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]
-                  [--config FILE] [--report FILE.json] [--keep-float N]
-                            float model -> QDQ int8 model (post-training)
+  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
+                 [--report FILE.json] [--keep-float N] [--target-snr DB]
   wasmq render MODEL -o graph.svg|report.html|graph.json
                   [--overlay region|time|error] [--node-data FILE.json]
                   [--emit-node-data FILE.json] [--repeats N] [--json]
@@ -59,9 +58,11 @@ function applyLoweringOption(arg, options) {
 
 /** A failure that ends the program with `exitCode` after one stderr line. */
 class CliError extends Error {
-  constructor(message, exitCode) {
+  /** raw: print the message as it is, without the "wasmq: " prefix (a usage text). */
+  constructor(message, exitCode, raw = false) {
     super(message);
     this.exitCode = exitCode;
+    this.raw = raw;
   }
 }
 
@@ -440,120 +441,115 @@ export async function writeFileAtomic(file, bytes) {
   } catch (e) {
     if (handle) await handle.close().catch(() => {});
     await unlink(temp).catch(() => {});
-    throw new CliError(`cannot write ${file}: ${strerror(e)}`, 1);
+    throw new CliError(`${file}: cannot write ${file}: ${strerror(e)} [WQ_ERR_IO]`, 2);
   }
 }
 
-// Calibration data when --calib is not given.
-const DEFAULT_CALIB = 'random:8';
+// Same text as the native quantize_usage() (src/core/cli/cmd_quantize.c).
+const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]
+                      [--config FILE.json] [--report FILE.json]
+                      [--keep-float N] [--target-snr DB]
+  --calib       ONNX test_data_set_* folders or .npy files named by input
+                (default: random:16, seeded inputs)
+  --keep-float  keep the N most sensitive nodes in float
+  --target-snr  keep nodes in float until the outputs reach DB dB SNR`;
 
-/** The config text with keepFloat set to n (a config that is not valid JSON is left for the core to reject). */
-function withKeepFloat(config, n) {
-  if (config === undefined) return JSON.stringify({ keepFloat: n });
-  let parsed;
-  try {
-    parsed = JSON.parse(config);
-  } catch {
-    return config;
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return config;
-  return JSON.stringify({ ...parsed, keepFloat: n });
-}
+const quantizeUsage = (message) => new CliError(message ? `${message}\n${QUANTIZE_USAGE}` : QUANTIZE_USAGE, 2, !message);
 
+/** As the native parse_args: the last of a repeated option wins; '-o' or '--out'. */
 function parseQuantizeArgs(args) {
-  const parsed = { model: null, out: null, calib: null, config: null, report: null, keepFloat: null };
-  const valued = { '-o': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report', '--keep-float': 'keepFloat' };
+  const a = { model: null, out: null, calib: 'random:16', config: null, report: null, keepFloat: 0, targetSnr: 0 };
+  const valued = { '-o': 'out', '--out': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report' };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
-    const key = valued[arg];
-    if (key) {
-      if (i + 1 >= args.length) throw usageError(`unknown or incomplete option ${arg}`);
-      if (parsed[key] !== null) throw usageError(`quantize: ${arg} given twice`);
-      parsed[key] = args[++i];
-    } else if (arg.startsWith('-')) {
-      throw usageError(`unknown or incomplete option ${arg}`);
-    } else if (parsed.model === null) {
-      parsed.model = arg;
+    const val = i + 1 < args.length ? args[i + 1] : undefined;
+    if (valued[arg] && val !== undefined) {
+      a[valued[arg]] = val;
+      i++;
+    } else if (arg === '--keep-float' && val !== undefined) {
+      // As strtol: optional blanks and sign, then digits to the end.
+      const n = /^\s*[+-]?\d+$/.test(val) ? Number(val) : NaN;
+      if (!(n >= 0 && n <= 100000)) throw new CliError(`--keep-float takes a count >= 0, got '${val}'`, 2);
+      a.keepFloat = n;
+      i++;
+    } else if (arg === '--target-snr' && val !== undefined) {
+      const db = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(val) ? Number(val) : NaN;
+      if (!(db > 0 && db < 200)) throw new CliError(`--target-snr takes dB in (0, 200), got '${val}'`, 2);
+      a.targetSnr = db;
+      i++;
+    } else if (arg.startsWith('-') || a.model !== null) {
+      throw quantizeUsage(`quantize: unexpected argument '${arg}'`);
     } else {
-      throw usageError(`quantize: unexpected argument ${arg}`);
+      a.model = arg;
     }
   }
-  if (parsed.model === null) throw usageError('quantize: missing MODEL');
-  if (parsed.out === null) throw usageError('quantize: missing -o OUT.onnx');
-  if (parsed.keepFloat !== null) {
-    if (!/^\d+$/.test(parsed.keepFloat) || Number(parsed.keepFloat) > 1000000) {
-      throw usageError(`--keep-float expects an integer in 0..1000000, got '${parsed.keepFloat}'`);
-    }
-    parsed.keepFloat = Number(parsed.keepFloat);
-  }
-  return parsed;
+  if (a.model === null || a.out === null) throw quantizeUsage();
+  return a;
 }
 
-/** A progress bar on stderr when it is a terminal; nothing otherwise. */
-function progressBar(label) {
-  const tty = process.stderr.isTTY;
-  let shown = false;
-  return {
-    update({ done, total }) {
-      if (!tty) return;
-      const width = 30;
-      const filled = total ? Math.round((width * done) / total) : 0;
-      const bar = total ? `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}` : `${done}`;
-      process.stderr.write(`\r${label} ${bar}`);
-      shown = true;
-    },
-    end() {
-      if (shown) process.stderr.write('\n');
-      shown = false;
-    },
-  };
+/** The native progress line, "calibrating D/T [###   ]" redrawn in place; on a terminal only. */
+function showProgress(tty, done, total) {
+  if (!tty || total <= 0) return;
+  const width = 30;
+  const filled = Math.floor((done * width) / total);
+  process.stderr.write(`\rcalibrating ${done}/${total} [${'#'.repeat(filled)}${' '.repeat(width - filled)}]${done === total ? '\n' : ''}`);
 }
+
+const calibFailure = (spec, e) => new CliError(`${spec}: ${e.message} [${e.code}]`, 2);
 
 async function cmdQuantize(args) {
-  const opts = parseQuantizeArgs(args);
-  const bytes = await readInputFile(opts.model);
-  let config;
-  if (opts.config !== null) config = (await readInputFile(opts.config)).toString('utf8');
-  if (opts.keepFloat !== null) config = withKeepFloat(config, opts.keepFloat);
-  const calibSpec = opts.calib ?? DEFAULT_CALIB;
+  const a = parseQuantizeArgs(args);
+  const bytes = await readInputFile(a.model);
+  const config = a.config !== null ? (await readInputFile(a.config)).toString('utf8') : undefined;
+  const options = { config };
+  if (a.keepFloat || a.targetSnr > 0) Object.assign(options, { keepFloat: a.keepFloat, targetSnrDb: a.targetSnr });
   let q;
   try {
-    q = await quantize(bytes, { config });
+    q = await quantize(bytes, options);
   } catch (e) {
-    throw new CliError(describeError(opts.model, e), 1);
+    if (!(e instanceof WasmqError)) throw e;
+    // A config error without a node is the config file's; invalid arguments exit 2.
+    const what = a.config !== null && e.code === 'WQ_ERR_INVALID_ARG' && !e.node ? a.config : a.model;
+    throw new CliError(describeError(what, e), e.code === 'WQ_ERR_INVALID_ARG' ? 2 : 1);
   }
   try {
     let calib;
     try {
-      calib = await openCalibration(calibSpec, q.inputs);
+      calib = await openCalibration(a.calib, q.inputs);
     } catch (e) {
-      if (e instanceof CalibError) throw new CliError(`calibration: ${e.message} [${e.code}]`, 2);
+      if (e instanceof CalibError) throw calibFailure(a.calib, e);
       throw e;
     }
-    const bar = progressBar('calibrating');
+    const tty = Boolean(process.stderr.isTTY);
     let done = 0;
-    let sample = '';
-    try {
-      for await (const s of calib) {
-        sample = s.name;
-        await q.observe(s.feeds);
-        bar.update({ done: ++done, total: calib.count });
+    const samples = calib[Symbol.asyncIterator]();
+    for (;;) {
+      let next;
+      try {
+        next = await samples.next();
+      } catch (e) {
+        if (tty) process.stderr.write('\n');
+        if (e instanceof CalibError) throw calibFailure(a.calib, e);
+        throw e;
       }
-    } catch (e) {
-      bar.end();
-      if (e instanceof CalibError) throw new CliError(`calibration: ${e.message} [${e.code}]`, 2);
-      throw new CliError(describeError(`calibration sample ${sample}`, e), 1);
+      if (next.done) break;
+      try {
+        await q.observe(next.value.feeds);
+      } catch (e) {
+        if (tty) process.stderr.write('\n');
+        throw new CliError(describeError(`calibration sample ${next.value.name}`, e), 1);
+      }
+      showProgress(tty, ++done, calib.count);
     }
-    bar.end();
     let result;
     try {
       result = await q.finish();
     } catch (e) {
-      throw new CliError(describeError('quantize', e), 1);
+      throw new CliError(describeError(a.model, e), 1);
     }
-    await writeFileAtomic(opts.out, result.onnx);
-    if (opts.report !== null) await writeFileAtomic(opts.report, new TextEncoder().encode(result.reportJson));
-    console.log(result.summary);
+    if (a.report !== null) await writeFileAtomic(a.report, new TextEncoder().encode(result.reportJson));
+    await writeFileAtomic(a.out, result.onnx);
+    console.log(`wrote ${a.out} (${result.onnx.length} bytes): ${result.summary}`);
   } finally {
     q.dispose();
   }
@@ -583,7 +579,7 @@ export async function main(argv) {
     return process.exitCode ?? 0;
   } catch (e) {
     if (e instanceof CliError) {
-      console.error(`wasmq: ${e.message}`);
+      console.error(e.raw ? e.message : `wasmq: ${e.message}`);
       if (e.exitCode === 2 && /^(unknown command|unknown or incomplete option)/.test(e.message)) {
         console.error(USAGE);
       }

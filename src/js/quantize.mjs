@@ -30,6 +30,16 @@ function configText(config) {
   throw new WasmqError(`quantize: config must be an object or a JSON string, got ${Array.isArray(config) ? 'an array' : typeof config}`);
 }
 
+/** keepFloat / targetSnrDb options: undefined, or their checked values. */
+function checkKeepFloat({ keepFloat, targetSnrDb }) {
+  if (keepFloat !== undefined && !(Number.isInteger(keepFloat) && keepFloat >= 0 && keepFloat <= 100000)) {
+    throw new WasmqError(`quantize: keepFloat must be an integer from 0 to 100000 (got ${keepFloat})`);
+  }
+  if (targetSnrDb !== undefined && !(typeof targetSnrDb === 'number' && targetSnrDb >= 0 && targetSnrDb < 200)) {
+    throw new WasmqError(`quantize: targetSnrDb must be a number of dB in [0, 200) (got ${targetSnrDb})`);
+  }
+}
+
 function checkTotal(total) {
   if (total !== undefined && !(Number.isSafeInteger(total) && total >= 0)) {
     throw new WasmqError(`quantize: total must be an integer >= 0 (got ${total})`);
@@ -41,7 +51,11 @@ function checkTotal(total) {
  * options.config: the settings of docs/quantize.md, as an object or a JSON
  * string (defaults without it). options.onProgress({done, total}) is called
  * after each observed sample; total is options.total, or the length of the
- * array given to observeAll(), else undefined. Fails (WasmqError) for a
+ * array given to observeAll(), else undefined. options.keepFloat (N) and
+ * options.targetSnrDb replace the config's keepFloat / targetSnrDb (both:
+ * one left out becomes 0, as with the CLI's --keep-float / --target-snr):
+ * keep the N most sensitive nodes in float, and/or keep adding nodes to
+ * float until the outputs reach that SNR on the calibration samples. Fails (WasmqError) for a
  * model that is already quantized, a config the core rejects (the message
  * names the JSON path), or a model that does not load.
  */
@@ -50,6 +64,7 @@ export async function quantize(source, options = {}) {
   const { onProgress, total } = options;
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new WasmqError('quantize: onProgress must be a function');
   checkTotal(total);
+  checkKeepFloat(options);
   const config = configText(options.config);
   const bytes = await readModelSource(source);
   const core = await getQuantCore();
@@ -65,6 +80,9 @@ export async function quantize(source, options = {}) {
       allocations.push(configPtr);
       const handle = core._wqx_quantizer_new(ctx, bytesPtr, bytes.byteLength, configPtr, configBytes.byteLength);
       if (!handle) throw errorFromCtx(core, ctx);
+      if (options.keepFloat !== undefined || options.targetSnrDb !== undefined) {
+        core._wqx_quantizer_keep_float(handle, options.keepFloat ?? 0, options.targetSnrDb ?? 0);
+      }
       return new Quantizer(core, ctx, handle, { onProgress, total });
     } catch (e) {
       core._wqx_ctx_free(ctx);

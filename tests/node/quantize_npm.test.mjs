@@ -5,7 +5,7 @@
 // the bytes equal the native CLI's; bad input is a WasmqError that says what.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, existsSync, mkdtempSync, rmSync, readdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, existsSync, mkdtempSync, rmSync, readdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -142,6 +142,47 @@ test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as th
     assert.equal(cRandom.status, 0, cRandom.stderr);
     assert.equal(jsRandom.stdout, cRandom.stdout);
     assert.deepEqual(readFileSync(path.join(dir, 'jsr.onnx')), readFileSync(path.join(dir, 'cr.onnx')));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('npx wasmq quantize and the native command fail alike: same stderr line and exit code', async (t) => {
+  if (!existsSync(NATIVE_CLI)) {
+    t.skip(`native CLI not built (${NATIVE_CLI})`);
+    return;
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-quantize-bad-'));
+  try {
+    const badConfig = path.join(dir, 'bad.json');
+    writeFileSync(badConfig, '{\n  "calibration": {"bin": 10}\n}\n');
+    const emptyDir = path.join(dir, 'empty');
+    mkdirSync(emptyDir);
+    const out = path.join(dir, 'out.onnx');
+    const cases = [
+      [MNIST],
+      [MNIST, '-o'],
+      [MNIST, '-o', out, '--keep-float', 'x'],
+      [MNIST, '-o', out, '--target-snr', '300'],
+      [MNIST, '-o', out, '--bogus'],
+      [path.join(dir, 'missing.onnx'), '-o', out],
+      [MNIST, '-o', out, '--config', badConfig],
+      [MNIST, '-o', out, '--config', path.join(dir, 'missing.json')],
+      [MNIST, '-o', out, '--calib', emptyDir],
+      [MNIST, '-o', out, '--calib', 'random:0'],
+      [path.join(MODELS, 'synthetic/smallcnn_qdq.onnx'), '-o', out],
+      [MNIST, '-o', path.join(dir, 'no/such/dir/out.onnx'), '--calib', 'random:1'],
+    ];
+    for (const args of cases) {
+      const js = spawnSync(process.execPath, [CLI, 'quantize', ...args], { encoding: 'utf8' });
+      const c = spawnSync(NATIVE_CLI, ['quantize', ...args], { encoding: 'utf8' });
+      const what = args.join(' ');
+      assert.notEqual(c.status, 0, what);
+      assert.equal(js.status, c.status, `exit code of ${what}: ${js.stderr}`);
+      assert.equal(js.stderr, c.stderr, what);
+      assert.equal(js.stdout, c.stdout, what);
+    }
+    assert.deepEqual(readdirSync(dir).sort(), ['bad.json', 'empty'], 'nothing written, no temp file left');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

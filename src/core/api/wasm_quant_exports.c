@@ -99,6 +99,12 @@ WQX_EXPORT int32_t wqx_quantizer_set_input(wqx_ctx *ctx, wqx_quantizer *qx, int3
                          &ctx->err);
 }
 
+/* Overrides the config's keepFloat / targetSnrDb (wq_quantizer_keep_float). */
+WQX_EXPORT void wqx_quantizer_keep_float(wqx_quantizer *qx, int32_t n, double target_snr_db) {
+  if (qx)
+    wq_quantizer_keep_float(qx->q, n, (float)target_snr_db);
+}
+
 /* One calibration sample: the staged inputs (all must be staged). */
 WQX_EXPORT int32_t wqx_quantizer_observe(wqx_ctx *ctx, wqx_quantizer *qx) {
   if (!ctx)
