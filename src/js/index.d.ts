@@ -350,6 +350,13 @@ export interface QuantizeOptions {
   onProgress?: (progress: QuantizeProgress) => void;
   /** The number of samples that will be observed, for onProgress. */
   total?: number;
+  /**
+   * Keep the N most sensitive nodes in float. With targetSnrDb, replaces the config's keepFloat and
+   * targetSnrDb (one left out becomes 0), as the CLI's --keep-float / --target-snr do.
+   */
+  keepFloat?: number;
+  /** Keep adding nodes to float, most sensitive first, until the outputs reach this SNR (dB, 0 = off). */
+  targetSnrDb?: number;
 }
 
 export interface QuantizeResult {
