@@ -12,11 +12,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build as viteBuild } from 'vite';
 import { build as esbuild } from 'esbuild';
-import { load } from '../../src/js/index.mjs';
+import { load, quantize } from '../../src/js/index.mjs';
 import { launchChromium, watchErrors } from './chromium.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MODEL = path.resolve(REPO, '../shared/models/synthetic/smallcnn_qdq.onnx');
+// A float model for quantize(), served as /float.onnx.
+const FLOAT_MODEL = path.resolve(REPO, '../shared/models/mnist-8/model.onnx');
 const work = mkdtempSync(path.join(tmpdir(), 'wq-consumer-'));
 const app = path.join(work, 'app');
 let browser;
@@ -49,13 +51,14 @@ after(async () => {
   await browser?.close();
 });
 
-/** Serves dir; /model.onnx is the shared model. */
+/** Serves dir; /model.onnx and /float.onnx are the shared models. */
 async function serve(dir) {
   const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.html': 'text/html', '.wasm': 'application/wasm' };
   const server = createServer((req, res) => {
     const url = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    const file = url === '/model.onnx' ? MODEL : path.join(dir, url === '/' ? 'index.html' : url);
-    if (!file.startsWith(dir) && file !== MODEL) return res.writeHead(403).end();
+    const shared = { '/model.onnx': MODEL, '/float.onnx': FLOAT_MODEL }[url];
+    const file = shared ?? path.join(dir, url === '/' ? 'index.html' : url);
+    if (!file.startsWith(dir) && !shared) return res.writeHead(403).end();
     if (!existsSync(file) || statSync(file).isDirectory()) return res.writeHead(404).end();
     res.writeHead(200, { 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream' });
     createReadStream(file).pipe(res);
@@ -100,7 +103,7 @@ const sizeOf = (dir) => readdirSync(dir, { recursive: true }).map((f) => path.jo
 
 test('the packed tarball: LICENSE, types, no test or build files; wasmq --version from the installed bin', () => {
   const pkgDir = path.join(app, 'node_modules/wasmq');
-  for (const f of ['LICENSE', 'package.json', 'src/js/index.mjs', 'src/js/index.d.ts', 'src/js/platform/browser.mjs', 'wasm_build/out/wasmq.wasm']) {
+  for (const f of ['LICENSE', 'package.json', 'src/js/index.mjs', 'src/js/index.d.ts', 'src/js/platform/browser.mjs', 'wasm_build/out/wasmq.wasm', 'wasm_build/out/wasmq-quant.mjs', 'wasm_build/out/wasmq-quant.wasm']) {
     assert.ok(existsSync(path.join(pkgDir, f)), `${f} in the package`);
   }
   assert.ok(!existsSync(path.join(pkgDir, 'tests')));
@@ -141,6 +144,15 @@ console.log(m.graph().summary);`;
   writeFileSync(path.join(app, 'node.mjs'), script);
   const out = execFileSync(process.execPath, ['node.mjs'], { cwd: app, encoding: 'utf8' });
   assert.match(out, /^int8: 8 of 10 nodes in 1 region/);
+  // quantize() from the installed package (its wasmq-quant.wasm), then load() of the result.
+  writeFileSync(path.join(app, 'quant.mjs'), `import { quantize, load } from 'wasmq';
+import { readFileSync } from 'node:fs';
+const q = await quantize(readFileSync(${JSON.stringify(FLOAT_MODEL)}));
+await q.observe({ Input3: new Float32Array(784).map((_, i) => (i * 37) % 256) });
+const { onnx } = await q.finish();
+const m = await load(onnx);
+console.log(m.graph().summary);`);
+  assert.match(execFileSync(process.execPath, ['quant.mjs'], { cwd: app, encoding: 'utf8' }), /^int8: \d+ of \d+ nodes/);
   writeFileSync(path.join(app, 'bad.mjs'), `import { load, configure } from 'wasmq';
 configure({ wasmUrl: 'http://127.0.0.1:9/missing/wasmq.wasm' });
 try { await load(new Uint8Array(4)); } catch (e) { console.log(e.message); }`);
@@ -199,4 +211,43 @@ worker.postMessage(new Uint8Array(await (await fetch('./model.onnx')).arrayBuffe
   );
   const got = await runInChromium(outDir, 'worker.html');
   assert.deepEqual(got, await expected());
+});
+
+// quantize() in the page: the quant build fetched by the package itself,
+// the same ONNX bytes as in Node, and the result runs.
+const QUANT_JS = `import { quantize, load } from 'wasmq';
+const bytes = new Uint8Array(await (await fetch('./float.onnx')).arrayBuffer());
+const progress = [];
+const q = await quantize(bytes, { onProgress: (p) => progress.push(p) });
+await q.observeAll([0, 1, 2].map((k) => ({ Input3: new Float32Array(784).map((_, i) => ((i + k) * 37) % 256) })));
+const { onnx, summary } = await q.finish();
+q.dispose();
+const model = await load(onnx);
+const out = await model.run({ Input3: new Float32Array(784).map((_, i) => (i * 11) % 256) });
+window.result = { onnx: Array.from(onnx), summary, progress, output: Array.from(Object.values(out)[0].data) };
+`;
+
+test('quantize() in Chromium (import map page): same ONNX bytes as in Node, and load() runs them', async () => {
+  writeFileSync(path.join(app, 'quant.js'), QUANT_JS);
+  writeFileSync(
+    path.join(app, 'quant.html'),
+    `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>quant</title>
+<script type="importmap">${JSON.stringify(IMPORT_MAP)}</script>
+<script type="module" src="./quant.js"></script>`,
+  );
+  const got = await runInChromium(app, 'quant.html');
+  const q = await quantize(readFileSync(FLOAT_MODEL));
+  await q.observeAll([0, 1, 2].map((k) => ({ Input3: new Float32Array(784).map((_, i) => ((i + k) * 37) % 256) })));
+  const { onnx, summary } = await q.finish();
+  q.dispose();
+  assert.deepEqual(got.onnx, Array.from(onnx));
+  assert.equal(got.summary, summary);
+  assert.deepEqual(got.progress, [1, 2, 3].map((done) => ({ done, total: 3 })));
+  const model = await load(onnx);
+  try {
+    const out = await model.run({ Input3: new Float32Array(784).map((_, i) => (i * 11) % 256) });
+    assert.deepEqual(got.output, Array.from(Object.values(out)[0].data));
+  } finally {
+    model.dispose();
+  }
 });
