@@ -13,7 +13,7 @@ import * as ort from 'onnxruntime-node';
 import { quantize, load, WasmqError } from '../../src/js/index.mjs';
 import { openCalibration } from '../../src/js/calib.mjs';
 import { getCore, getQuantCore } from '../../src/js/core.mjs';
-import { parseNpy } from '../../src/js/npy.mjs';
+import { parseNpy, encodeNpy } from '../../src/js/npy.mjs';
 import { CLI, MODELS, NATIVE_CLI, REPO, readDataSet, argmax } from './helpers.mjs';
 
 const MNIST_DIR = path.join(MODELS, 'mnist-8');
@@ -143,8 +143,15 @@ test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as th
     assert.equal(read('js', 'report.json').toString('utf8'), read('c', 'report.json').toString('utf8'));
     // random:N calibration (the default random:16 too), --keep-float, --target-snr and a config file.
     writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ activation: { dtype: 'uint8' }, calibration: { method: 'mse' } }));
+    // .npy sample folders: the bundled digits, one folder each.
+    const npyDir = path.join(dir, 'digits');
+    mnistEvalFeeds().slice(3).forEach(({ Input3 }, k) => {
+      mkdirSync(path.join(npyDir, `d${k}`), { recursive: true });
+      writeFileSync(path.join(npyDir, `d${k}`, 'Input3.npy'), encodeNpy({ dtype: 'float32', dims: Input3.dims, data: Input3.data }));
+    });
     const variants = [
       ['--calib', 'random:4', '--keep-float', '1'],
+      ['--calib', npyDir],
       ['--target-snr', '45', '--config', path.join(dir, 'config.json')],
     ];
     for (const [k, extra] of variants.entries()) {
