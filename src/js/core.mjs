@@ -18,14 +18,14 @@ const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url
 const DEFAULT_QUANT_GLUE_URL = new URL('../../wasm_build/out/wasmq-quant.mjs', import.meta.url);
 const DEFAULT_QUANT_WASM_URL = new URL('../../wasm_build/out/wasmq-quant.wasm', import.meta.url);
 
-let corePromise = null;
-let threadedCorePromise = null;
-let quantCorePromise = null;
+// One slot per kind of core: the promise of its instantiation and, once
+// resolved, the core it gave (to retire the right one).
+const slots = {
+  single: { promise: null, resolved: null },
+  threaded: { promise: null, resolved: null },
+  quant: { promise: null, resolved: null },
+};
 let coreOptions = {};
-// The cores the promises above resolved to (to retire the right one).
-let resolvedSingle = null;
-let resolvedThreaded = null;
-let resolvedQuant = null;
 // Cores that trapped, with why; their models report it (WQ_ERR_DISPOSED).
 const retiredCores = new WeakMap();
 // Test hook (tests/node/recovery.test.mjs): a trap kind the next guarded
@@ -42,7 +42,7 @@ let armedTestTrap = null;
  * before the first load() or quantize().
  */
 export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary } = {}) {
-  if (corePromise || threadedCorePromise || quantCorePromise) throw new WasmqError('configure() must be called before the core is instantiated');
+  if (Object.values(slots).some((slot) => slot.promise)) throw new WasmqError('configure() must be called before the core is instantiated');
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
     throw new WasmqError(`configure: threads must be an integer >= 1 (got ${threads})`);
   }
@@ -109,19 +109,28 @@ async function threadedPoolSize(requested) {
 
 /** The threaded core (internal; shared by every model loaded with threads > 1). */
 export async function getThreadedCore(requested) {
-  if (!threadedCorePromise) {
-    const promise = threadedPoolSize(requested).then(instantiateThreadedCore);
-    threadedCorePromise = promise;
+  return cachedCore(slots.threaded, () => threadedPoolSize(requested).then(instantiateThreadedCore));
+}
+
+/**
+ * The slot's core, instantiating it with make() on first use; a failed
+ * instantiation empties the slot so a later call can retry (e.g. after
+ * building the wasm).
+ */
+function cachedCore(slot, make) {
+  if (!slot.promise) {
+    const promise = make();
+    slot.promise = promise;
     promise.then(
       (c) => {
-        if (threadedCorePromise === promise) resolvedThreaded = c;
+        if (slot.promise === promise) slot.resolved = c;
       },
       () => {
-        if (threadedCorePromise === promise) threadedCorePromise = null;
+        if (slot.promise === promise) slot.promise = null;
       },
     );
   }
-  return threadedCorePromise;
+  return slot.promise;
 }
 
 export async function readUrlBytes(url) {
@@ -176,19 +185,7 @@ async function instantiate(glueUrl, wasmUrl, givenBinary, { what, hint, build })
 
 /** The instantiated Emscripten module (internal; shared by every model). */
 export function getCore() {
-  if (!corePromise) {
-    const promise = instantiateCore();
-    corePromise = promise;
-    promise.then(
-      (c) => {
-        if (corePromise === promise) resolvedSingle = c;
-      },
-      () => {
-        if (corePromise === promise) corePromise = null; // allow a retry after e.g. building the wasm
-      },
-    );
-  }
-  return corePromise;
+  return cachedCore(slots.single, instantiateCore);
 }
 
 /**
@@ -196,19 +193,7 @@ export function getCore() {
  * the first quantize() only, so load() never downloads the quantizer.
  */
 export function getQuantCore() {
-  if (!quantCorePromise) {
-    const promise = instantiateQuantCore();
-    quantCorePromise = promise;
-    promise.then(
-      (c) => {
-        if (quantCorePromise === promise) resolvedQuant = c;
-      },
-      () => {
-        if (quantCorePromise === promise) quantCorePromise = null;
-      },
-    );
-  }
-  return quantCorePromise;
+  return cachedCore(slots.quant, instantiateQuantCore);
 }
 
 /**
@@ -217,12 +202,10 @@ export function getQuantCore() {
  * the old core keep working with it until disposed.
  */
 export function resetCore() {
-  corePromise = null;
-  threadedCorePromise = null;
-  quantCorePromise = null;
-  resolvedSingle = null;
-  resolvedThreaded = null;
-  resolvedQuant = null;
+  for (const slot of Object.values(slots)) {
+    slot.promise = null;
+    slot.resolved = null;
+  }
 }
 
 /**
@@ -247,19 +230,13 @@ function isTrap(e) {
 function retireCore(core, reason) {
   if (retiredCores.has(core)) return;
   retiredCores.set(core, reason);
-  // resolved* are set before any caller gets the core (the promise's first
+  // slot.resolved is set before any caller gets the core (the promise's first
   // reaction), so a retired core is always recognised here.
-  if (core === resolvedSingle) {
-    corePromise = null;
-    resolvedSingle = null;
-  }
-  if (core === resolvedThreaded) {
-    threadedCorePromise = null;
-    resolvedThreaded = null;
-  }
-  if (core === resolvedQuant) {
-    quantCorePromise = null;
-    resolvedQuant = null;
+  for (const slot of Object.values(slots)) {
+    if (core === slot.resolved) {
+      slot.promise = null;
+      slot.resolved = null;
+    }
   }
 }
 

@@ -161,6 +161,12 @@ static const wq_tensor *output_tensor(const wqx_model *model, int32_t i) {
   return wq_model_output(model->model, i);
 }
 
+const char *wqx_tensor_name(const wq_tensor *t) { return t ? t->name : NULL; }
+
+int32_t wqx_tensor_dtype(const wq_tensor *t) { return t ? (int32_t)t->dtype : -1; }
+
+int32_t wqx_tensor_rank(const wq_tensor *t) { return t ? t->rank : -1; }
+
 int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d) {
   if (!t || d < 0 || d >= t->rank)
     return -1;
@@ -174,18 +180,15 @@ const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d) {
 }
 
 WQX_EXPORT const char *wqx_input_name(const wqx_model *model, int32_t i) {
-  const wq_tensor *t = input_tensor(model, i);
-  return t ? t->name : NULL;
+  return wqx_tensor_name(input_tensor(model, i));
 }
 
 WQX_EXPORT int32_t wqx_input_dtype(const wqx_model *model, int32_t i) {
-  const wq_tensor *t = input_tensor(model, i);
-  return t ? (int32_t)t->dtype : -1;
+  return wqx_tensor_dtype(input_tensor(model, i));
 }
 
 WQX_EXPORT int32_t wqx_input_rank(const wqx_model *model, int32_t i) {
-  const wq_tensor *t = input_tensor(model, i);
-  return t ? t->rank : -1;
+  return wqx_tensor_rank(input_tensor(model, i));
 }
 
 WQX_EXPORT int32_t wqx_input_dim(const wqx_model *model, int32_t i, int32_t d) {
@@ -197,18 +200,15 @@ WQX_EXPORT const char *wqx_input_dim_param(const wqx_model *model, int32_t i, in
 }
 
 WQX_EXPORT const char *wqx_output_name(const wqx_model *model, int32_t i) {
-  const wq_tensor *t = output_tensor(model, i);
-  return t ? t->name : NULL;
+  return wqx_tensor_name(output_tensor(model, i));
 }
 
 WQX_EXPORT int32_t wqx_output_dtype(const wqx_model *model, int32_t i) {
-  const wq_tensor *t = output_tensor(model, i);
-  return t ? (int32_t)t->dtype : -1;
+  return wqx_tensor_dtype(output_tensor(model, i));
 }
 
 WQX_EXPORT int32_t wqx_output_rank(const wqx_model *model, int32_t i) {
-  const wq_tensor *t = output_tensor(model, i);
-  return t ? t->rank : -1;
+  return wqx_tensor_rank(output_tensor(model, i));
 }
 
 WQX_EXPORT int32_t wqx_output_dim(const wqx_model *model, int32_t i, int32_t d) {

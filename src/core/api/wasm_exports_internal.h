@@ -41,9 +41,13 @@ wq_status wqx_staging_check(const wqx_staging *s, const wq_model *m, const char 
 /* Unsets every slot (the views die with the caller's buffers). */
 void wqx_staging_clear(wqx_staging *s);
 
-/* Input i of `m` (NULL out of range), and dim d of a tensor (-1 when
- * symbolic or out of range) or its symbolic name (NULL). */
+/* Input i of `m` (NULL out of range). A tensor's name (NULL), dtype and
+ * rank (-1), dim d (-1 when symbolic or out of range) and its symbolic
+ * name (NULL); each also for t == NULL (the values in brackets). */
 const wq_tensor *wqx_model_input_tensor(const wq_model *m, int32_t i);
+const char *wqx_tensor_name(const wq_tensor *t);
+int32_t wqx_tensor_dtype(const wq_tensor *t);
+int32_t wqx_tensor_rank(const wq_tensor *t);
 int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d);
 const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d);
 

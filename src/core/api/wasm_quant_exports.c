@@ -64,18 +64,15 @@ WQX_EXPORT int32_t wqx_quantizer_input_count(const wqx_quantizer *qx) {
 }
 
 WQX_EXPORT const char *wqx_quantizer_input_name(const wqx_quantizer *qx, int32_t i) {
-  const wq_tensor *t = quant_input(qx, i);
-  return t ? t->name : NULL;
+  return wqx_tensor_name(quant_input(qx, i));
 }
 
 WQX_EXPORT int32_t wqx_quantizer_input_dtype(const wqx_quantizer *qx, int32_t i) {
-  const wq_tensor *t = quant_input(qx, i);
-  return t ? (int32_t)t->dtype : -1;
+  return wqx_tensor_dtype(quant_input(qx, i));
 }
 
 WQX_EXPORT int32_t wqx_quantizer_input_rank(const wqx_quantizer *qx, int32_t i) {
-  const wq_tensor *t = quant_input(qx, i);
-  return t ? t->rank : -1;
+  return wqx_tensor_rank(quant_input(qx, i));
 }
 
 WQX_EXPORT int32_t wqx_quantizer_input_dim(const wqx_quantizer *qx, int32_t i, int32_t d) {
