@@ -161,24 +161,6 @@ static const wq_tensor *output_tensor(const wqx_model *model, int32_t i) {
   return wq_model_output(model->model, i);
 }
 
-const char *wqx_tensor_name(const wq_tensor *t) { return t ? t->name : NULL; }
-
-int32_t wqx_tensor_dtype(const wq_tensor *t) { return t ? (int32_t)t->dtype : -1; }
-
-int32_t wqx_tensor_rank(const wq_tensor *t) { return t ? t->rank : -1; }
-
-int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d) {
-  if (!t || d < 0 || d >= t->rank)
-    return -1;
-  return t->dims[d] < 0 || t->dims[d] > INT32_MAX ? -1 : (int32_t)t->dims[d];
-}
-
-const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d) {
-  if (!t || d < 0 || d >= t->rank)
-    return NULL;
-  return t->dim_params[d];
-}
-
 WQX_EXPORT const char *wqx_input_name(const wqx_model *model, int32_t i) {
   return wqx_tensor_name(input_tensor(model, i));
 }

@@ -45,10 +45,23 @@ void wqx_staging_clear(wqx_staging *s);
  * rank (-1), dim d (-1 when symbolic or out of range) and its symbolic
  * name (NULL); each also for t == NULL (the values in brackets). */
 const wq_tensor *wqx_model_input_tensor(const wq_model *m, int32_t i);
-const char *wqx_tensor_name(const wq_tensor *t);
-int32_t wqx_tensor_dtype(const wq_tensor *t);
-int32_t wqx_tensor_rank(const wq_tensor *t);
-int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d);
-const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d);
+
+static inline const char *wqx_tensor_name(const wq_tensor *t) { return t ? t->name : NULL; }
+
+static inline int32_t wqx_tensor_dtype(const wq_tensor *t) { return t ? (int32_t)t->dtype : -1; }
+
+static inline int32_t wqx_tensor_rank(const wq_tensor *t) { return t ? t->rank : -1; }
+
+static inline int32_t wqx_tensor_dim(const wq_tensor *t, int32_t d) {
+  if (!t || d < 0 || d >= t->rank)
+    return -1;
+  return t->dims[d] < 0 || t->dims[d] > INT32_MAX ? -1 : (int32_t)t->dims[d];
+}
+
+static inline const char *wqx_tensor_dim_param(const wq_tensor *t, int32_t d) {
+  if (!t || d < 0 || d >= t->rank)
+    return NULL;
+  return t->dim_params[d];
+}
 
 #endif
