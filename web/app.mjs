@@ -6,6 +6,8 @@ import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, colourKe
 import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
 import { startDemo } from './demos.mjs';
+import { Runner } from './runner.mjs';
+import { createQuantPanel } from './quant-panel.mjs';
 
 const $ = (id) => document.getElementById(id);
 
@@ -26,40 +28,6 @@ function layoutInWorker(drawable) {
     layoutWaiters.set(id, { resolve, reject });
     layoutWorker.postMessage({ id, drawable });
   });
-}
-
-/** A model Worker; cancel() terminates it (and every model in it) and starts a fresh one. */
-class Runner {
-  #worker;
-  #seq = 0;
-  #waiters = new Map();
-  constructor() {
-    this.#start();
-  }
-  #start() {
-    this.#worker = new Worker(new URL('./run-worker.mjs', import.meta.url), { type: 'module' });
-    this.#worker.onmessage = ({ data }) => {
-      const w = this.#waiters.get(data.id);
-      if (!w) return;
-      if (data.progress !== undefined) return w.onProgress?.(data.progress);
-      this.#waiters.delete(data.id);
-      if (data.error) w.reject(Object.assign(new Error(data.error), { code: data.code }));
-      else w.resolve(data);
-    };
-  }
-  call(msg, onProgress, transfer = []) {
-    const id = ++this.#seq;
-    return new Promise((resolve, reject) => {
-      this.#waiters.set(id, { resolve, reject, onProgress });
-      this.#worker.postMessage({ ...msg, id }, transfer);
-    });
-  }
-  cancel() {
-    this.#worker.terminate();
-    for (const w of this.#waiters.values()) w.reject(Object.assign(new Error('cancelled'), { cancelled: true }));
-    this.#waiters.clear();
-    this.#start();
-  }
 }
 
 export const runner = new Runner();
@@ -92,12 +60,13 @@ const DEFAULT_THREADS = globalThis.crossOriginIsolated ? Math.min(navigator.hard
 const THREADED_DIR = new URL('wasmq-mt/', document.baseURI).href;
 
 /** Loads bytes into the model Worker under `key`; draws it when `show`. */
-export async function openModel(key, name, bytes, { show = true, options = {} } = {}) {
+/** feeds: the input runs use (else random); samples: calibration feeds the model comes with. */
+export async function openModel(key, name, bytes, { show = true, options = {}, feeds, samples } = {}) {
   setStatus(`Loading ${name}…`);
   const copy = bytes.slice(); // the Worker gets its own copy; we keep ours for reloads
   options = { threads: DEFAULT_THREADS, ...options };
   const r = await runner.call({ type: 'load', key, bytes: copy, options, threadedDir: THREADED_DIR }, undefined, [copy.buffer]);
-  const entry = { key, name, bytes, graph: r.graph, inputs: r.inputs, outputs: r.outputs, options, info: r.info };
+  const entry = { key, name, bytes, graph: r.graph, inputs: r.inputs, outputs: r.outputs, options, info: r.info, feeds, samples };
   state.models.set(key, entry);
   refreshModelPicker();
   if (state.shown) refreshCompare();
@@ -122,6 +91,7 @@ async function showModel(key) {
   state.selected = -1;
   $('graph-model').value = key;
   $('run').disabled = false;
+  $('quantize').disabled = false;
   refreshCompare();
   $('export-svg').disabled = false;
   $('export-png').disabled = false;
@@ -324,7 +294,7 @@ async function setOverlay(name) {
 
 // --- export ------------------------------------------------------------------
 
-function download(blob, name) {
+export function download(blob, name) {
   const a = document.createElement('a');
   a.href = URL.createObjectURL(blob);
   a.download = name;
@@ -392,6 +362,7 @@ let demoStop = null;
 function clearDemo() {
   demoStop?.();
   demoStop = null;
+  if (!quant.busy) $('quant-panel').hidden = true;
   $('demo-panel').hidden = true;
   $('demo-panel').replaceChildren();
 }
@@ -400,7 +371,7 @@ async function openDemo(name) {
   clearDemo();
   state.models.clear();
   try {
-    demoStop = await startDemo(name, { panel: $('demo-panel'), openModel, runModel, showModel, setStatus });
+    demoStop = await startDemo(name, { panel: $('demo-panel'), openModel, runModel, showModel, setStatus, quantizeLoaded: quant.quantizeLoaded });
   } catch (e) {
     setStatus(`demo ${name}: ${e.message}`, { error: true });
   }
@@ -408,12 +379,15 @@ async function openDemo(name) {
 
 // --- wiring ------------------------------------------------------------------
 
+const quant = createQuantPanel({ state, openModel, showModel, runModel, setStatus, download, randomFeeds });
+
 $('legend').innerHTML = legendHtml();
 $('file').addEventListener('change', (e) => e.target.files[0] && openFile(e.target.files[0]));
 $('demo').addEventListener('change', (e) => e.target.value && openDemo(e.target.value));
 $('graph-model').addEventListener('change', (e) => showModel(e.target.value));
 $('run').addEventListener('click', runShown);
 $('compare').addEventListener('click', compareShown);
+$('quantize').addEventListener('click', () => quant.open());
 $('cancel').addEventListener('click', () => runner.cancel());
 $('export-svg').addEventListener('click', exportSvg);
 $('export-png').addEventListener('click', () => exportPng().catch((e) => setStatus(e.message, { error: true })));
@@ -457,6 +431,7 @@ globalThis.wasmqInspector = {
   search,
   select,
   runShown,
+  quant,
   exportSvg,
   exportPng,
   /** Lays out a synthetic n-node graph in the Worker; reports layout ms and the main thread's longest stall. */

@@ -1,8 +1,22 @@
 // Bundled demos: draw a digit (mnist-8 float and int8, live prediction),
 // super-resolution on a sample image, a segmentation mask, and two int8
-// graphs to inspect. Model files come from /models/ (served from ../shared by
-// the vite config; never copied into the repository).
+// graphs to inspect. The int8 models of the first three are quantized by
+// wasmq in the page when the demo opens (the float model shows first; the
+// result is cached for the session). Model files come from /models/ (served
+// from ../shared by the vite config; never copied into the repository).
 import { parseFloatTensor } from './tensorproto.mjs';
+import { parseNpy } from '../src/js/npy.mjs';
+
+// The ten bundled digits (demo/digits.npy, uint8 [10, 28, 28]): mnist-8's calibration set.
+const DIGITS_URL = new URL('../demo/digits.npy', import.meta.url);
+
+async function digitSamples() {
+  const r = await fetch(DIGITS_URL);
+  if (!r.ok) throw new Error(`cannot fetch ${DIGITS_URL.href}: HTTP ${r.status}`);
+  const d = parseNpy(new Uint8Array(await r.arrayBuffer()));
+  const [count, h, w] = d.dims;
+  return Array.from({ length: count }, (_, k) => ({ Input3: { data: Float32Array.from(d.data.subarray(k * h * w, (k + 1) * h * w)), dims: [1, 1, h, w] } }));
+}
 
 async function fetchBytes(name) {
   const r = await fetch(`./models/${name}`);
@@ -43,23 +57,24 @@ function softmax(logits) {
 
 // --- draw a digit --------------------------------------------------------------
 
-async function mnist({ panel, openModel, runModel, setStatus }) {
-  const [f32, int8, sample] = await Promise.all([fetchBytes('mnist-8.onnx'), fetchBytes('mnist-8-int8.onnx'), fetchBytes('mnist-8-digits.pb')]);
-  await openModel('mnist-float', 'mnist-8 (float)', f32, { show: false });
-  await openModel('mnist-int8', 'mnist-8 (int8)', int8);
+async function mnist({ panel, openModel, runModel, setStatus, quantizeLoaded }) {
+  const [f32, sample, calib] = await Promise.all([fetchBytes('mnist-8.onnx'), fetchBytes('mnist-8-digits.pb'), digitSamples()]);
+  const digit = parseFloatTensor(sample);
+  // Runs use the test set's digit; calibration the ten bundled digits (the two never overlap).
+  await openModel('mnist-float', 'mnist-8 (float)', f32, { feeds: { Input3: { data: digit.data, dims: digit.dims } }, samples: calib });
+  let int8Key = null;
   const pad = build('canvas', { width: 224, height: 224, className: 'pad' }, []);
   pad.style.cursor = 'crosshair';
   pad.style.background = '#000';
   const ctx = pad.getContext('2d');
   // Start from the sample digit of the model's test set (values 0..255).
-  const digit = parseFloatTensor(sample);
   const small = greyCanvas(Float32Array.from(digit.data, (v) => v / 255), 28, 28);
   ctx.imageSmoothingEnabled = true;
   ctx.drawImage(small, 0, 0, 224, 224);
   const out = build('div', { className: 'mnist-out' }, []);
   const clear = build('button', { className: 'btn', textContent: 'Clear' }, []);
   clear.style.cssText = 'background:#fff;color:#111;border-color:#cbd5e1';
-  panel.replaceChildren(card('Draw a digit', pad, clear, build('div', { className: 'cap', textContent: 'Draw with the mouse; both models predict live.' }, [])), card('Prediction: float vs int8', out));
+  panel.replaceChildren(card('Draw a digit', pad, clear, build('div', { className: 'cap', textContent: 'Draw with the mouse; both models predict live.' }, [])), card('Prediction: float vs int8 (quantized by wasmq in this page)', out));
   panel.hidden = false;
 
   let busy = false;
@@ -75,13 +90,14 @@ async function mnist({ panel, openModel, runModel, setStatus }) {
       const data = new Float32Array(784);
       for (let i = 0; i < 784; i++) data[i] = px[i * 4];
       const feeds = { Input3: { data, dims: [1, 1, 28, 28] } };
-      const [rf, ri] = [await runModel('mnist-float', feeds, { label: 'float' }), await runModel('mnist-int8', feeds, { label: 'int8' })];
+      const rf = await runModel('mnist-float', feeds, { label: 'float' });
+      const ri = int8Key ? await runModel(int8Key, feeds, { label: 'int8' }) : null;
       const pf = softmax([...rf.results.Plus214_Output_0.data]);
-      const pi = softmax([...ri.results.Plus214_Output_0.data]);
+      const pi = ri ? softmax([...ri.results.Plus214_Output_0.data]) : pf.map(() => 0);
       const best = (p) => p.indexOf(Math.max(...p));
       out.replaceChildren(
-        build('div', { className: 'pred', textContent: `${best(pf)} · ${best(pi)}` }, []),
-        build('div', { className: 'cap', textContent: `float ${rf.ms.toFixed(2)} ms · int8 ${ri.ms.toFixed(2)} ms (blue float, green int8)` }, []),
+        build('div', { className: 'pred', textContent: `${best(pf)} · ${ri ? best(pi) : '…'}` }, []),
+        build('div', { className: 'cap', textContent: ri ? `float ${rf.ms.toFixed(2)} ms · int8 ${ri.ms.toFixed(2)} ms (blue float, green int8)` : `float ${rf.ms.toFixed(2)} ms · int8: quantizing…` }, []),
         build(
           'div',
           { className: 'bars' },
@@ -93,8 +109,8 @@ async function mnist({ panel, openModel, runModel, setStatus }) {
         ),
       );
       out.dataset.float = String(best(pf));
-      out.dataset.int8 = String(best(pi));
-      setStatus(`mnist-8: float says ${best(pf)}, int8 says ${best(pi)}`);
+      if (ri) out.dataset.int8 = String(best(pi));
+      setStatus(ri ? `mnist-8: float says ${best(pf)}, int8 (wasmq) says ${best(pi)}` : `mnist-8: float says ${best(pf)}; quantizing…`);
     } finally {
       busy = false;
       if (again) {
@@ -132,6 +148,10 @@ async function mnist({ panel, openModel, runModel, setStatus }) {
     predict();
   });
   await predict();
+  // Quantized on demo open with the ten bundled digits (once per session).
+  const q = await quantizeLoaded('mnist-float', { samples: calib, cacheKey: 'demo:mnist', label: 'mnist-8 (int8, quantized by wasmq)' });
+  int8Key = q.model.key;
+  await predict();
   return () => {};
 }
 
@@ -144,40 +164,34 @@ function barDiv(p, cls) {
 
 // --- super-resolution ----------------------------------------------------------
 
-async function superres({ panel, openModel, runModel, setStatus }) {
+async function superres({ panel, openModel, runModel, setStatus, quantizeLoaded }) {
   const [model, sample] = await Promise.all([fetchBytes('super-resolution-10.onnx'), fetchBytes('super-resolution-input.pb')]);
-  await openModel('sr-float', 'super-resolution-10 (float)', model, { options: { inputShapes: { input: [1, 1, 224, 224] } } });
   const x = parseFloatTensor(sample);
-  const r = await runModel('sr-float', { input: { data: x.data, dims: x.dims } }, { label: 'super-resolution' });
+  const feeds = { input: { data: x.data, dims: x.dims } };
+  await openModel('sr-float', 'super-resolution-10 (float)', model, { options: { inputShapes: { input: [1, 1, 224, 224] } }, feeds, samples: [feeds] });
+  const r = await runModel('sr-float', feeds, { label: 'super-resolution' });
   const y = r.results.output;
   const [h, w] = y.dims.slice(2);
+  const int8Card = card('int8 model output: quantizing in the page…');
   panel.replaceChildren(
     card('Input 224×224 (scaled up ×3 by the browser)', greyCanvas(x.data, 224, 224, { scale: 1.5 })),
     card(`Float model output ${w}×${h} (${r.ms.toFixed(1)} ms)`, greyCanvas(y.data, w, h, { scale: 0.5 })),
+    int8Card,
   );
   panel.hidden = false;
-  setStatus(`super-resolution-10: 224×224 → ${w}×${h} in ${r.ms.toFixed(1)} ms (float; the int8 column needs quantize())`);
+  setStatus(`super-resolution-10: 224×224 → ${w}×${h} in ${r.ms.toFixed(1)} ms (float); quantizing…`);
+  // Calibrated on the bundled input itself, once per session.
+  const q = await quantizeLoaded('sr-float', { samples: [feeds], cacheKey: 'demo:superres' });
+  const y8 = q.rq.results.output;
+  int8Card.replaceChildren(build('h3', { textContent: `int8 model output ${w}×${h} (${q.rq.ms.toFixed(1)} ms; float ${q.rf.ms.toFixed(1)} ms)` }, []), greyCanvas(y8.data, w, h, { scale: 0.5 }));
+  int8Card.dataset.int8 = 'done';
+  setStatus(`super-resolution-10: 224×224 → ${w}×${h}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (mean of 5)`);
   return () => {};
 }
 
 // --- segmentation --------------------------------------------------------------
 
-async function segmentation({ panel, openModel, runModel, setStatus }) {
-  const [model, photo] = await Promise.all([fetchBytes('segmentation.onnx'), fetchBytes('super-resolution-input.pb')]);
-  const H = 96;
-  const W = 160;
-  await openModel('seg', 'teams-segmentation (float)', model, { options: { inputShapes: { bgrm: [1, 4, H, W] } } });
-  // The bundled photo (224x224 grey) cropped to 160x96 as B, G, R; no prior mask.
-  const img = parseFloatTensor(photo).data;
-  const data = new Float32Array(4 * H * W);
-  for (let yy = 0; yy < H; yy++) {
-    for (let xx = 0; xx < W; xx++) {
-      const v = img[(yy * 2 + 16) * 224 + Math.min(223, Math.round(xx * 1.4))];
-      for (let c = 0; c < 3; c++) data[c * H * W + yy * W + xx] = v;
-    }
-  }
-  const r = await runModel('seg', { bgrm: { data, dims: [1, 4, H, W] } }, { label: 'segmentation' });
-  const mask = r.results.mask.data;
+function maskOverlay(data, mask, W, H) {
   const over = build('canvas', { width: W, height: H }, []);
   over.style.width = `${W * 2}px`;
   over.style.height = `${H * 2}px`;
@@ -189,9 +203,39 @@ async function segmentation({ panel, openModel, runModel, setStatus }) {
     id.data.set([v * (1 - m) + 46 * m, v * (1 - m) + 139 * m, v * (1 - m) + 87 * m, 255], i * 4);
   }
   ctx.putImageData(id, 0, 0);
-  panel.replaceChildren(card('Input', greyCanvas(data, W, H, { scale: 2 })), card(`Mask over the input (${r.ms.toFixed(1)} ms)`, over), card('Mask', greyCanvas(mask, W, H, { scale: 2 })));
+  return over;
+}
+
+async function segmentation({ panel, openModel, runModel, setStatus, quantizeLoaded }) {
+  const [model, photo] = await Promise.all([fetchBytes('segmentation.onnx'), fetchBytes('super-resolution-input.pb')]);
+  const H = 96;
+  const W = 160;
+  // The bundled photo (224x224 grey) cropped to 160x96 as B, G, R; no prior mask.
+  const img = parseFloatTensor(photo).data;
+  const data = new Float32Array(4 * H * W);
+  for (let yy = 0; yy < H; yy++) {
+    for (let xx = 0; xx < W; xx++) {
+      const v = img[(yy * 2 + 16) * 224 + Math.min(223, Math.round(xx * 1.4))];
+      for (let c = 0; c < 3; c++) data[c * H * W + yy * W + xx] = v;
+    }
+  }
+  const feeds = { bgrm: { data, dims: [1, 4, H, W] } };
+  await openModel('seg', 'teams-segmentation (float)', model, { options: { inputShapes: { bgrm: [1, 4, H, W] } }, feeds, samples: [feeds] });
+  const r = await runModel('seg', feeds, { label: 'segmentation' });
+  const mask = r.results.mask.data;
+  const int8Card = card('int8 mask: quantizing in the page…');
+  panel.replaceChildren(card('Input', greyCanvas(data, W, H, { scale: 2 })), card(`Float mask over the input (${r.ms.toFixed(1)} ms)`, maskOverlay(data, mask, W, H)), card('Float mask', greyCanvas(mask, W, H, { scale: 2 })), int8Card);
   panel.hidden = false;
-  setStatus(`segmentation: mask ${W}×${H} in ${r.ms.toFixed(1)} ms`);
+  setStatus(`segmentation: mask ${W}×${H} in ${r.ms.toFixed(1)} ms (float); quantizing…`);
+  // Calibrated on the demo's input, once per session.
+  const q = await quantizeLoaded('seg', { samples: [feeds], cacheKey: 'demo:segmentation' });
+  const mask8 = q.rq.results.mask.data;
+  let differ = 0;
+  for (let i = 0; i < mask.length; i++) differ += mask[i] >= 0.5 !== mask8[i] >= 0.5;
+  int8Card.replaceChildren(build('h3', { textContent: `int8 mask over the input (${q.rq.ms.toFixed(1)} ms)` }, []), maskOverlay(data, mask8, W, H), build('div', { className: 'cap', textContent: `${differ} of ${mask.length} pixels on the other side of 0.5 than float` }, []));
+  int8Card.dataset.int8 = 'done';
+  int8Card.dataset.differ = String(differ);
+  setStatus(`segmentation: mask ${W}×${H}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (mean of 5); ${differ} pixels differ at 0.5`);
   return () => {};
 }
 

@@ -1,13 +1,54 @@
 // Models live and run here, so a long run never freezes the page; the page
 // cancels a run by terminating this worker. Messages: {id, type: 'load' |
-// 'run' | 'compare' | 'dispose', ...}; replies {id, ok, ...} or {id, error}, and
-// {id, progress} during profiled repeats.
-import { load, configure, compare } from '../src/js/index.mjs';
+// 'run' | 'compare' | 'dispose' | 'quantize', ...}; replies {id, ok, ...} or
+// {id, error}, and {id, progress} during profiled repeats and calibration.
+// The page quantizes in a worker of its own (a second instance of this
+// script), so cancelling a calibration never drops the loaded models.
+import { load, configure, compare, quantize } from '../src/js/index.mjs';
+import { randomArray } from '../src/js/random.mjs';
 
 const models = new Map();
 let configured = false;
 
+/**
+ * Seeded calibration sample k: the CLI's `--calib random:N` inputs (seed
+ * k * inputs + i, src/core/cli/calib_data), symbolic dims from `shapes`
+ * (the page's input shapes) or 1.
+ */
+function randomSample(inputs, shapes, k) {
+  const feeds = {};
+  inputs.forEach((info, i) => {
+    const given = shapes?.[info.name];
+    const dims = (info.shape ?? []).map((d, j) => (typeof d === 'number' && d >= 0 ? d : (given?.[j] ?? 1)));
+    feeds[info.name] = { data: randomArray(info.dtype, dims.reduce((a, b) => a * b, 1), k * inputs.length + i), dims };
+  });
+  return feeds;
+}
+
+/**
+ * Quantizes msg.bytes: observes msg.samples (feeds, e.g. a demo's bundled
+ * input) then msg.random seeded samples, posting {done, total} after each;
+ * replies with the QDQ model, the report and the times.
+ */
+async function quantizeModel({ id, bytes, samples = [], random = 0, shapes, config }) {
+  const total = samples.length + random;
+  if (total < 1) throw new Error('quantize: calibration needs at least one sample');
+  const t0 = performance.now();
+  const q = await quantize(bytes, { config, total, onProgress: (p) => self.postMessage({ id, progress: p }) });
+  try {
+    for (const feeds of samples) await q.observe(feeds);
+    for (let k = 0; k < random; k++) await q.observe(randomSample(q.inputs, shapes, k));
+    const t1 = performance.now();
+    const { onnx, reportJson, summary } = await q.finish();
+    const t2 = performance.now();
+    return { onnx, reportJson, summary, samples: total, calibrateMs: t1 - t0, finishMs: t2 - t1 };
+  } finally {
+    q.dispose();
+  }
+}
+
 async function handle(msg) {
+  if (msg.type === 'quantize') return quantizeModel(msg);
   if (msg.type === 'load') {
     // The page says where the threaded core is served (before the first load).
     // Demos hold up to three models at once (float, int8, quantized in the page).

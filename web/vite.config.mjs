@@ -12,7 +12,6 @@ const SHARED = process.env.WQ_SHARED_DIR ? path.resolve(process.env.WQ_SHARED_DI
 // /models/<file> -> shared file, only these (the bundled demos and their sample data).
 export const DEMO_FILES = {
   'mnist-8.onnx': 'models/mnist-8/model.onnx',
-  'mnist-8-int8.onnx': 'models/mnist-8-dynamic-int8/model.onnx',
   'mnist-8-digits.pb': 'models/mnist-8/test_data_set_0/input_0.pb',
   'super-resolution-10.onnx': 'models/super-resolution-10/model.onnx',
   'super-resolution-input.pb': 'models/super-resolution-10/test_data_set_0/input_0.pb',
