@@ -119,9 +119,32 @@ const current = () => state.models.get(state.shown);
 
 // --- drawing -----------------------------------------------------------------
 
+/** The model drawn beside the shown one: the float model of a quantized one, or the int8 result of a float one. */
+function besidePartner(m) {
+  const key = m.quant?.floatKey ?? m.int8Key;
+  return key ? (state.models.get(key) ?? null) : null;
+}
+
+let besidePanZoom = null;
+async function drawBeside(partner) {
+  const box = $('graph-beside');
+  besidePanZoom?.destroy();
+  besidePanZoom = null;
+  if (!partner) return box.replaceChildren();
+  const drawable = toDrawable(partner.graph, { overlay: 'region' });
+  const { layout } = await layoutInWorker(drawable);
+  box.innerHTML = `<div class="beside-head"><b>${escapeXml(partner.name)}</b>: ${escapeXml(partner.graph.summary)}</div>${renderSvg(drawable, layout, { title: partner.name })}`;
+  const svg = box.querySelector('svg');
+  svg.removeAttribute('width');
+  svg.removeAttribute('height');
+  besidePanZoom = svgPanZoom(svg, { zoomScaleSensitivity: 0.3, minZoom: 0.05, maxZoom: 20, fit: true, center: true, controlIconsEnabled: true });
+}
+
 async function draw() {
   const m = current();
   if (!m) return;
+  const partner = besidePartner(m);
+  $('graph-beside').hidden = !partner;
   const overlay = state.overlay;
   const drawable = toDrawable(m.graph, { overlay, nodeData: overlay === 'region' ? null : state.data[overlay] });
   const t0 = performance.now();
@@ -145,7 +168,9 @@ async function draw() {
         ? `<span class="range">${escapeXml(overlay)} overlay (${escapeXml(drawable.range.label)}): light = ${fmtNum(drawable.range.min)}, dark red = ${fmtNum(drawable.range.max)}; grey = no value</span>`
         : '';
   if (state.selected >= 0) markSelected(state.selected);
-  return performance.now() - t0;
+  const ms2 = performance.now() - t0;
+  await drawBeside(partner);
+  return ms2;
 }
 
 function showLanes() {

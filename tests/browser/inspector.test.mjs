@@ -67,6 +67,9 @@ test('draw-a-digit demo: mnist-8 quantized by wasmq in the page, int8 graph with
   assert.match(await page.$eval('#q-summary', (e) => e.textContent), /10 calibration samples/);
   const cols = await quantColumns(page);
   assert.deepEqual([cols.float.argmax, cols.int8.argmax], [[2], [2]]);
+  // The float model's graph is drawn beside the int8 one.
+  const beside = await page.$$eval('#graph-beside .wq-node', (els) => els.map((e) => e.dataset.backend));
+  assert.ok(beside.length >= 8 && beside.every((b) => b === 'float'), `beside: ${beside}`);
   console.log(`mnist-8 in the page: float ${cols.float.ms.toFixed(3)} ms, int8 (wasmq) ${cols.int8.ms.toFixed(3)} ms per run; ${await page.$eval('#q-summary', (e) => e.textContent)}`);
   // The server isolates the page (COOP/COEP), so models run on the threaded core.
   assert.equal(await page.evaluate(() => globalThis.crossOriginIsolated), true);
@@ -126,6 +129,11 @@ test('draw-a-digit demo: mnist-8 quantized by wasmq in the page, int8 graph with
   const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
   assert.deepEqual([...readFileSync(await png.path()).subarray(1, 4)], [0x50, 0x4e, 0x47]);
   await shot(page, 'mnist-demo');
+  // Opening the demo again reuses this session's quantization.
+  await page.evaluate(() => globalThis.wasmqInspector.openDemo('mnist'));
+  await page.waitForSelector('.mnist-out[data-int8]', { timeout: 30000 });
+  assert.match(await page.$eval('#q-summary', (e) => e.textContent), /cached for this session/);
+  assert.deepEqual(await page.$eval('.mnist-out', (e) => [e.dataset.float, e.dataset.int8]), ['2', '2']);
   assert.deepEqual(errors, []);
   await page.close();
 });
