@@ -102,7 +102,9 @@ export function createQuantPanel(app) {
       app.setStatus(`Quantizing ${m.name}: calibrating on ${total} sample${total === 1 ? '' : 's'}…`, { progress: 0 });
       try {
         const bytes = m.bytes.slice();
-        r = await worker.call({ type: 'quantize', bytes, samples, random, shapes: m.options?.inputShapes }, (p) => {
+        // Random samples take the shapes the runs use (symbolic dims bound as in Run).
+        const shapes = Object.fromEntries(Object.entries(m.feeds ?? app.randomFeeds(m)).map(([n, f]) => [n, f.dims]));
+        r = await worker.call({ type: 'quantize', bytes, samples, random, shapes }, (p) => {
           setProgress(p);
           app.setStatus(`Quantizing ${m.name}: ${p.done} of ${p.total} calibration samples`, { progress: p.total ? p.done / p.total : 0 });
         }, [bytes.buffer]);

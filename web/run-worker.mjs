@@ -12,8 +12,8 @@ let configured = false;
 
 /**
  * Seeded calibration sample k: the CLI's `--calib random:N` inputs (seed
- * k * inputs + i, src/core/cli/calib_data), symbolic dims from `shapes`
- * (the page's input shapes) or 1.
+ * k * inputs + i, src/core/cli/calib_data; the same bytes for static
+ * shapes), symbolic dims from `shapes` (the dims the page runs with) or 1.
  */
 function randomSample(inputs, shapes, k) {
   const feeds = {};

@@ -208,6 +208,16 @@ test('quantize a float model opened from a file: random calibration with progres
   const [report] = await Promise.all([page.waitForEvent('download'), page.click('#q-report')]);
   assert.equal(report.suggestedFilename(), 'model-quant-report.json');
   assert.equal(typeof JSON.parse(readFileSync(await report.path(), 'utf8')), 'object');
+  // A calibration sample of the wrong shape: the quantizer's message, in the page.
+  const bad = await page.evaluate(() =>
+    globalThis.wasmqInspector.quant.quantizeLoaded('file', { samples: [{ Input3: { data: new Float32Array(10), dims: [1, 1, 2, 5] } }] }).then(
+      () => 'resolved',
+      (e) => e.message,
+    ),
+  );
+  assert.match(bad, /Input3/);
+  assert.equal(await page.$eval('#q-error', (e) => e.textContent), `quantize model.onnx: ${bad}`);
+  console.log(`bad sample shape, shown in the page: ${bad}`);
   // Quantizing the int8 model again is refused, in the page.
   await page.click('#quantize');
   await page.click('#q-start');
