@@ -67,6 +67,8 @@ function digits() {
   }));
 }
 
+// Models with symbolic input dims are quantized and loaded with them bound
+// (quantize(bytes, {inputShapes}), wasmq quantize --shape).
 // Calibration and evaluation inputs never overlap: real data where the
 // model has it, else seeded uniform inputs with different seeds
 // (calibration seeds 0..7, evaluation seeds from 1000).
@@ -83,6 +85,7 @@ const CASES = [
   {
     name: 'super-resolution-10',
     file: 'super-resolution-10/model.onnx',
+    shapes: { input: [1, 1, 224, 224] },
     calib: () => randomSet('input', [1, 1, 224, 224], seeds(0, 8)),
     calibText: '8 uniform [0,1) 1x1x224x224',
     eval: () => [testSet('super-resolution-10', 0, 'input')],
@@ -91,6 +94,7 @@ const CASES = [
   {
     name: 'pytorch-super-resolution-depthtospace',
     file: 'pytorch-super-resolution-depthtospace/model.onnx',
+    shapes: { input: [1, 1, 224, 224] },
     calib: () => randomSet('input', [1, 1, 224, 224], seeds(0, 8)),
     calibText: '8 uniform [0,1) 1x1x224x224',
     eval: () => [testSet('super-resolution-10', 0, 'input')],
@@ -99,6 +103,7 @@ const CASES = [
   {
     name: 'teams-segmentation-msra190729',
     file: 'teams-segmentation-msra190729/model.onnx',
+    shapes: { bgrm: [1, 4, 96, 160] },
     calib: () => randomSet('bgrm', [1, 4, 96, 160], seeds(0, 8)),
     calibText: '8 uniform [0,1) 1x4x96x160',
     eval: () => [testSet('teams-segmentation-msra190729', 0, 'bgrm')],
@@ -107,6 +112,7 @@ const CASES = [
   {
     name: 'ppocr-mobile-v2-cls',
     file: 'ppocr-mobile-v2-cls/model.onnx',
+    shapes: { x: [1, 3, 48, 192] },
     classifier: true,
     calib: () => randomSet('x', [1, 3, 48, 192], seeds(0, 8), -1, 1),
     calibText: '8 uniform [-1,1) 1x3x48x192',
@@ -213,7 +219,9 @@ async function measure(c) {
   const calib = c.calib();
   const evalSet = c.eval();
   const t0 = performance.now();
-  const q = await quantize(bytes);
+  // Symbolic dims bound to the evaluation shape, in the float model and the quantized one alike.
+  const inputShapes = c.shapes ?? {};
+  const q = await quantize(bytes, { inputShapes });
   let result;
   try {
     await q.observeAll(calib);
@@ -222,7 +230,7 @@ async function measure(c) {
     q.dispose();
   }
   const quantizeMs = performance.now() - t0;
-  const floatModel = await load(bytes);
+  const floatModel = await load(bytes, { inputShapes });
   const int8Model = await load(result.onnx);
   const session = await ortSession(result.onnx);
   try {

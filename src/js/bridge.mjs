@@ -22,6 +22,23 @@ export function allocInt32(core, values) {
   return allocBytes(core, new Uint8Array(arr.buffer));
 }
 
+/**
+ * Input-shape overrides ([[name, dims], ...]) as wqx_load and
+ * wqx_quantizer_new take them: pointers to the names, the ranks and all
+ * dims one after the other. Every block allocated is pushed on `allocations`
+ * (the caller frees them).
+ */
+export function allocShapes(core, entries, allocations) {
+  const keep = (p) => {
+    allocations.push(p);
+    return p;
+  };
+  const namesPtr = keep(allocInt32(core, entries.map(([name]) => keep(allocString(core, name)))));
+  const ranksPtr = keep(allocInt32(core, entries.map(([, dims]) => dims.length)));
+  const dimsPtr = keep(allocInt32(core, entries.flatMap(([, dims]) => dims)));
+  return { count: entries.length, namesPtr, ranksPtr, dimsPtr };
+}
+
 export function allocString(core, s) {
   const n = core.lengthBytesUTF8(s) + 1;
   const ptr = core._wqx_malloc(n);

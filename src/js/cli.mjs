@@ -448,17 +448,18 @@ export async function writeFileAtomic(file, bytes) {
 // Same text as the native quantize_usage() (src/core/cli/cmd_quantize.c).
 const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]
                       [--config FILE.json] [--report FILE.json]
-                      [--keep-float N] [--target-snr DB]
+                      [--keep-float N] [--target-snr DB] [--shape NAME=1x3x224x224]...
   --calib       ONNX test_data_set_* folders or .npy files named by input
                 (default: random:16, seeded inputs)
   --keep-float  keep the N most sensitive nodes in float
-  --target-snr  keep nodes in float until the outputs reach DB dB SNR`;
+  --target-snr  keep nodes in float until the outputs reach DB dB SNR
+  --shape       bind an input's symbolic dims for calibration (kept in OUT)`;
 
 const quantizeUsage = (message) => new CliError(message ? `${message}\n${QUANTIZE_USAGE}` : QUANTIZE_USAGE, 2, !message);
 
 /** As the native parse_args: the last of a repeated option wins; '-o' or '--out'. */
 function parseQuantizeArgs(args) {
-  const a = { model: null, out: null, calib: 'random:16', config: null, report: null, keepFloat: 0, targetSnr: 0 };
+  const a = { model: null, out: null, calib: 'random:16', config: null, report: null, keepFloat: 0, targetSnr: 0, shapes: {} };
   const valued = { '-o': 'out', '--out': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report' };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -476,6 +477,10 @@ function parseQuantizeArgs(args) {
       const db = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(val) ? Number(val) : NaN;
       if (!(db > 0 && db < 200)) throw new CliError(`--target-snr takes dB in (0, 200), got '${val}'`, 2);
       a.targetSnr = db;
+      i++;
+    } else if (arg === '--shape' && val !== undefined) {
+      const [name, dims] = splitAssignment(arg, val, 'NAME=D0xD1x...');
+      a.shapes[name] = parseDimsSpec(dims, arg, val);
       i++;
     } else if (arg.startsWith('-') || a.model !== null) {
       throw quantizeUsage(`quantize: unexpected argument '${arg}'`);
@@ -501,7 +506,7 @@ async function cmdQuantize(args) {
   const a = parseQuantizeArgs(args);
   const bytes = await readInputFile(a.model);
   const config = a.config !== null ? (await readInputFile(a.config)).toString('utf8') : undefined;
-  const options = { config };
+  const options = { config, inputShapes: a.shapes };
   if (a.keepFloat || a.targetSnr > 0) Object.assign(options, { keepFloat: a.keepFloat, targetSnrDb: a.targetSnr });
   let q;
   try {

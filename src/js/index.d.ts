@@ -346,6 +346,8 @@ export interface QuantizeOptions {
    * ops, exclude, keepFloat, targetSnrDb) as an object or a JSON string; defaults without it.
    */
   config?: Record<string, unknown> | string;
+  /** Binds symbolic input dims for calibration ({inputName: dims}, as load()); the written model keeps them. */
+  inputShapes?: Record<string, readonly number[]>;
   /** Called after each observed sample. */
   onProgress?: (progress: QuantizeProgress) => void;
   /** The number of samples that will be observed, for onProgress. */

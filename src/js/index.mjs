@@ -15,7 +15,7 @@
 
 import { WasmqError } from './errors.mjs';
 import { configure, threadsSupported, getCore, getThreadedCore, resetCore, configuredThreads, guardCore } from './core.mjs';
-import { allocBytes, allocInt32, allocString, readString, errorFromCtx } from './bridge.mjs';
+import { allocBytes, allocInt32, allocShapes, readString, errorFromCtx } from './bridge.mjs';
 import { asBytes, readModelSource, validateDims } from './source.mjs';
 import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
@@ -77,18 +77,8 @@ function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads
   try {
     const bytesPtr = allocBytes(core, bytes);
     allocations.push(bytesPtr);
-    const namePtrs = shapeEntries.map(([name]) => {
-      const p = allocString(core, name);
-      allocations.push(p);
-      return p;
-    });
-    const namesPtr = allocInt32(core, namePtrs);
-    allocations.push(namesPtr);
-    const ranksPtr = allocInt32(core, shapeEntries.map(([, dims]) => dims.length));
-    allocations.push(ranksPtr);
-    const dimsPtr = allocInt32(core, shapeEntries.flatMap(([, dims]) => dims));
-    allocations.push(dimsPtr);
-    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapeEntries.length, namesPtr, ranksPtr, dimsPtr, flags);
+    const shapes = allocShapes(core, shapeEntries, allocations);
+    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapes.count, shapes.namesPtr, shapes.ranksPtr, shapes.dimsPtr, flags);
     if (!handle) throw errorFromCtx(core, ctx);
     if (threaded && core._wqx_set_threads(ctx, handle, requestedThreads) !== 0) throw errorFromCtx(core, ctx);
     const info = {

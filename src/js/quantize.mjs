@@ -12,8 +12,8 @@
 
 import { WasmqError } from './errors.mjs';
 import { getQuantCore, guardCore, coreRetiredReason } from './core.mjs';
-import { allocBytes, allocInt32, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
-import { readModelSource } from './source.mjs';
+import { allocBytes, allocInt32, allocShapes, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
+import { readModelSource, validateDims } from './source.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
 
 /** The config as the JSON text the core parses ('' for the defaults). */
@@ -48,6 +48,8 @@ function checkTotal(total) {
 
 /**
  * Starts quantizing a float ONNX model (bytes, a path in Node, or a URL).
+ * options.inputShapes ({inputName: dims}, as load() takes it) binds
+ * symbolic input dims for calibration; the written model keeps them.
  * options.config: the settings of docs/quantize.md, as an object or a JSON
  * string (defaults without it). options.onProgress({done, total}) is called
  * after each observed sample; total is options.total, or the length of the
@@ -65,6 +67,10 @@ export async function quantize(source, options = {}) {
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new WasmqError('quantize: onProgress must be a function');
   checkTotal(total);
   checkKeepFloat(options);
+  const inputShapes = options.inputShapes ?? {};
+  if (inputShapes === null || typeof inputShapes !== 'object') throw new WasmqError('quantize: inputShapes must be an object {inputName: dims}');
+  const shapeEntries = Object.entries(inputShapes);
+  for (const [name, dims] of shapeEntries) validateDims(dims, `quantize: inputShapes['${name}']`);
   const config = configText(options.config);
   const bytes = await readModelSource(source);
   const core = await getQuantCore();
@@ -78,7 +84,8 @@ export async function quantize(source, options = {}) {
       const configBytes = new TextEncoder().encode(config);
       const configPtr = allocBytes(core, configBytes);
       allocations.push(configPtr);
-      const handle = core._wqx_quantizer_new(ctx, bytesPtr, bytes.byteLength, configPtr, configBytes.byteLength);
+      const shapes = allocShapes(core, shapeEntries, allocations);
+      const handle = core._wqx_quantizer_new(ctx, bytesPtr, bytes.byteLength, configPtr, configBytes.byteLength, shapes.count, shapes.namesPtr, shapes.ranksPtr, shapes.dimsPtr);
       if (!handle) throw errorFromCtx(core, ctx);
       if (options.keepFloat !== undefined || options.targetSnrDb !== undefined) {
         core._wqx_quantizer_keep_float(handle, options.keepFloat ?? 0, options.targetSnrDb ?? 0);

@@ -149,13 +149,16 @@ test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as th
       mkdirSync(path.join(npyDir, `d${k}`), { recursive: true });
       writeFileSync(path.join(npyDir, `d${k}`, 'Input3.npy'), encodeNpy({ dtype: 'float32', dims: Input3.dims, data: Input3.data }));
     });
+    const TEAMS = path.join(MODELS, 'teams-segmentation-msra190729/model.onnx');
     const variants = [
-      ['--calib', 'random:4', '--keep-float', '1'],
-      ['--calib', npyDir],
-      ['--target-snr', '45', '--config', path.join(dir, 'config.json')],
+      [MNIST, '--calib', 'random:4', '--keep-float', '1'],
+      [MNIST, '--calib', npyDir],
+      [MNIST, '--target-snr', '45', '--config', path.join(dir, 'config.json')],
+      // Symbolic dims (batch, height, width) bound for calibration.
+      [TEAMS, '--shape', 'bgrm=1x4x32x48', '--calib', 'random:2'],
     ];
-    for (const [k, extra] of variants.entries()) {
-      const more = ['quantize', MNIST, '-o', 'out.onnx', '--report', 'report.json', ...extra];
+    for (const [k, [model, ...extra]] of variants.entries()) {
+      const more = ['quantize', model, '-o', 'out.onnx', '--report', 'report.json', ...extra];
       const a = run(process.execPath, [CLI, ...more], `js${k}`);
       const b = run(NATIVE_CLI, more, `c${k}`);
       assert.equal(a.status, 0, a.stderr);
@@ -187,6 +190,8 @@ test('npx wasmq quantize and the native command fail alike: same stderr line and
       [MNIST, '-o', out, '--keep-float', 'x'],
       [MNIST, '-o', out, '--target-snr', '300'],
       [MNIST, '-o', out, '--bogus'],
+      [MNIST, '-o', out, '--shape', 'Input3=1xQ'],
+      [MNIST, '-o', out, '--shape', 'Input3=1x1x28x27', '--calib', 'random:1'],
       [path.join(dir, 'missing.onnx'), '-o', out],
       [MNIST, '-o', out, '--config', badConfig],
       [MNIST, '-o', out, '--config', path.join(dir, 'missing.json')],
@@ -235,6 +240,14 @@ test('quantize(): bad input throws WasmqError saying what and where', async () =
   await throwsWasmq(quantize(mnistBytes, { config: { ops: { Convolution: {} } } }), { code: 'WQ_ERR_INVALID_ARG', message: /^ops\.Convolution: unknown op type/ });
   await throwsWasmq(quantize(mnistBytes, { config: [1, 2] }), { code: 'WQ_ERR_INVALID_ARG', message: /config must be an object or a JSON string/ });
   await throwsWasmq(quantize(mnistBytes, { onProgress: 3 }), { message: /onProgress must be a function/ });
+
+  // inputShapes bind symbolic dims (the samples then have that shape); a name that is no input is refused.
+  const teams = path.join(MODELS, 'teams-segmentation-msra190729/model.onnx');
+  const shaped = await quantize(teams, { inputShapes: { bgrm: [1, 4, 32, 48] } });
+  assert.deepEqual(shaped.inputs[0].shape, [1, 4, 32, 48]);
+  shaped.dispose();
+  await throwsWasmq(quantize(teams, { inputShapes: { nope: [1] } }), { code: 'WQ_ERR_INVALID_ARG', message: /'nope', which is not a graph input/ });
+  await throwsWasmq(quantize(teams, { inputShapes: { bgrm: [1, -4] } }), { message: /^quantize: inputShapes\['bgrm'\]: dims must be/ });
 
   const q = await quantize(mnistBytes);
   try {

@@ -56,6 +56,52 @@ WQX_EXPORT const char *wqx_error_node(const wqx_ctx *ctx) { return ctx ? ctx->er
 
 WQX_EXPORT const char *wqx_error_message(const wqx_ctx *ctx) { return ctx ? ctx->err.message : ""; }
 
+void wqx_input_shapes_free(wqx_input_shapes *s) {
+  free(s->shapes);
+  free(s->dims);
+  s->shapes = NULL;
+  s->dims = NULL;
+  s->n = 0;
+}
+
+wq_status wqx_input_shapes_read(wqx_input_shapes *s, int32_t n_shapes, const char *const *names,
+                                const int32_t *ranks, const int32_t *dims, const char *what,
+                                wq_error *err) {
+  s->shapes = NULL;
+  s->dims = NULL;
+  s->n = 0;
+  if (n_shapes < 0 || (n_shapes > 0 && (!names || !ranks)))
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "%s: invalid input shapes", what);
+  size_t total_dims = 0;
+  for (int32_t k = 0; k < n_shapes; k++) {
+    if (!names[k] || ranks[k] < 0 || ranks[k] > WQ_MAX_RANK)
+      return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
+                     "%s: input shape %d has rank %d (expected 0..%d)", what, (int)k, (int)ranks[k],
+                     WQ_MAX_RANK);
+    total_dims += (size_t)ranks[k];
+  }
+  if (n_shapes == 0)
+    return WQ_OK;
+  if (total_dims > 0 && !dims)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "%s: input shape dims missing", what);
+  s->shapes = calloc((size_t)n_shapes, sizeof *s->shapes);
+  s->dims = calloc(total_dims > 0 ? total_dims : 1, sizeof *s->dims);
+  if (!s->shapes || !s->dims) {
+    wqx_input_shapes_free(s);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "%s: out of memory", what);
+  }
+  s->n = n_shapes;
+  size_t at = 0;
+  for (int32_t k = 0; k < n_shapes; k++) {
+    s->shapes[k].name = names[k];
+    s->shapes[k].rank = ranks[k];
+    s->shapes[k].dims = s->dims + at;
+    for (int32_t d = 0; d < ranks[k]; d++, at++)
+      s->dims[at] = dims[at];
+  }
+  return WQ_OK;
+}
+
 WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
                                int32_t n_shapes, const char *const *shape_names,
                                const int32_t *shape_ranks, const int32_t *shape_dims,
@@ -63,54 +109,21 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
   if (!ctx)
     return NULL;
   wq_error_clear(&ctx->err);
-  if (!bytes || n_bytes < 0 || n_shapes < 0 || (n_shapes > 0 && (!shape_names || !shape_ranks))) {
+  if (!bytes || n_bytes < 0) {
     wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "load: invalid arguments");
     return NULL;
   }
-  wq_input_shape *shapes = NULL;
-  int64_t *dims64 = NULL;
-  size_t total_dims = 0;
-  for (int32_t k = 0; k < n_shapes; k++) {
-    if (!shape_names[k] || shape_ranks[k] < 0 || shape_ranks[k] > WQ_MAX_RANK) {
-      wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL,
-              "load: input shape %d has rank %d (expected 0..%d)", (int)k, (int)shape_ranks[k],
-              WQ_MAX_RANK);
-      return NULL;
-    }
-    total_dims += (size_t)shape_ranks[k];
-  }
-  if (n_shapes > 0) {
-    shapes = calloc((size_t)n_shapes, sizeof *shapes);
-    dims64 = calloc(total_dims > 0 ? total_dims : 1, sizeof *dims64);
-    if (!shapes || !dims64) {
-      free(shapes);
-      free(dims64);
-      wq_fail(&ctx->err, WQ_ERR_OUT_OF_MEMORY, NULL, "load: out of memory");
-      return NULL;
-    }
-    if (total_dims > 0 && !shape_dims) {
-      free(shapes);
-      free(dims64);
-      wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "load: input shape dims missing");
-      return NULL;
-    }
-    size_t at = 0;
-    for (int32_t k = 0; k < n_shapes; k++) {
-      shapes[k].name = shape_names[k];
-      shapes[k].rank = shape_ranks[k];
-      shapes[k].dims = dims64 + at;
-      for (int32_t d = 0; d < shape_ranks[k]; d++, at++)
-        dims64[at] = shape_dims[at];
-    }
-  }
-  wq_load_options opts = {.input_shapes = shapes,
-                          .n_input_shapes = (int)n_shapes,
+  wqx_input_shapes shapes;
+  if (wqx_input_shapes_read(&shapes, n_shapes, shape_names, shape_ranks, shape_dims, "load",
+                            &ctx->err) != WQ_OK)
+    return NULL;
+  wq_load_options opts = {.input_shapes = shapes.shapes,
+                          .n_input_shapes = shapes.n,
                           .no_lowering = (flags & WQX_LOAD_NO_LOWERING) != 0,
                           .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0};
   wq_model *loaded = NULL;
   wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
-  free(shapes);
-  free(dims64);
+  wqx_input_shapes_free(&shapes);
   if (st != WQ_OK)
     return NULL;
 

@@ -41,6 +41,22 @@ wq_status wqx_staging_check(const wqx_staging *s, const wq_model *m, const char 
 /* Unsets every slot (the views die with the caller's buffers). */
 void wqx_staging_clear(wqx_staging *s);
 
+/* Input-shape overrides passed from JS (wqx_load, wqx_quantizer_new): entry
+ * k names names[k] with rank ranks[k]; the dims of all entries follow each
+ * other in dims. */
+typedef struct wqx_input_shapes {
+  int n;
+  wq_input_shape *shapes; /* n, owned; names point into the caller's strings */
+  int64_t *dims;          /* owned */
+} wqx_input_shapes;
+
+/* Reads n_shapes entries into *s (empty when n_shapes is 0); fails naming
+ * `what` ("load: input shape 1 has rank 9 ..."), leaving *s empty. */
+wq_status wqx_input_shapes_read(wqx_input_shapes *s, int32_t n_shapes, const char *const *names,
+                                const int32_t *ranks, const int32_t *dims, const char *what,
+                                wq_error *err);
+void wqx_input_shapes_free(wqx_input_shapes *s);
+
 /* Input i of `m` (NULL out of range). A tensor's name (NULL), dtype and
  * rank (-1), dim d (-1 when symbolic or out of range) and its symbolic
  * name (NULL); each also for t == NULL (the values in brackets). */

@@ -17,9 +17,13 @@ typedef struct wqx_quantizer {
 } wqx_quantizer;
 
 /* The model bytes are copied by the core; `config` is JSON (n_config
- * bytes, 0 for the defaults). Returns NULL on failure (see ctx). */
+ * bytes, 0 for the defaults); input-shape overrides as wqx_load takes them
+ * (symbolic dims bound for calibration, kept in the written model). Returns
+ * NULL on failure (see ctx). */
 WQX_EXPORT wqx_quantizer *wqx_quantizer_new(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
-                                            const char *config, int32_t n_config) {
+                                            const char *config, int32_t n_config, int32_t n_shapes,
+                                            const char *const *shape_names,
+                                            const int32_t *shape_ranks, const int32_t *shape_dims) {
   if (!ctx)
     return NULL;
   wq_error_clear(&ctx->err);
@@ -27,13 +31,20 @@ WQX_EXPORT wqx_quantizer *wqx_quantizer_new(wqx_ctx *ctx, const uint8_t *bytes, 
     wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "quantize: invalid arguments");
     return NULL;
   }
+  wqx_input_shapes shapes;
+  if (wqx_input_shapes_read(&shapes, n_shapes, shape_names, shape_ranks, shape_dims, "quantize",
+                            &ctx->err) != WQ_OK)
+    return NULL;
   wqx_quantizer *qx = calloc(1, sizeof *qx);
   if (!qx) {
+    wqx_input_shapes_free(&shapes);
     wq_fail(&ctx->err, WQ_ERR_OUT_OF_MEMORY, NULL, "quantize: out of memory");
     return NULL;
   }
-  if (wq_quantizer_new(bytes, (size_t)n_bytes, config, (size_t)n_config, &qx->q, &ctx->err) !=
-      WQ_OK) {
+  wq_status st = wq_quantizer_new_shaped(bytes, (size_t)n_bytes, config, (size_t)n_config,
+                                         shapes.shapes, shapes.n, &qx->q, &ctx->err);
+  wqx_input_shapes_free(&shapes);
+  if (st != WQ_OK) {
     free(qx);
     return NULL;
   }
