@@ -9,6 +9,7 @@
 
 #include "../quant/quantizer.h"
 #include "calib_data.h"
+#include "cli_error.h"
 #include "files.h"
 #include "shape_arg.h"
 

@@ -8,7 +8,4 @@
  * commands: 0 ok, 1 the model failed to quantize, 2 usage or file error. */
 int wq_cli_quantize(int argc, char **argv);
 
-/* "wasmq: WHAT: message (node 'X') [WQ_ERR_...]" on stderr (main.c). */
-void wq_cli_print_error(const char *what, const wq_error *err);
-
 #endif

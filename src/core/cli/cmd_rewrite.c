@@ -13,6 +13,7 @@
 #include "../ops/op.h"
 #include "../quant/prepare.h"
 #include "../runtime/executor.h"
+#include "cli_error.h"
 #include "files.h"
 
 static int rewrite_usage(void) {

@@ -14,7 +14,4 @@
  * error (unreadable model, unwritable output). */
 int wq_cli_rewrite(int argc, char **argv);
 
-/* "wasmq: WHAT: message (node 'X') [WQ_ERR_...]" on stderr (main.c). */
-void wq_cli_print_error(const char *what, const wq_error *err);
-
 #endif

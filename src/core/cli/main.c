@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "../api/wasmq.h"
+#include "cli_error.h"
 #include "cmd_quantize.h"
 #include "cmd_rewrite.h"
 #include "files.h"

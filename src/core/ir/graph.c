@@ -1,5 +1,6 @@
 #include "graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,32 @@ int wq_graph_add_tensor(wq_graph *g, const char *name) {
     return -1;
   t->rank = -1;
   return g->n_tensors++;
+}
+
+int wq_graph_add_unique_tensor(wq_graph *g, const char *base, const char *suffix) {
+  char name[512];
+  snprintf(name, sizeof name, "%s%s", base, suffix);
+  for (int k = 2; wq_graph_find_tensor(g, name) >= 0; k++)
+    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
+  return wq_graph_add_tensor(g, name);
+}
+
+int wq_graph_add_constant(wq_graph *g, const char *base, const char *suffix, wq_dtype dtype,
+                          int rank, const int64_t *dims, void *data, size_t nbytes) {
+  int t = wq_graph_add_unique_tensor(g, base, suffix);
+  if (t < 0) {
+    free(data);
+    return -1;
+  }
+  wq_tensor *tensor = &g->tensors[t];
+  tensor->dtype = dtype;
+  tensor->rank = rank;
+  for (int d = 0; d < rank; d++)
+    tensor->dims[d] = dims[d];
+  tensor->data = data;
+  tensor->nbytes = nbytes;
+  tensor->is_constant = true;
+  return t;
 }
 
 wq_node *wq_graph_add_node(wq_graph *g) {

@@ -111,6 +111,13 @@ int wq_graph_find_tensor(const wq_graph *g, const char *name);
 /* Appends a tensor (name copied, shape unknown, no data) and returns its index,
  * or -1 on allocation failure. Does not check for duplicates. */
 int wq_graph_add_tensor(wq_graph *g, const char *name);
+/* Appends a tensor named base + suffix, made unique with "_2", "_3"...
+ * when taken (passes adding tensors); -1 on allocation failure. */
+int wq_graph_add_unique_tensor(wq_graph *g, const char *base, const char *suffix);
+/* Same as a constant of `dtype`/`dims` owning `data` (nbytes), which is
+ * freed on failure too. */
+int wq_graph_add_constant(wq_graph *g, const char *base, const char *suffix, wq_dtype dtype,
+                          int rank, const int64_t *dims, void *data, size_t nbytes);
 /* Appends an empty node and returns a pointer to it (valid until the next
  * add), or NULL on allocation failure. */
 wq_node *wq_graph_add_node(wq_graph *g);

@@ -180,29 +180,12 @@ wq_status lower_rewrite_node(lower_ctx *c, int i, const char *domain, const char
 /* ---- tensors --------------------------------------------------------------- */
 
 int lower_add_tensor(lower_ctx *c, const char *base, const char *suffix) {
-  char name[256];
-  snprintf(name, sizeof name, "%s%s", base, suffix);
-  for (int k = 2; wq_graph_find_tensor(c->g, name) >= 0; k++)
-    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
-  return wq_graph_add_tensor(c->g, name);
+  return wq_graph_add_unique_tensor(c->g, base, suffix);
 }
 
 int lower_add_constant(lower_ctx *c, const char *base, const char *suffix, wq_dtype dtype, int rank,
                        const int64_t *dims, void *data, size_t nbytes) {
-  int t = lower_add_tensor(c, base, suffix);
-  if (t < 0) {
-    free(data);
-    return -1;
-  }
-  wq_tensor *tensor = &c->g->tensors[t];
-  tensor->dtype = dtype;
-  tensor->rank = rank;
-  for (int d = 0; d < rank; d++)
-    tensor->dims[d] = dims[d];
-  tensor->data = data;
-  tensor->nbytes = nbytes;
-  tensor->is_constant = true;
-  return t;
+  return wq_graph_add_constant(c->g, base, suffix, dtype, rank, dims, data, nbytes);
 }
 
 wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error *err) {

@@ -221,23 +221,11 @@ static float *scaled_weight(const wq_graph *g, const linear *lin, const double *
  * -1 on allocation failure (data then still the caller's). */
 static int add_constant(wq_graph *g, const char *base, const char *suffix, int rank,
                         const int64_t *dims, float *data) {
-  char name[256];
-  snprintf(name, sizeof name, "%s%s", base, suffix);
-  for (int k = 2; wq_graph_find_tensor(g, name) >= 0; k++)
-    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
-  int t = wq_graph_add_tensor(g, name);
-  if (t < 0)
-    return -1;
-  wq_tensor *tt = &g->tensors[t];
-  tt->dtype = WQ_DT_FLOAT;
-  tt->rank = rank;
   int64_t n = 1;
   for (int d = 0; d < rank; d++)
-    n *= tt->dims[d] = dims[d];
-  tt->data = data;
-  tt->nbytes = (size_t)n * sizeof(float);
-  tt->is_constant = true;
-  return t;
+    n *= dims[d];
+  return wq_graph_add_constant(g, base, suffix, WQ_DT_FLOAT, rank, dims, data,
+                               (size_t)n * sizeof(float));
 }
 
 /* Parses the node's attributes again after its inputs or attributes changed. */

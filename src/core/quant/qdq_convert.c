@@ -130,31 +130,17 @@ void wq_ann_weight_grid(const wq_ann_tensor *at, const wq_tensor *w, bool per_ch
 /* ---- graph building --------------------------------------------------------- */
 
 static int add_tensor(convert_ctx *c, const char *base, const char *suffix) {
-  char name[512];
-  snprintf(name, sizeof name, "%s%s", base, suffix);
-  for (int k = 2; wq_graph_find_tensor(c->g, name) >= 0; k++)
-    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
-  return wq_graph_add_tensor(c->g, name);
+  return wq_graph_add_unique_tensor(c->g, base, suffix);
 }
 
 /* A constant owning `data` (freed here on failure). */
 static int add_constant(convert_ctx *c, const char *base, const char *suffix, wq_dtype dtype,
                         int rank, const int64_t *dims, void *data) {
-  int t = add_tensor(c, base, suffix);
-  if (t < 0) {
-    free(data);
-    return -1;
-  }
-  wq_tensor *tt = &c->g->tensors[t];
-  tt->dtype = dtype;
-  tt->rank = rank;
   int64_t n = 1;
   for (int d = 0; d < rank; d++)
-    n *= tt->dims[d] = dims[d];
-  tt->data = data;
-  tt->nbytes = (size_t)n * wq_dtype_size(dtype);
-  tt->is_constant = true;
-  return t;
+    n *= dims[d];
+  return wq_graph_add_constant(c->g, base, suffix, dtype, rank, dims, data,
+                               (size_t)n * wq_dtype_size(dtype));
 }
 
 static int add_scalar_scale(convert_ctx *c, const char *base, float scale) {
@@ -353,6 +339,33 @@ static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_
   return WQ_OK;
 }
 
+/* Constants for codes (dtype, the data's dims), scales and zero points
+ * (the grid's dims) and the DequantizeLinear reading them into a new float
+ * tensor *out. Takes every buffer, also on failure. */
+static wq_status emit_dequantized(convert_ctx *c, const char *base, wq_dtype dtype, int rank,
+                                  const int64_t *dims, void *codes, const wq_weight_grid *grid,
+                                  float *scales, void *zero_points, int *out, wq_error *err) {
+  int q = add_constant(c, base, "_quantized", dtype, rank, dims, codes);
+  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, grid->rank, grid->dims, scales);
+  int z =
+      s < 0 ? -1 : add_constant(c, base, "_zero_point", dtype, grid->rank, grid->dims, zero_points);
+  if (z < 0) {
+    if (q < 0)
+      free(scales), free(zero_points);
+    else if (s < 0)
+      free(zero_points);
+    return oom(err);
+  }
+  *out = add_tensor(c, base, "_dequantized");
+  if (*out < 0)
+    return oom(err);
+  c->g->tensors[*out].dtype = WQ_DT_FLOAT;
+  char name[480];
+  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
+  int in[3] = {q, s, z};
+  return emit(c, "DequantizeLinear", name, in, 3, *out, grid->axis, grid->block, err);
+}
+
 /* An int8 constant + DequantizeLinear in place of float constant t. */
 static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
   if (c->replace[t] >= 0)
@@ -397,25 +410,9 @@ static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
   for (int64_t ch = 0; ch < count; ch++)
     wq_ref_q_store(zp_codes, spec->dtype, ch, zps[ch]);
   free(zps);
-  int q = add_constant(c, base, "_quantized", spec->dtype, rank, dims, codes);
-  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, grid.rank, grid.dims, scales);
-  int z = s < 0 ? -1
-                : add_constant(c, base, "_zero_point", spec->dtype, grid.rank, grid.dims, zp_codes);
-  if (z < 0) {
-    if (q < 0)
-      free(scales), free(zp_codes);
-    else if (s < 0)
-      free(zp_codes);
-    return oom(err);
-  }
-  int out = add_tensor(c, base, "_dequantized");
-  if (out < 0)
-    return oom(err);
-  g->tensors[out].dtype = WQ_DT_FLOAT;
-  char name[480];
-  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
-  int in[3] = {q, s, z};
-  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, grid.axis, grid.block, err));
+  int out;
+  WQ_TRY(emit_dequantized(c, base, spec->dtype, rank, dims, codes, &grid, scales, zp_codes, &out,
+                          err));
   c->replace[t] = out;
   return WQ_OK;
 }
@@ -461,25 +458,12 @@ static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, w
   free(wz);
   char base[400];
   snprintf(base, sizeof base, "%s", bt->name);
-  int64_t dims[1] = {channels}, cdims[1] = {wch};
-  int q = add_constant(c, base, "_quantized", WQ_DT_INT32, 1, dims, bq);
-  int s = q < 0 ? -1 : add_constant(c, base, "_scale", WQ_DT_FLOAT, axis >= 0, cdims, bs);
-  int z = s < 0 ? -1 : add_constant(c, base, "_zero_point", WQ_DT_INT32, axis >= 0, cdims, bz);
-  if (z < 0) {
-    if (q < 0)
-      free(bs), free(bz);
-    else if (s < 0)
-      free(bz);
-    return oom(err);
-  }
-  int out = add_tensor(c, base, "_dequantized");
-  if (out < 0)
-    return oom(err);
-  g->tensors[out].dtype = WQ_DT_FLOAT;
-  char name[480];
-  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
-  int in[3] = {q, s, z};
-  WQ_TRY(emit(c, "DequantizeLinear", name, in, 3, out, axis >= 0 ? 0 : -1, 0, err));
+  /* The bias follows the weight's grid along its single (channel) axis. */
+  int64_t dims[1] = {channels};
+  wq_weight_grid bias_grid = {.axis = axis >= 0 ? 0 : -1, .rank = axis >= 0, .count = wch};
+  bias_grid.dims[0] = wch;
+  int out;
+  WQ_TRY(emit_dequantized(c, base, WQ_DT_INT32, 1, dims, bq, &bias_grid, bs, bz, &out, err));
   reader->inputs[k] = out;
   return WQ_OK;
 }
