@@ -43,17 +43,29 @@ const USAGE = `usage:
                   [--emit-node-data FILE.json] [--repeats N] [--json]
                   [--shape NAME=1x3x224x224]...
                             draw the partition, layouts and qparams (no browser)
+  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]...
+                            the decision records as JSON (docs/graph-json.md)
   wasmq --version
   wasmq info MODEL --lowered   each node after int8 lowering: int8 op and
                                qparams, or why it stayed float
-  run/info options: --no-lower (float Q/DQ op by op), --strict-int8`;
+  run/info/inspect options: --partition int|int+fp|fp (default int+fp),
+                            --no-lower (= fp), --strict-int8 (= int)`;
 
-/** --no-lower / --strict-int8 into load options; false for other args. */
-function applyLoweringOption(arg, options) {
+/**
+ * --partition MODE / --no-lower / --strict-int8 at args[i] into load
+ * options: the number of arguments taken (0 for any other argument).
+ */
+function applyLoweringOption(args, i, options) {
+  const arg = args[i];
   if (arg === '--no-lower') options.lowering = false;
   else if (arg === '--strict-int8') options.strictInt8 = true;
-  else return false;
-  return true;
+  else if (arg === '--partition') {
+    const mode = args[i + 1];
+    if (!['int', 'int+fp', 'fp'].includes(mode)) throw usageError(`--partition expects int, int+fp or fp, got ${mode ?? 'nothing'}`);
+    options.partition = mode;
+    return 2;
+  } else return 0;
+  return 1;
 }
 
 /** A failure that ends the program with `exitCode` after one stderr line. */
@@ -146,7 +158,11 @@ function parseRunArgs(args) {
   for (let i = 1; i < args.length; i++) {
     const option = args[i];
     const value = args[i + 1];
-    if (applyLoweringOption(option, parsed.loadOptions)) continue;
+    const taken = applyLoweringOption(args, i, parsed.loadOptions);
+    if (taken) {
+      i += taken - 1;
+      continue;
+    }
     if (option === '--input') {
       const [name, spec] = splitAssignment(option, value, 'NAME=FILE.npy or NAME=random:SEED');
       if (spec.startsWith('random:')) {
@@ -204,7 +220,11 @@ function parseRenderArgs(args) {
   for (let i = 1; i < args.length; i++) {
     const option = args[i];
     const value = args[i + 1];
-    if (applyLoweringOption(option, o.loadOptions)) continue;
+    const taken = applyLoweringOption(args, i, o.loadOptions);
+    if (taken) {
+      i += taken - 1;
+      continue;
+    }
     if (option === '--json') {
       o.json = true;
       continue;
@@ -290,10 +310,12 @@ async function packageVersion() {
 async function cmdInfo(args) {
   const options = {};
   let lowered = false;
-  const rest = args.filter((arg) => {
-    if (arg === '--lowered') return !(lowered = true);
-    return !applyLoweringOption(arg, options);
-  });
+  const rest = [];
+  for (let i = 0; i < args.length; i++) {
+    const taken = args[i] === '--lowered' ? ((lowered = true), 1) : applyLoweringOption(args, i, options);
+    if (taken) i += taken - 1;
+    else rest.push(args[i]);
+  }
   if (rest.length !== 1 || rest[0].startsWith('--')) throw usageError('info expects exactly one MODEL');
   const model = await loadModel(rest[0], options);
   try {
@@ -560,6 +582,32 @@ async function cmdQuantize(args) {
   }
 }
 
+/** `wasmq inspect MODEL [--json]`: the core's decision records, the same bytes as the native CLI. */
+async function cmdInspect(args) {
+  if (args.length < 1 || args[0].startsWith('-')) throw usageError('inspect: missing MODEL');
+  const options = {};
+  const shapes = {};
+  for (let i = 1; i < args.length; i++) {
+    const taken = applyLoweringOption(args, i, options);
+    if (taken) {
+      i += taken - 1;
+    } else if (args[i] === '--shape') {
+      const [name, dims] = splitAssignment('--shape', args[i + 1], 'NAME=D0xD1x...');
+      shapes[name] = parseDimsSpec(dims, '--shape', args[i + 1]);
+      i++;
+    } else if (args[i] !== '--json') {
+      throw usageError(`unknown or incomplete option ${args[i]}`);
+    }
+  }
+  if (Object.keys(shapes).length) options.inputShapes = shapes;
+  const model = await loadModel(args[0], options);
+  try {
+    process.stdout.write(model.graphJson());
+  } finally {
+    model.dispose();
+  }
+}
+
 export async function main(argv) {
   const [command, ...args] = argv;
   try {
@@ -577,6 +625,7 @@ export async function main(argv) {
     }
     if (command === 'info') await cmdInfo(args);
     else if (command === 'render') await cmdRender(args);
+    else if (command === 'inspect') await cmdInspect(args);
     else if (command === 'run') await cmdRun(args);
     else if (command === 'check') await cmdCheck(args);
     else if (command === 'quantize') await cmdQuantize(args);

@@ -55,13 +55,22 @@ export interface Tensor<T extends TensorData = TensorData> {
   dtype: DType;
 }
 
+export type PartitionMode = 'int' | 'int+fp' | 'fp';
+
 export interface LoadOptions {
   /** Binds input dims at load (symbolic dims, shape-dependent folding): {name: [1, 3, 224, 224]}. */
   inputShapes?: Record<string, number[]>;
   /** Lower QDQ / QLinear graphs onto int8 ops (default true); false runs them op by op with float Q/DQ. */
   lowering?: boolean;
-  /** Fail the load, naming the node, when a quantized node cannot run in int8. */
+  /** Fail the load, naming the node, when a quantized node cannot run in int8 (= partition 'int'). */
   strictInt8?: boolean;
+  /**
+   * 'int+fp' (default): int8 where possible, float islands between Quantize/DequantizeLinear;
+   * 'int': a quantized node that cannot run in int8 fails the load with its name and reason code;
+   * 'fp': everything float (constant weights dequantized once at load), to compare against.
+   * Supersedes lowering and strictInt8.
+   */
+  partition?: PartitionMode;
   /**
    * Threads a run splits its larger kernels over (default 1, or configure()'s). Above 1 the
    * threaded build runs the model where SharedArrayBuffer is usable (Node; a crossOriginIsolated
@@ -76,8 +85,10 @@ export interface ModelInfo {
   /** Threads runs use (fewer than asked when the environment gives fewer workers). */
   readonly threads: number;
   readonly requestedThreads: number;
-  /** False when loaded with lowering: false (QDQ graphs run op by op in float). */
+  /** False when loaded with lowering: false or partition 'fp' (QDQ graphs run op by op in float). */
   readonly lowering: boolean;
+  /** The partition mode the model was loaded with. */
+  readonly partition: PartitionMode;
   /** Why the single-threaded build runs although more threads were asked for. */
   readonly fallback?: string;
 }
@@ -153,18 +164,26 @@ export interface NodeGap {
  */
 export function compare(floatModel: Model, int8Model: Model, feeds: Record<string, Feed | TensorData>): Promise<NodeGap[]>;
 
+/** The core's reason codes (src/core/passes/partition.h WQ_REASON_LIST, docs/graph-json.md). */
 export type ReasonCode =
+  | 'NONE'
   | 'INT8'
+  | 'INT8_REFERENCE'
   | 'BOUNDARY'
   | 'TRANSITION'
+  | 'SHAPE'
   | 'NOT_QUANTIZED'
+  | 'MODE_FP'
   | 'UNSUPPORTED_OP'
   | 'UNSUPPORTED_ATTR'
   | 'UNSUPPORTED_DTYPE'
   | 'NO_QPARAMS'
+  | 'QPARAMS_MISMATCH'
   | 'PER_CHANNEL_ACTIVATION'
-  | 'MODE_FP'
-  | 'SHAPE';
+  | 'NOT_CONSTANT'
+  | 'UNKNOWN_SHAPE'
+  | 'INPUT_NOT_QUANTIZED'
+  | 'OUTPUT_NOT_QUANTIZED';
 
 export interface GraphLayout {
   name: 'NCHW' | 'NHWC' | 'plain' | string;
@@ -214,7 +233,7 @@ export interface GraphTensor {
 
 export interface GraphRecords {
   schema: 1;
-  mode: 'int' | 'int+fp' | 'fp';
+  mode: PartitionMode;
   summary: string;
   inputs: number[];
   outputs: number[];
@@ -223,7 +242,8 @@ export interface GraphRecords {
   regions: Array<{ id: number; backend: string; nodes: number[]; transitions: number; transition_bytes: number }>;
   transitions: Array<{ node: number; from: string; to: string; tensor_in: number; tensor_out: number; bytes: number; region: number; fused: boolean }>;
   memory: { arena_bytes: number; lower_bound_bytes: number; planned: boolean };
-  passes: Array<{ name: string; ms: number; stats: Record<string, number> }>;
+  /** The load pipeline's passes in order: whether each ran and its counters. */
+  passes: Array<{ name: string; ran: boolean; stats: Record<string, number> }>;
 }
 
 export interface Model {
@@ -240,6 +260,8 @@ export interface Model {
   run(feeds: Record<string, Feed | TensorData>, options?: RunOptions): Promise<RunResults>;
   /** The decision records of docs/graph-json.md: backends, regions, reasons, layouts, transitions, qparams, lifetimes. */
   graph(): GraphRecords;
+  /** graph() as the core writes it: the bytes `wasmq inspect MODEL --json` prints (native and npx). */
+  graphJson(): string;
   /** The core's text summary: inputs, outputs, opsets, op histogram, parameters. */
   describe(): string;
   /** The lowered graph: per node, the int8 op it runs (with its tensors' qparams) or why it stayed float. */

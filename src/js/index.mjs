@@ -27,6 +27,7 @@ export { WasmqError, configure, threadsSupported, getCore, resetCore, compare, q
 // wqx_load flags (src/core/api/wasm_exports.h).
 const LOAD_NO_LOWERING = 1;
 const LOAD_STRICT_INT8 = 2;
+const LOAD_PARTITION = { 'int+fp': 1 << 2, int: 2 << 2, fp: 3 << 2 };
 
 /**
  * Loads an ONNX model from bytes (Uint8Array/ArrayBuffer), a file path (Node)
@@ -34,12 +35,16 @@ const LOAD_STRICT_INT8 = 2;
  * {inputName: [1, 3, 224, 224]}. options.lowering (default true) lowers QDQ
  * and QLinear graphs onto int8 ops; false runs them op by op with float
  * Q/DQ. options.strictInt8 makes a quantized node that cannot run in int8 a
- * load error naming it.
+ * load error naming it. options.partition ('int+fp' default, 'int' strict,
+ * 'fp' everything float) supersedes both (docs/graph-json.md).
  */
 export async function load(source, options = {}) {
   const inputShapes = options.inputShapes ?? {};
+  if (options.partition !== undefined && !Object.hasOwn(LOAD_PARTITION, options.partition)) {
+    throw new WasmqError(`load: partition must be 'int', 'int+fp' or 'fp' (got ${JSON.stringify(options.partition)})`);
+  }
   const flags = (options.lowering === false ? LOAD_NO_LOWERING : 0) |
-    (options.strictInt8 ? LOAD_STRICT_INT8 : 0);
+    (options.strictInt8 ? LOAD_STRICT_INT8 : 0) | (LOAD_PARTITION[options.partition] ?? 0);
   if (inputShapes === null || typeof inputShapes !== 'object') {
     throw new WasmqError('load: inputShapes must be an object {inputName: dims}');
   }
@@ -85,7 +90,8 @@ function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads
       build: threaded ? 'simd-threads' : 'simd',
       threads: threaded ? core._wqx_threads(handle) : 1,
       requestedThreads,
-      lowering: options.lowering !== false,
+      lowering: options.partition ? options.partition !== 'fp' : options.lowering !== false,
+      partition: options.partition ?? (options.lowering === false ? 'fp' : options.strictInt8 ? 'int' : 'int+fp'),
     };
     if (fallback) info.fallback = fallback;
     return new Model(core, ctx, handle, info);

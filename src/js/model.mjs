@@ -2,7 +2,6 @@
 // per-node timing, the decision records and memory figures.
 
 import { WasmqError } from './errors.mjs';
-import { buildGraphRecords } from './graph/records.mjs';
 import { dtypeFromCode, dtypeNameOfCode, numel } from './dtypes.mjs';
 import { heapU8, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
@@ -198,18 +197,25 @@ export class Model {
    * qparams and lifetime; regions, layout transitions, the summary line.
    */
   graph() {
+    return JSON.parse(this.graphJson());
+  }
+
+  /**
+   * graph() as the core writes it: the exact bytes `wasmq inspect MODEL
+   * --json` prints (native and npx), one line ending in a newline.
+   */
+  graphJson() {
     this.#live();
-    const raw = this.#call('graph', () => {
+    return this.#call('graph', () => {
       const core = this.#core;
       const ptr = core._wqx_graph_json(this.#handle);
       if (!ptr) throw new WasmqError('graph failed', { code: 'WQ_ERR_OUT_OF_MEMORY' });
       try {
-        return JSON.parse(core.UTF8ToString(ptr));
+        return core.UTF8ToString(ptr);
       } finally {
         core._wqx_free(ptr);
       }
     });
-    return buildGraphRecords(raw, { lowered: this.info.lowering !== false, memory: this.memory });
   }
 
   #copyResult(i) {

@@ -34,9 +34,10 @@ static int64_t stat_of(const wq_pass_record *rec, const char *name) {
 }
 
 static void test_pipeline_records(void) {
-  static const char *const order[] = {
-      "resolve_ops", "check_dtypes", "bind_input_shapes", "capture_dequantize", "fold_constants",
-      "rewrite",     "lower_int8",   "layout_int8",       "fuse_float",         "plan_nodes"};
+  static const char *const order[] = {"resolve_ops",        "check_dtypes",   "bind_input_shapes",
+                                      "capture_dequantize", "fold_constants", "rewrite",
+                                      "lower_int8",         "partition",      "layout_int8",
+                                      "fuse_float",         "plan_nodes"};
   wq_error err;
   wq_load_options opts = {.validate_ir = 1};
   wq_model *m = load_path("tests/models/seed003_qdq.onnx", &opts, &err);

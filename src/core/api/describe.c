@@ -129,6 +129,9 @@ char *wq_model_describe(const wq_model *m) {
   append_bytes(&tb, m->param_bytes);
   append(&tb, ")\n");
   append_arena(&tb, m);
+  char *summary = wq_model_partition_summary(m);
+  append(&tb, "partition %s: %s\n", wq_partition_mode_name(m->mode), summary ? summary : "?");
+  free(summary);
   append(&tb, "load passes:\n");
   for (int p = 0; p < wq_model_pass_count(m); p++) {
     const wq_pass_record *rec = wq_model_pass(m, p);

@@ -10,6 +10,7 @@
 #include "../passes/fuse_float.h"
 #include "../passes/layout_int8.h"
 #include "../passes/lower.h"
+#include "../passes/partition.h"
 #include "../passes/pass_manager.h"
 #include "../runtime/executor.h"
 #include "model_internal.h"
@@ -179,9 +180,21 @@ typedef struct {
   wq_lower_capture *capture;
 } load_ctx;
 
+/* The partition mode the options ask for: `partition`, else the older
+ * no_lowering (fp) and lower_strict (int) flags. */
+static wq_partition_mode load_mode(const wq_load_options *opts) {
+  if (!opts)
+    return WQ_PARTITION_INT_FP;
+  if (opts->partition != WQ_PARTITION_DEFAULT)
+    return opts->partition;
+  if (opts->no_lowering)
+    return WQ_PARTITION_FP;
+  return opts->lower_strict ? WQ_PARTITION_INT : WQ_PARTITION_INT_FP;
+}
+
 static bool opt_lowering(const void *ctx) {
   const load_ctx *c = ctx;
-  return !(c->opts && c->opts->no_lowering);
+  return load_mode(c->opts) != WQ_PARTITION_FP;
 }
 
 static bool opt_rewrite(const void *ctx) {
@@ -239,12 +252,23 @@ static wq_status pass_rewrite(void *ctx, wq_graph *g, wq_pass_record *rec, wq_er
 
 static wq_status pass_lower(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
   const load_ctx *c = ctx;
-  wq_lower_options lower_opts = {.strict = c->opts && c->opts->lower_strict};
   wq_lower_stats stats = {0, 0, 0};
-  wq_status st = wq_pass_lower(g, c->capture, &lower_opts, &stats, err);
+  wq_status st = wq_pass_lower(g, c->capture, &stats, err);
   wq_pass_stat_set(rec, "lowered", stats.nodes_lowered);
   wq_pass_stat_set(rec, "absorbed", stats.nodes_absorbed);
   wq_pass_stat_set(rec, "kept_float", stats.nodes_kept_float);
+  return st;
+}
+
+static wq_status pass_partition(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
+  const load_ctx *c = ctx;
+  wq_partition_stats stats;
+  memset(&stats, 0, sizeof stats);
+  wq_status st = wq_pass_partition(g, load_mode(c->opts), &stats, err);
+  wq_pass_stat_set(rec, "int8", stats.int8);
+  wq_pass_stat_set(rec, "boundary", stats.boundary);
+  wq_pass_stat_set(rec, "float", stats.floats);
+  wq_pass_stat_set(rec, "float_on_path", stats.on_path);
   return st;
 }
 
@@ -285,14 +309,21 @@ static const wq_pass load_passes[WQ_MODEL_PASSES] = {
     {"fold_constants", pass_fold, NULL, false},
     {"rewrite", pass_rewrite, opt_rewrite, false},
     {"lower_int8", pass_lower, opt_lowering, false},
+    {"partition", pass_partition, NULL, false},
     {"layout_int8", pass_layout, opt_lowering, false},
     {"fuse_float", pass_fuse_float, opt_float_fusion, false},
     {"plan_nodes", pass_plan, NULL, false},
 };
 
+int wq_model_partition_mode(const wq_model *m) { return m->mode; }
+
 static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error *err) {
   wq_graph *g = m->ir->graph;
   WQ_TRY(record_file_stats(m, err));
+  if (opts && (opts->partition < WQ_PARTITION_DEFAULT || opts->partition > WQ_PARTITION_FP))
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "partition mode %d is not one of int+fp, int, fp",
+                   (int)opts->partition);
+  m->mode = load_mode(opts);
   load_ctx ctx = {opts, NULL};
   bool validate = WQ_VALIDATE_IR_DEFAULT || (opts && opts->validate_ir);
   if (validate)
@@ -610,5 +641,3 @@ const char *wq_model_node_name(const wq_model *m, int i) {
 }
 
 char *wq_model_describe_lowered(const wq_model *m) { return wq_lower_describe(m->ir->graph); }
-
-char *wq_model_graph_json(const wq_model *m) { return wq_lower_graph_json(m->ir->graph); }

@@ -33,6 +33,7 @@ struct wq_model {
   wq_value *captured;
   /* One record per load pass, in pipeline order (wq_model_pass). */
   wq_pass_record passes[WQ_MODEL_PASSES];
+  wq_partition_mode mode; /* the partition mode it was loaded with */
 };
 
 /* The dtype names the JS API uses (float32 rather than ONNX's "float"). */

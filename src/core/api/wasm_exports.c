@@ -120,7 +120,9 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
   wq_load_options opts = {.input_shapes = shapes.shapes,
                           .n_input_shapes = shapes.n,
                           .no_lowering = (flags & WQX_LOAD_NO_LOWERING) != 0,
-                          .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0};
+                          .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0,
+                          .partition = (wq_partition_mode)((flags & WQX_LOAD_PARTITION_MASK) >>
+                                                           WQX_LOAD_PARTITION_SHIFT)};
   wq_model *loaded = NULL;
   wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
   wqx_input_shapes_free(&shapes);

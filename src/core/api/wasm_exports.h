@@ -43,6 +43,9 @@ const char *wqx_error_message(const wqx_ctx *ctx);
 enum {
   WQX_LOAD_NO_LOWERING = 1, /* run QDQ/QLinear graphs op by op, float Q/DQ */
   WQX_LOAD_STRICT_INT8 = 2, /* fail naming a quantized node that cannot be lowered */
+  /* bits 2-3: the partition mode (wq_partition_mode: 1 int+fp, 2 int, 3 fp; 0 default) */
+  WQX_LOAD_PARTITION_SHIFT = 2,
+  WQX_LOAD_PARTITION_MASK = 3 << 2,
 };
 
 /* Loads an ONNX model. Input-shape overrides: n_shapes entries, entry k names

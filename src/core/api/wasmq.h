@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../ir/graph.h"
+#include "../passes/partition.h"
 #include "../passes/pass_manager.h"
 
 typedef struct wq_model wq_model;
@@ -22,15 +23,19 @@ typedef struct {
   const wq_input_shape *input_shapes; /* optional, may be NULL */
   int n_input_shapes;
   int no_constant_folding; /* 1 keeps Shape/Constant chains as nodes (debugging) */
-  int no_lowering;         /* 1 runs QDQ/QLinear graphs op by op with float Q/DQ (no int8 ops) */
-  int lower_strict;        /* 1 fails naming a quantized node that cannot be lowered to int8 */
-  int no_float_fusion;     /* 1 keeps the float graph node for node (the quantizer exports it) */
+  /* int+fp (default): int8 where possible, float islands; int: a quantized
+   * node that cannot run int8 fails the load, naming it and its reason
+   * code; fp: everything float (passes/partition.h). */
+  wq_partition_mode partition;
+  int no_lowering;     /* older spelling of partition fp (used when partition is DEFAULT) */
+  int lower_strict;    /* older spelling of partition int (used when partition is DEFAULT) */
+  int no_float_fusion; /* 1 keeps the float graph node for node (the quantizer exports it) */
   /* Optional: called once on the graph after constant folding and before
    * lowering (the quantizer's graph preparation); nodes it adds or changes
    * must be resolved (wq_graph_resolve_ops) before it returns. */
   wq_status (*rewrite)(void *ctx, wq_graph *g, wq_error *err);
   void *rewrite_ctx;
-  int validate_ir; /* 1 checks the IR after every load pass (always on in debug builds) */
+  int validate_ir; /* 1 checks the IR after every load pass (native; always on in debug builds) */
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input
@@ -43,9 +48,13 @@ void wq_model_free(wq_model *m);
 /* The load pipeline's passes, in order, each with what it did
  * (wq_pass_record: name, whether it ran, named counters such as
  * fold_constants "folded" or layout_int8 "transitions"). */
-#define WQ_MODEL_PASSES 10
+#define WQ_MODEL_PASSES 11
 int wq_model_pass_count(const wq_model *m);
 const wq_pass_record *wq_model_pass(const wq_model *m, int i); /* NULL past the end */
+
+/* The partition mode the model was loaded with (wq_partition_mode, never
+ * DEFAULT). */
+int wq_model_partition_mode(const wq_model *m);
 
 /* The loaded graph (after folding); owned by the model. */
 const wq_model_ir *wq_model_get_ir(const wq_model *m);
@@ -125,8 +134,16 @@ int wq_model_tensor_count(const wq_model *m);
  * malloc'ed string the caller frees (NULL when out of memory). */
 char *wq_model_describe_lowered(const wq_model *m);
 
-/* The lowered graph as JSON (see wq_lower_graph_json); caller frees. */
+/* The decision records as JSON (docs/graph-json.md, schema 1): per node
+ * backend, region, reason code + detail, kernel; per tensor dtype, logical
+ * dims, layout, qparams, producer/consumers, lifetime; regions,
+ * transitions, memory, load passes and the summary line. The same model
+ * and options give the same bytes. Caller frees; NULL out of memory. */
 char *wq_model_graph_json(const wq_model *m);
+
+/* The partition's one-line summary ("int8: 41 of 52 nodes in 3 regions;
+ * ..."); caller frees; NULL out of memory. */
+char *wq_model_partition_summary(const wq_model *m);
 
 /* Human-readable summary (inputs, outputs, opsets, op histogram, parameter
  * count and bytes) as a malloc'ed string the caller frees. */

@@ -28,9 +28,12 @@ static int usage(void) {
                   "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
                   "  wasmq rewrite MODEL -o OUT.onnx [--prepare]   fold constants (and with\n"
                   "                 --prepare BatchNorm/Mul/Add into linears), write ONNX\n"
+                  "  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]...\n"
+                  "                            the decision records as JSON (docs/graph-json.md)\n"
                   "  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and\n"
                   "                               qparams, or why it stayed float\n"
-                  "  run/info options: --no-lower (float Q/DQ op by op), --strict-int8\n");
+                  "  run/info/inspect options: --partition int|int+fp|fp (default int+fp),\n"
+                  "                            --no-lower (= fp), --strict-int8 (= int)\n");
   return 2;
 }
 
@@ -60,14 +63,27 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
   return m;
 }
 
-/* --no-lower / --strict-int8: the int8 lowering load options. */
-static int lowering_option(const char *arg, wq_load_options *opts) {
-  if (strcmp(arg, "--no-lower") == 0)
+/* --partition MODE / --no-lower / --strict-int8 at argv[*i]: the partition
+ * load options. 1 when taken (*i moves past MODE), 0 for any other
+ * argument, -1 (after a message) for a bad MODE. */
+static int lowering_option(int argc, char **argv, int *i, wq_load_options *opts) {
+  const char *arg = argv[*i];
+  if (strcmp(arg, "--no-lower") == 0) {
     opts->no_lowering = 1;
-  else if (strcmp(arg, "--strict-int8") == 0)
+  } else if (strcmp(arg, "--strict-int8") == 0) {
     opts->lower_strict = 1;
-  else
+  } else if (strcmp(arg, "--partition") == 0) {
+    int mode = *i + 1 < argc ? wq_partition_mode_parse(argv[*i + 1]) : -1;
+    if (mode < 0) {
+      fprintf(stderr, "wasmq: --partition expects int, int+fp or fp, got %s\n",
+              *i + 1 < argc ? argv[*i + 1] : "nothing");
+      return -1;
+    }
+    opts->partition = (wq_partition_mode)mode;
+    (*i)++;
+  } else {
     return 0;
+  }
   return 1;
 }
 
@@ -77,10 +93,13 @@ static int cmd_info(int argc, char **argv) {
   int lowered = 0;
   wq_load_options opts = {0};
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--lowered") == 0)
+    if (strcmp(argv[i], "--lowered") == 0) {
       lowered = 1;
-    else if (!lowering_option(argv[i], &opts))
-      return usage();
+      continue;
+    }
+    int taken = lowering_option(argc, argv, &i, &opts);
+    if (taken <= 0)
+      return taken < 0 ? 2 : usage();
   }
   int rc;
   wq_model *m = load_model(argv[0], &opts, &rc);
@@ -153,9 +172,12 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "wasmq: --threads expects an integer in 1..256, got %s\n", argv[i]);
         return 2;
       }
-    } else if (lowering_option(argv[i], &lower_flags)) {
-      continue;
     } else {
+      int taken = lowering_option(argc, argv, &i, &lower_flags);
+      if (taken < 0)
+        return 2;
+      if (taken)
+        continue;
       fprintf(stderr, "wasmq: unknown or incomplete option %s\n", argv[i]);
       return usage();
     }
@@ -178,6 +200,7 @@ static int cmd_run(int argc, char **argv) {
   }
   wq_load_options opts = {.input_shapes = load_shapes,
                           .n_input_shapes = n_load_shapes,
+                          .partition = lower_flags.partition,
                           .no_lowering = lower_flags.no_lowering,
                           .lower_strict = lower_flags.lower_strict};
   m = load_model(model_path, &opts, &rc);
@@ -315,6 +338,51 @@ static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* inspect MODEL [--json] [--shape NAME=DIMS]... [--partition MODE]: the
+ * decision records, byte for byte what npm's model.graphJson() returns. */
+static int cmd_inspect(int argc, char **argv) {
+  if (argc < 1 || argv[0][0] == '-')
+    return usage();
+  cli_shape shapes[MAX_CLI_INPUTS];
+  wq_input_shape load_shapes[MAX_CLI_INPUTS];
+  char names[MAX_CLI_INPUTS][128];
+  wq_load_options opts = {0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0)
+      continue;
+    if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && opts.n_input_shapes < MAX_CLI_INPUTS) {
+      cli_shape *s = &shapes[opts.n_input_shapes];
+      if (parse_shape(argv[++i], s) != 0) {
+        fprintf(stderr, "wasmq: --shape expects NAME=D0xD1x..., got %s\n", argv[i]);
+        return 2;
+      }
+      char *name = names[opts.n_input_shapes];
+      snprintf(name, sizeof names[0], "%.*s", (int)strcspn(s->name, "="), s->name);
+      load_shapes[opts.n_input_shapes++] = (wq_input_shape){name, s->rank, s->dims};
+      continue;
+    }
+    int taken = lowering_option(argc, argv, &i, &opts);
+    if (taken <= 0) {
+      if (taken == 0)
+        fprintf(stderr, "wasmq: unknown or incomplete option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  opts.input_shapes = load_shapes;
+  int rc;
+  wq_model *m = load_model(argv[0], &opts, &rc);
+  if (!m)
+    return rc;
+  char *json = wq_model_graph_json(m);
+  if (json)
+    fputs(json, stdout);
+  else
+    fprintf(stderr, "wasmq: inspect: out of memory\n");
+  free(json);
+  wq_model_free(m);
+  return json ? 0 : 1;
+}
+
 static int cmd_check(int argc, char **argv) {
   if (argc != 1)
     return usage();
@@ -372,6 +440,8 @@ int main(int argc, char **argv) {
     return usage();
   if (strcmp(argv[1], "info") == 0)
     return cmd_info(argc - 2, argv + 2);
+  if (strcmp(argv[1], "inspect") == 0)
+    return cmd_inspect(argc - 2, argv + 2);
   if (strcmp(argv[1], "run") == 0)
     return cmd_run(argc - 2, argv + 2);
   if (strcmp(argv[1], "check") == 0)

@@ -28,7 +28,13 @@ typedef struct {
   bool is_input;    /* graph input fed at run time */
   bool is_output;
   struct wq_qparams *qparams; /* owned; NULL when the tensor is not quantized */
+  int layout;                 /* WQ_LAYOUT_*: how dims are stored */
 } wq_tensor;
+
+/* A tensor's memory layout. DECLARED: dims in the order ONNX declares them
+ * (NCHW for images). NHWC: channels-last, dims hold the physical shape
+ * [N, spatial..., C] (the int8 layout pass's twins). */
+enum { WQ_LAYOUT_DECLARED = 0, WQ_LAYOUT_NHWC = 1 };
 
 typedef enum {
   WQ_ATTR_UNDEFINED = 0,
@@ -74,6 +80,7 @@ typedef struct {
   int n_attrs;
   const struct wq_op *op; /* registry entry, resolved by wq_graph_resolve_ops */
   void *op_state;         /* op->prepare's parsed attributes, freed by op->free_state */
+  int reason;             /* partitioning decision (passes/partition.h wq_reason), 0 undecided */
 } wq_node;
 
 typedef struct {

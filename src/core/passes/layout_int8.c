@@ -1,4 +1,5 @@
 #include "layout_int8.h"
+#include "partition.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -81,6 +82,7 @@ static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
   wq_tensor *dst = &g->tensors[u];
   dst->dtype = src->dtype;
   dst->rank = src->rank;
+  dst->layout = to_nhwc ? WQ_LAYOUT_NHWC : WQ_LAYOUT_DECLARED;
   permute_dims(src->dims, src->rank, to_nhwc, dst->dims);
   if (src->qparams) {
     dst->qparams = calloc(1, sizeof *dst->qparams);
@@ -139,6 +141,7 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
   if (st == WQ_OK) {
     n.inputs[0] = from;
     n.n_inputs = 1;
+    n.reason = WQ_REASON_TRANSITION;
     n.outputs[0] = to;
     n.n_outputs = 1;
     st = wq_layout_set_note(&n, note, err);

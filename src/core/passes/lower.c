@@ -1,7 +1,7 @@
 /* The lowering pass driver: capture before folding, attach qparams, try
  * each node in order (the graph stays topologically sorted because nodes
- * are rewritten in place), record why, remove what was absorbed, and in
- * strict mode reject quantized nodes that stayed float. */
+ * are rewritten in place), record why (code and sentence), remove what
+ * was absorbed. Strictness is the partition pass's (partition.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +86,7 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_lookup(c, i, done, err);
   if (lower_is_data_movement_op(n))
     return lower_data_movement(c, i, done, err);
-  return lower_why(c, "no int8 lowering for %s", n->op_type);
+  return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "no int8 lowering for %s", n->op_type);
 }
 
 static bool is_int8_domain(const wq_node *n) {
@@ -168,8 +168,8 @@ static wq_status merge_duplicate_quantize(lower_ctx *c, wq_error *err) {
   return WQ_OK;
 }
 
-wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_lower_options *opts,
-                        wq_lower_stats *stats, wq_error *err) {
+wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_stats *stats,
+                        wq_error *err) {
   lower_ctx c;
   memset(&c, 0, sizeof c);
   c.g = g;
@@ -193,6 +193,7 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
       continue;
     }
     c.why[0] = '\0';
+    c.reason = WQ_REASON_NONE;
     bool done = false;
     if (lower_is_op(&g->nodes[i], "DequantizeLinear"))
       continue; /* explained once the others are done */
@@ -201,6 +202,7 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
       if (st == WQ_OK && done && !c.absorbed[i]) {
         lowered[i] = true;
         c.stats.nodes_lowered++;
+        g->nodes[i].reason = WQ_REASON_INT8;
         st = lower_set_why(&g->nodes[i], c.why, err);
       }
       continue; /* otherwise explained once the others are done */
@@ -211,6 +213,7 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
     lowered[i] = done;
     if (done)
       c.stats.nodes_lowered++;
+    g->nodes[i].reason = done ? WQ_REASON_INT8 : c.reason;
     char buf[WQ_LOWER_WHY_MAX + 16];
     snprintf(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c.why);
     st = lower_set_why(&g->nodes[i], buf, err);
@@ -223,17 +226,13 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_l
     boundary_why(&c, i, buf, sizeof buf);
     st = lower_set_why(n, buf, err);
   }
-  /* Strict: every node on the quantized path must have become int8. */
+  /* Nodes on the quantized path that stayed float (counted only). */
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     const wq_node *n = &g->nodes[i];
     if (c.absorbed[i] || lowered[i] || lower_is_op(n, "QuantizeLinear") ||
         lower_is_op(n, "DequantizeLinear") || !on_quantized_path(&c, i))
       continue;
     c.stats.nodes_kept_float++;
-    if (opts && opts->strict)
-      st = wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
-                   "strict int8 lowering: %s '%s' is quantized but cannot run in int8: %s",
-                   n->op_type, n->name, wq_lower_why(n) ? wq_lower_why(n) : "");
   }
   if (st == WQ_OK)
     lower_remove_dead(&c);

@@ -5,7 +5,8 @@
  * QAdd, QMul, QAveragePool, QGlobalAveragePool, QConcat, QLookup) plus the
  * data-movement ops run directly on int8 data. Quantization parameters go on
  * the int8 tensors (wq_tensor.qparams); every node keeps a "why" string
- * (wq_lower_why) saying what it became or why it stayed float.
+ * (wq_lower_why) saying what it became or why it stayed float, and its
+ * code in wq_node.reason (passes/partition.h).
  *
  * Rules (DESIGN.md "Lowering", seeds 003/004):
  *  - an op's input parameters are those of the DequantizeLinear feeding it,
@@ -37,10 +38,6 @@ void wq_lower_capture_free(wq_lower_capture *c);
 int wq_lower_capture_count(const wq_lower_capture *c);
 
 typedef struct {
-  int strict; /* a quantized node that cannot be lowered is an error naming it */
-} wq_lower_options;
-
-typedef struct {
   int nodes_lowered;    /* int8 ops created or ops moved onto int8 data */
   int nodes_absorbed;   /* Q/DQ/activation nodes folded into them */
   int nodes_kept_float; /* nodes next to quantized tensors that stayed float */
@@ -48,8 +45,8 @@ typedef struct {
 
 /* Runs on the folded graph (shapes known). capture may be NULL (nothing was
  * folded). New nodes are resolved and prepared; plan hooks run later. */
-wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, const wq_lower_options *opts,
-                        wq_lower_stats *stats, wq_error *err);
+wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_stats *stats,
+                        wq_error *err);
 
 /* The attribute holding a node's lowering explanation. */
 #define WQ_LOWER_WHY_ATTR "wasmq.lowering"
@@ -61,11 +58,5 @@ const char *wq_lower_why(const wq_node *node);
  * tensors, or float) and why. A malloc'ed string the caller frees, or NULL
  * when out of memory. */
 char *wq_lower_describe(const wq_graph *g);
-
-/* The same facts as JSON (nodes with backend, role and why; tensors with
- * dtype, dims and full qparams), read by the JS model.graph(), which adds
- * regions, layouts and transitions (docs/graph-json.md). Malloc'ed; NULL
- * when out of memory. */
-char *wq_lower_graph_json(const wq_graph *g);
 
 #endif

@@ -29,7 +29,7 @@ static wq_status lower_contrib_lookup(lower_ctx *c, int i, bool *done, wq_error 
   if (!wq_contrib_lookup_table(n, xq->dtype, xq->scale[0], xq->zero_point[0], yq->dtype,
                                yq->scale[0], yq->zero_point[0], table)) {
     free(table);
-    return lower_why(c, "%s is not prepared", n->op_type);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "%s is not prepared", n->op_type);
   }
   int64_t dims[1] = {256};
   int t = lower_add_constant(c, n->name, "_table", yq->dtype, 1, dims, table, 256);
@@ -41,7 +41,7 @@ static wq_status lower_contrib_lookup(lower_ctx *c, int i, bool *done, wq_error 
   int inputs[2] = {x, t};
   lower_attrs none = {0};
   WQ_TRY(lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QLookup", inputs, 2, &y, 1, &none, err));
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -54,12 +54,12 @@ static wq_status lower_contrib_reduce_mean(lower_ctx *c, int i, bool *done, wq_e
   const int rank = g->tensors[x].rank;
   const wq_attr *a = wq_node_attr(n, "axes");
   if (rank < 1 || !a || a->type != WQ_ATTR_INTS || a->count == 0)
-    return lower_why(c, "input rank or axes not known at load");
+    return lower_why(c, WQ_REASON_UNKNOWN_SHAPE, "input rank or axes not known at load");
   bool reduced[WQ_MAX_RANK] = {false};
   for (size_t k = 0; k < a->count; k++) {
     int64_t d = a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k];
     if (d < 0 || d >= rank)
-      return lower_why(c, "axis out of range");
+      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "axis out of range");
     reduced[d] = true;
   }
   int first = -1, last = -1;
@@ -70,8 +70,9 @@ static wq_status lower_contrib_reduce_mean(lower_ctx *c, int i, bool *done, wq_e
     }
   for (int d = first; d <= last; d++)
     if (!reduced[d])
-      return lower_why(c, "reduced axes are not one contiguous block: runs on the contrib op's "
-                          "reference kernel");
+      return lower_why(c, WQ_REASON_INT8_REFERENCE,
+                       "reduced axes are not one contiguous block: runs on the contrib op's "
+                       "reference kernel");
   const wq_attr *keep = wq_node_attr(n, "keepdims");
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
@@ -86,7 +87,8 @@ static wq_status lower_contrib_reduce_mean(lower_ctx *c, int i, bool *done, wq_e
     st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QReduceMean", &x, 1, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "QReduceMean from QLinearReduceMean (com.microsoft, same arithmetic)");
+  lower_why(c, WQ_REASON_INT8,
+            "QReduceMean from QLinearReduceMean (com.microsoft, same arithmetic)");
   *done = true;
   return WQ_OK;
 }
@@ -109,7 +111,7 @@ static wq_status lower_contrib_concat(lower_ctx *c, int i, int n_x, const lower_
     st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConcat", inputs, n_x, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "QConcat from QLinearConcat (com.microsoft, same arithmetic)");
+  lower_why(c, WQ_REASON_INT8, "QConcat from QLinearConcat (com.microsoft, same arithmetic)");
   *done = true;
   return WQ_OK;
 }
@@ -121,18 +123,20 @@ static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
   if (n->n_inputs < 8 || n->inputs[7] < 0)
-    return lower_why(c, "float output (no y_scale): runs on the contrib op's reference kernel");
+    return lower_why(c, WQ_REASON_INT8_REFERENCE,
+                     "float output (no y_scale): runs on the contrib op's reference kernel");
   int64_t trans_a = 0, trans_b = 0;
   float alpha = 1.0f;
   if (wq_attr_int(n, "transA", 0, &trans_a, NULL) != WQ_OK ||
       wq_attr_int(n, "transB", 0, &trans_b, NULL) != WQ_OK ||
       wq_attr_float(n, "alpha", 1.0f, &alpha, NULL) != WQ_OK || trans_a != 0)
-    return lower_why(c,
+    return lower_why(c, WQ_REASON_INT8_REFERENCE,
                      "transA or unreadable attributes: runs on the contrib op's reference kernel");
   const int a = n->inputs[0], b = n->inputs[3], y = n->outputs[0];
   const wq_tensor *bt = &g->tensors[b];
   if (!bt->is_constant || !bt->data || !bt->qparams || bt->rank != 2)
-    return lower_why(c, "B '%s' is not a 2-D constant with quantization parameters", bt->name);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                     "B '%s' is not a 2-D constant with quantization parameters", bt->name);
   /* B must carry exactly the parameters this node reads it with. */
   wq_node view = *n;
   wq_attr axis_attr = {.name = (char *)"axis", .type = WQ_ATTR_INT, .i = trans_b ? 0 : 1};
@@ -148,7 +152,8 @@ static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *
   bool same = lower_qparams_equal(&bq, bt->qparams);
   wq_qparams_free(&bq);
   if (!same)
-    return lower_why(c, "B '%s' carries other quantization parameters than QGemm reads it with",
+    return lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
+                     "B '%s' carries other quantization parameters than QGemm reads it with",
                      bt->name);
   const int64_t N = trans_b ? bt->dims[0] : bt->dims[1];
   int bias = -1;
@@ -159,7 +164,8 @@ static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *
       count *= ct->dims[d];
     if (!ct->is_constant || !ct->data || ct->dtype != WQ_DT_INT32 || count != N ||
         (ct->rank == 2 && ct->dims[0] != 1) || ct->rank > 2)
-      return lower_why(c, "C '%s' is not a constant int32 vector of N = %lld values", ct->name,
+      return lower_why(c, WQ_REASON_NOT_CONSTANT,
+                       "C '%s' is not a constant int32 vector of N = %lld values", ct->name,
                        (long long)N);
     if (ct->rank == 1) {
       bias = n->inputs[6];
@@ -187,7 +193,8 @@ static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *
                             err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "QGemm from QGemm (com.microsoft; weight as [N, K], same arithmetic)");
+  lower_why(c, WQ_REASON_INT8,
+            "QGemm from QGemm (com.microsoft; weight as [N, K], same arithmetic)");
   *done = true;
   return WQ_OK;
 }
@@ -235,7 +242,8 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   } else if (lower_is_contrib(n, "QLinearGlobalAveragePool")) {
     const wq_attr *a = wq_node_attr(n, "channels_last");
     if (a && a->type == WQ_ATTR_INT && a->i != 0)
-      return lower_why(c, "channels-last input: runs on the contrib op's reference kernel");
+      return lower_why(c, WQ_REASON_INT8_REFERENCE,
+                       "channels-last input: runs on the contrib op's reference kernel");
     op_type = "QGlobalAveragePool";
     inputs[0] = n->inputs[0];
     n_inputs = 1;
@@ -252,7 +260,7 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
     st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, op_type, inputs, n_inputs, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }

@@ -42,7 +42,8 @@ static int quantized_operand(lower_ctx *c, int t, const char *what) {
   int q = lower_constant_input(c, t, what);
   if (q >= 0 && (!wq_qparams_is_per_tensor(c->g->tensors[q].qparams) ||
                  (c->g->tensors[q].dtype != WQ_DT_INT8 && c->g->tensors[q].dtype != WQ_DT_UINT8))) {
-    lower_why(c, "%s '%s' must be an int8/uint8 constant quantized per tensor", what,
+    lower_why(c, WQ_REASON_NO_QPARAMS,
+              "%s '%s' must be an int8/uint8 constant quantized per tensor", what,
               c->g->tensors[q].name);
     return -1;
   }
@@ -92,18 +93,19 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
     if (constant) {
       wq_value v = wq_tensor_value(tt);
       if (wq_value_numel(&v) != 1)
-        return lower_why(c,
+        return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
                          "operand '%s' is a constant of %lld elements; a lookup table needs a "
                          "single varying input and scalar constants",
                          tt->name, (long long)wq_value_numel(&v));
       continue;
     }
     if (act_k >= 0)
-      return lower_why(c, "both operands vary and %s has no int8 binary kernel", n->op_type);
+      return lower_why(c, WQ_REASON_UNSUPPORTED_OP,
+                       "both operands vary and %s has no int8 binary kernel", n->op_type);
     act_k = k;
   }
   if (act_k < 0)
-    return lower_why(c, "no varying input");
+    return lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED, "no varying input");
   int x = lower_activation_input(c, n->inputs[act_k], "input");
   if (x < 0)
     return WQ_OK;
@@ -135,11 +137,13 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (st != WQ_OK) {
     if (st == WQ_ERR_OUT_OF_MEMORY)
       return wq_fail(err, st, n->name, "lowering: out of memory");
-    return lower_why(c, "evaluating %s on the 256 codes failed: %s", n->op_type, local.message);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "evaluating %s on the 256 codes failed: %s",
+                     n->op_type, local.message);
   }
   if (out[0].dtype != WQ_DT_FLOAT || wq_value_numel(&out[0]) != 256) {
     free(out[0].data);
-    return lower_why(c, "%s does not map each code to one float", n->op_type);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "%s does not map each code to one float",
+                     n->op_type);
   }
   uint8_t *table = malloc(256);
   if (!table) {
@@ -158,7 +162,7 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
   snprintf(why, sizeof why, "QLookup from %s (table of its 256 codes)", n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   WQ_TRY(rewrite_as_lookup(c, i, x, sink.tensor, sink.dtype, table, err));
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -205,7 +209,7 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err) {
                             &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -237,7 +241,7 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err) {
     st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, op, &x, 1, &sink.tensor, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -293,7 +297,7 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err) {
   }
   free(xs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -305,18 +309,20 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   const wq_node *n = &g->nodes[i];
   if (lower_is_op(n, "MaxPool") && n->n_outputs > 1 && n->outputs[1] >= 0 &&
       (lower_consumers(c, n->outputs[1], NULL) > 0 || g->tensors[n->outputs[1]].is_output))
-    return lower_why(c, "MaxPool's Indices output is used");
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "MaxPool's Indices output is used");
   if (lower_is_op(n, "Resize")) {
     const wq_attr *mode = wq_node_attr(n, "mode");
     if (mode && mode->s && strcmp(mode->s, "nearest") != 0)
-      return lower_why(c, "Resize mode '%s' interpolates; only nearest moves codes unchanged",
+      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                       "Resize mode '%s' interpolates; only nearest moves codes unchanged",
                        mode->s);
   }
   for (int k = 1; k < n->n_inputs; k++) {
     int t = n->inputs[k];
     int p = t >= 0 ? lower_producer(c, t) : -1;
     if (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear"))
-      return lower_why(c, "its parameter input %d is itself quantized data", k);
+      return lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED,
+                       "its parameter input %d is itself quantized data", k);
   }
   int x = lower_activation_input(c, n->inputs[0], "input");
   if (x < 0)
@@ -332,14 +338,15 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
     mut->outputs[0] = sink.tensor;
     snprintf(why, sizeof why, "%s on int8 data (input and output share parameters)", mut->op_type);
     lower_absorb_sink(c, &sink, why, sizeof why);
-    lower_why(c, "%s", why);
+    lower_why(c, WQ_REASON_INT8, "%s", why);
     *done = true;
     return WQ_OK;
   }
   /* Move the codes with the input's parameters, then requantize. */
   const int y_float = n->outputs[0];
   if (g->tensors[y_float].rank < 0)
-    return lower_why(c, "the shape of '%s' is unknown", g->tensors[y_float].name);
+    return lower_why(c, WQ_REASON_UNKNOWN_SHAPE, "the shape of '%s' is unknown",
+                     g->tensors[y_float].name);
   uint8_t *table = malloc(256);
   if (!table)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
@@ -361,7 +368,7 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (wq_qparams_init_per_tensor(&mq, xq->dtype, mt->rank, mt->dims, xq->scale[0],
                                  xq->zero_point[0], n->name, mt->name, &local) != WQ_OK) {
     free(table);
-    return lower_why(c, "parameters for '%s': %s", mt->name, local.message);
+    return lower_why(c, WQ_REASON_NO_QPARAMS, "parameters for '%s': %s", mt->name, local.message);
   }
   wq_status st = lower_set_qparams(c, mid, &mq, err);
   wq_qparams_free(&mq);
@@ -384,7 +391,7 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
            "%s on int8 data with its input's parameters; QuantizeLinear '%s' became a QLookup "
            "requantization",
            g->nodes[i].op_type, g->nodes[q].name);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -401,7 +408,8 @@ wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err) {
   const wq_tensor *yt = &g->tensors[y];
   if ((yt->dtype != WQ_DT_INT8 && yt->dtype != WQ_DT_UINT8) || !yt->qparams ||
       !wq_qparams_is_per_tensor(yt->qparams))
-    return lower_why(c, "'%s' is not quantized per tensor to int8/uint8", yt->name);
+    return lower_why(c, WQ_REASON_NO_QPARAMS, "'%s' is not quantized per tensor to int8/uint8",
+                     yt->name);
   const int dq = lower_producer(c, q->inputs[0]);
   const wq_qparams *xq = g->tensors[x].qparams;
   if (lower_per_tensor_equal(xq, yt->qparams) && !yt->is_output) {
@@ -412,7 +420,8 @@ wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err) {
           g->nodes[j].inputs[k] = x;
     c->absorbed[i] = true;
     c->stats.nodes_absorbed++;
-    lower_why(c, "removed: DequantizeLinear '%s' + QuantizeLinear with equal parameters",
+    lower_why(c, WQ_REASON_INT8,
+              "removed: DequantizeLinear '%s' + QuantizeLinear with equal parameters",
               g->nodes[dq].name);
     *done = true;
     return WQ_OK;
@@ -425,7 +434,7 @@ wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err) {
   snprintf(why, sizeof why, "QLookup from DequantizeLinear '%s' + QuantizeLinear: requantization",
            g->nodes[dq].name);
   WQ_TRY(rewrite_as_lookup(c, i, x, y, yt->dtype, table, err));
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "../quant/qparams.h"
 #include "lower.h"
+#include "partition.h"
 
 /* Where a DequantizeLinear that constant folding removed came from. */
 typedef struct {
@@ -34,6 +35,7 @@ typedef struct {
   bool *absorbed; /* [n_nodes] nodes folded into a lowered node, removed at the end */
   wq_lower_stats stats;
   char why[WQ_LOWER_WHY_MAX]; /* the current node's reason */
+  int reason;                 /* its code (wq_reason) */
 } lower_ctx;
 
 /* ---- lower_graph.c: graph editing ---------------------------------------- */
@@ -82,11 +84,12 @@ void lower_remove_dead(lower_ctx *c);
 
 /* ---- lower_quant.c: quantized inputs and outputs --------------------------- */
 
-/* Records a reason for the current node (printf style); returns WQ_OK so a
- * matcher can `return lower_why(...)` to leave the node as it is. */
-wq_status lower_why(lower_ctx *c, const char *fmt, ...)
+/* Records a reason for the current node: its code (wq_reason) and a
+ * sentence (printf style); returns WQ_OK so a matcher can
+ * `return lower_why(...)` to leave the node as it is. */
+wq_status lower_why(lower_ctx *c, wq_reason code, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
 

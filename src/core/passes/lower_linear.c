@@ -61,7 +61,8 @@ static wq_status fold_bias(lower_ctx *c, int bias_float, int64_t N, const float 
   if (count != 1 && !per_n_shape) {
     char ds[96];
     wq_dims_format(bf->dims, bf->rank, ds, sizeof ds);
-    lower_why(c, "bias '%s' has shape %s; only a scalar, [N] or [1, N] bias folds into the op",
+    lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+              "bias '%s' has shape %s; only a scalar, [N] or [1, N] bias folds into the op",
               bf->name, ds);
     return WQ_OK;
   }
@@ -125,7 +126,8 @@ static wq_status canonical_weight(lower_ctx *c, int q, bool kn, float alpha, con
   *out = -1;
   const wq_tensor *qt = &g->tensors[q];
   if (qt->rank != 2 || !is_8bit(qt->dtype)) {
-    lower_why(c, "weight '%s' must be a 2-D int8/uint8 constant (is %s, rank %d)", qt->name,
+    lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+              "weight '%s' must be a 2-D int8/uint8 constant (is %s, rank %d)", qt->name,
               wq_dtype_name(qt->dtype), qt->rank);
     return WQ_OK;
   }
@@ -134,7 +136,8 @@ static wq_status canonical_weight(lower_ctx *c, int q, bool kn, float alpha, con
   if (!per_tensor_or_axis(qp, n_axis)) {
     char desc[160];
     wq_qparams_describe(qp, desc, sizeof desc);
-    lower_why(c, "weight '%s' has %s; QGemm needs per-tensor or per-output-feature parameters",
+    lower_why(c, WQ_REASON_NO_QPARAMS,
+              "weight '%s' has %s; QGemm needs per-tensor or per-output-feature parameters",
               qt->name, desc);
     return WQ_OK;
   }
@@ -174,8 +177,8 @@ static wq_status canonical_weight(lower_ctx *c, int q, bool kn, float alpha, con
     free(data);
     if (st == WQ_ERR_OUT_OF_MEMORY)
       return wq_fail(err, st, NULL, "lowering: out of memory");
-    lower_why(c, "weight '%s' scaled by alpha %g is not usable: %s", qt->name, (double)alpha,
-              local.message);
+    lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "weight '%s' scaled by alpha %g is not usable: %s",
+              qt->name, (double)alpha, local.message);
     return WQ_OK;
   }
   int t = lower_add_constant(c, base, "_w_nk", dtype, 2, dims, data, (size_t)(N * K));
@@ -213,12 +216,14 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
     return WQ_OK;
   const wq_tensor *wt = &g->tensors[w];
   if (!is_8bit(wt->dtype) || wt->rank < 3)
-    return lower_why(c, "weight '%s' must be an int8/uint8 [M, C/group, k...] constant", wt->name);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                     "weight '%s' must be an int8/uint8 [M, C/group, k...] constant", wt->name);
   if (!per_tensor_or_axis(wt->qparams, 0)) {
     char desc[160];
     wq_qparams_describe(wt->qparams, desc, sizeof desc);
-    return lower_why(c, "weight '%s' has %s; QConv needs per-tensor or per-output-channel",
-                     wt->name, desc);
+    return lower_why(c, WQ_REASON_NO_QPARAMS,
+                     "weight '%s' has %s; QConv needs per-tensor or per-output-channel", wt->name,
+                     desc);
   }
   lower_sink sink;
   if (!lower_output_sink(c, n->outputs[0], true, &sink))
@@ -256,7 +261,7 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
                             1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -298,15 +303,17 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (a < 0)
     return WQ_OK;
   if (!is_gemm && g->tensors[n->inputs[1]].rank != 2)
-    return lower_why(c, "MatMul's B must be a 2-D constant (has rank %d)",
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                     "MatMul's B must be a 2-D constant (has rank %d)",
                      g->tensors[n->inputs[1]].rank);
   int b = lower_constant_input(c, n->inputs[1], "input B");
   if (b < 0)
     return WQ_OK;
   if (!(alpha > 0.0f) || !isfinite(alpha))
-    return lower_why(c, "alpha %g cannot be folded into positive weight scales", (double)alpha);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                     "alpha %g cannot be folded into positive weight scales", (double)alpha);
   if (g->tensors[b].rank != 2)
-    return lower_why(c, "B '%s' must be 2-D", g->tensors[b].name);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "B '%s' must be 2-D", g->tensors[b].name);
   /* MatMul -> Add(constant bias) -> [Relu/Clip] -> Q, as PyTorch exports a
    * Linear: the Add becomes the op's bias. */
   int bias_add = is_gemm ? -1 : bias_add_after(c, n->outputs[0]);
@@ -359,7 +366,7 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
                             1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -373,7 +380,7 @@ static bool operand_matches(lower_ctx *c, const wq_node *n, int t, int scale_k, 
   const wq_graph *g = c->g;
   const wq_tensor *tt = &g->tensors[t];
   if (!tt->qparams) {
-    lower_why(c, "'%s' has no usable quantization parameters", tt->name);
+    lower_why(c, WQ_REASON_NO_QPARAMS, "'%s' has no usable quantization parameters", tt->name);
     return false;
   }
   /* Rebuild the op's own view and compare. */
@@ -391,7 +398,8 @@ static bool operand_matches(lower_ctx *c, const wq_node *n, int t, int scale_k, 
   bool same = lower_qparams_equal(&qp, tt->qparams);
   wq_qparams_free(&qp);
   if (!same)
-    lower_why(c, "'%s' carries other quantization parameters than %s '%s' reads it with", tt->name,
+    lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
+              "'%s' carries other quantization parameters than %s '%s' reads it with", tt->name,
               n->op_type, n->name);
   return same;
 }
@@ -407,13 +415,14 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
     return WQ_OK;
   const wq_tensor *xt = &g->tensors[n->inputs[0]], *wt = &g->tensors[n->inputs[3]];
   if (!wq_qparams_is_per_tensor(xt->qparams))
-    return lower_why(c, "input '%s' is quantized per row; int8 activations are per tensor",
-                     xt->name);
+    return lower_why(c, WQ_REASON_PER_CHANNEL_ACTIVATION,
+                     "input '%s' is quantized per row; int8 activations are per tensor", xt->name);
   if (!wt->is_constant || !wt->data)
-    return lower_why(c, "weight '%s' is not a constant", wt->name);
+    return lower_why(c, WQ_REASON_NOT_CONSTANT, "weight '%s' is not a constant", wt->name);
   const wq_tensor *yt = &g->tensors[y];
   if (!yt->qparams || !wq_qparams_is_per_tensor(yt->qparams))
-    return lower_why(c, "output '%s' has no per-tensor quantization parameters", yt->name);
+    return lower_why(c, WQ_REASON_NO_QPARAMS,
+                     "output '%s' has no per-tensor quantization parameters", yt->name);
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", yt->dtype, err);
   int inputs[3] = {n->inputs[0], n->inputs[3], -1};
@@ -422,13 +431,14 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (conv) {
     if (!per_tensor_or_axis(wt->qparams, 0)) {
       lower_attrs_free(&attrs);
-      return lower_why(c, "weight '%s' must be per tensor or per output channel", wt->name);
+      return lower_why(c, WQ_REASON_NO_QPARAMS,
+                       "weight '%s' must be per tensor or per output channel", wt->name);
     }
     if (n->n_inputs > 8 && n->inputs[8] >= 0) {
       const wq_tensor *bt = &g->tensors[n->inputs[8]];
       if (!bt->is_constant || !bt->data) {
         lower_attrs_free(&attrs);
-        return lower_why(c, "bias '%s' is not a constant", bt->name);
+        return lower_why(c, WQ_REASON_NOT_CONSTANT, "bias '%s' is not a constant", bt->name);
       }
       inputs[n_inputs++] = n->inputs[8];
     }
@@ -451,7 +461,7 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
   }
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }
@@ -469,28 +479,31 @@ static bool zero_point_qparams(lower_ctx *c, int data_t, int zp_t, int axis, wq_
   if (zp_t >= 0) {
     const wq_tensor *zt = &c->g->tensors[zp_t];
     if (!zt->is_constant || !zt->data) {
-      lower_why(c, "zero point '%s' is computed at run time (dynamic quantization)", zt->name);
+      lower_why(c, WQ_REASON_NOT_CONSTANT,
+                "zero point '%s' is computed at run time (dynamic quantization)", zt->name);
       return false;
     }
     zp = wq_tensor_value(zt);
     int64_t count = wq_value_numel(&zp);
     if (count > 1) {
       if (zt->rank != 1 || axis < 0 || axis >= dt->rank || dt->dims[axis] != count) {
-        lower_why(c, "zero point '%s' is neither per tensor nor per output channel", zt->name);
+        lower_why(c, WQ_REASON_NO_QPARAMS,
+                  "zero point '%s' is neither per tensor nor per output channel", zt->name);
         return false;
       }
       scale_dims[axis] = count;
     }
   }
   if (dt->rank < 0) {
-    lower_why(c, "the shape of '%s' is unknown", dt->name);
+    lower_why(c, WQ_REASON_UNKNOWN_SHAPE, "the shape of '%s' is unknown", dt->name);
     return false;
   }
   wq_error local;
   wq_error_clear(&local);
   if (wq_qparams_init(out, dt->dtype, dt->rank, dt->dims, scale_dims, NULL, NULL,
                       zp_t >= 0 ? &zp : NULL, NULL, dt->name, &local) != WQ_OK) {
-    lower_why(c, "zero point of '%s' is not usable: %s", dt->name, local.message);
+    lower_why(c, WQ_REASON_NO_QPARAMS, "zero point of '%s' is not usable: %s", dt->name,
+              local.message);
     return false;
   }
   return true;
@@ -512,7 +525,8 @@ static wq_status adopt_zero_point(lower_ctx *c, int t, const wq_qparams *qp, boo
     same = have->scale_dims[d] == qp->scale_dims[d];
   if (!same) {
     *ok = false;
-    lower_why(c, "'%s' is read with a zero point other than the one it was written with", tt->name);
+    lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
+              "'%s' is read with a zero point other than the one it was written with", tt->name);
   }
   return WQ_OK;
 }
@@ -525,11 +539,12 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   int x_zp = n->n_inputs > 2 ? n->inputs[2] : -1, w_zp = n->n_inputs > 3 ? n->inputs[3] : -1;
   const wq_tensor *wt = &g->tensors[w];
   if (!wt->is_constant || !wt->data)
-    return lower_why(c, "weight '%s' is not a constant", wt->name);
+    return lower_why(c, WQ_REASON_NOT_CONSTANT, "weight '%s' is not a constant", wt->name);
   if (!conv && wt->rank != 2)
-    return lower_why(c, "MatMulInteger's B must be a 2-D constant (has rank %d)", wt->rank);
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                     "MatMulInteger's B must be a 2-D constant (has rank %d)", wt->rank);
   if (!is_8bit(g->tensors[x].dtype) || !is_8bit(wt->dtype))
-    return lower_why(c, "operands must be int8 or uint8");
+    return lower_why(c, WQ_REASON_UNSUPPORTED_DTYPE, "operands must be int8 or uint8");
   wq_qparams xq, wq;
   if (!zero_point_qparams(c, x, x_zp, -2, &xq))
     return WQ_OK;
@@ -547,7 +562,8 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (!x_ok || !w_ok)
     return WQ_OK;
   if (!wq_qparams_is_per_tensor(g->tensors[x].qparams))
-    return lower_why(c, "input '%s' has per-channel zero points", g->tensors[x].name);
+    return lower_why(c, WQ_REASON_PER_CHANNEL_ACTIVATION, "input '%s' has per-channel zero points",
+                     g->tensors[x].name);
   lower_attrs attrs = {0};
   st = lower_attrs_int(&attrs, "y_dtype", WQ_DT_INT32, err);
   int inputs[2] = {x, w};
@@ -576,7 +592,7 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   }
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }

@@ -9,7 +9,8 @@
 #include "../quant/qparams.h"
 #include "lower_internal.h"
 
-wq_status lower_why(lower_ctx *c, const char *fmt, ...) {
+wq_status lower_why(lower_ctx *c, wq_reason code, const char *fmt, ...) {
+  c->reason = code;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->why, sizeof c->why, fmt, ap);
@@ -39,16 +40,18 @@ static bool qparams_from_parts(lower_ctx *c, const char *node_name, int data_ten
   const wq_tensor *data = &c->g->tensors[data_tensor];
   wq_value scale, zp;
   if (!constant_value(c, scale_tensor, &scale)) {
-    lower_why(c, "scale '%s' of '%s' is not a constant", tensor_name(c, scale_tensor), node_name);
+    lower_why(c, WQ_REASON_NOT_CONSTANT, "scale '%s' of '%s' is not a constant",
+              tensor_name(c, scale_tensor), node_name);
     return false;
   }
   bool has_zp = zp_tensor >= 0;
   if (has_zp && !constant_value(c, zp_tensor, &zp)) {
-    lower_why(c, "zero point '%s' of '%s' is not a constant", tensor_name(c, zp_tensor), node_name);
+    lower_why(c, WQ_REASON_NOT_CONSTANT, "zero point '%s' of '%s' is not a constant",
+              tensor_name(c, zp_tensor), node_name);
     return false;
   }
   if (data->rank < 0) {
-    lower_why(c, "the shape of '%s' is unknown", data->name);
+    lower_why(c, WQ_REASON_UNKNOWN_SHAPE, "the shape of '%s' is unknown", data->name);
     return false;
   }
   /* Symbolic dims (a dynamic batch) do not change per-tensor or per-axis
@@ -64,7 +67,8 @@ static bool qparams_from_parts(lower_ctx *c, const char *node_name, int data_ten
   wq_error_clear(&local);
   if (wq_qparams_from_onnx(out, data->dtype, data->rank, dims, &scale, has_zp ? &zp : NULL, axis,
                            block_size, node_name, data->name, &local) != WQ_OK) {
-    lower_why(c, "quantization parameters of '%s' are not usable: %s", data->name, local.message);
+    lower_why(c, WQ_REASON_NO_QPARAMS, "quantization parameters of '%s' are not usable: %s",
+              data->name, local.message);
     return false;
   }
   return true;
@@ -176,7 +180,8 @@ bool lower_contrib_operand_matches(lower_ctx *c, const wq_node *n, const lower_q
   int t = operand_tensor(n, o);
   const wq_tensor *tt = t >= 0 ? &c->g->tensors[t] : NULL;
   if (!tt || !tt->qparams) {
-    lower_why(c, "'%s' has no usable quantization parameters", tt ? tt->name : "?");
+    lower_why(c, WQ_REASON_NO_QPARAMS, "'%s' has no usable quantization parameters",
+              tt ? tt->name : "?");
     return false;
   }
   wq_qparams qp;
@@ -186,7 +191,8 @@ bool lower_contrib_operand_matches(lower_ctx *c, const wq_node *n, const lower_q
   bool same = lower_qparams_equal(&qp, tt->qparams);
   wq_qparams_free(&qp);
   if (!same)
-    lower_why(c, "'%s' carries other quantization parameters than %s '%s' reads it with", tt->name,
+    lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
+              "'%s' carries other quantization parameters than %s '%s' reads it with", tt->name,
               n->op_type, n->name);
   return same;
 }
@@ -264,19 +270,22 @@ int lower_activation_input(lower_ctx *c, int t, const char *what) {
   int p = lower_producer(c, t);
   if (p < 0 || !lower_is_op(&g->nodes[p], "DequantizeLinear")) {
     if (p < 0)
-      lower_why(c, "%s '%s' is %s, not the output of a DequantizeLinear", what, tensor_name(c, t),
+      lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED,
+                "%s '%s' is %s, not the output of a DequantizeLinear", what, tensor_name(c, t),
                 g->tensors[t].is_input ? "a graph input" : "a float constant");
     else
-      lower_why(c, "%s '%s' comes from %s '%s', not from a DequantizeLinear", what,
-                tensor_name(c, t), g->nodes[p].op_type, g->nodes[p].name);
+      lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED,
+                "%s '%s' comes from %s '%s', not from a DequantizeLinear", what, tensor_name(c, t),
+                g->nodes[p].op_type, g->nodes[p].name);
     return -1;
   }
   const wq_node *dq = &g->nodes[p];
   int x = dq->inputs[0];
   const wq_tensor *xt = &g->tensors[x];
   if (xt->dtype != WQ_DT_INT8 && xt->dtype != WQ_DT_UINT8) {
-    lower_why(c, "%s '%s' dequantizes %s data; int8 ops take int8 or uint8", what,
-              tensor_name(c, t), wq_dtype_name(xt->dtype));
+    lower_why(c, WQ_REASON_UNSUPPORTED_DTYPE,
+              "%s '%s' dequantizes %s data; int8 ops take int8 or uint8", what, tensor_name(c, t),
+              wq_dtype_name(xt->dtype));
     return -1;
   }
   wq_qparams view;
@@ -286,15 +295,15 @@ int lower_activation_input(lower_ctx *c, int t, const char *what) {
   bool per_tensor = wq_qparams_is_per_tensor(&view);
   wq_qparams_free(&view);
   if (!same) {
-    lower_why(c,
+    lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
               "DequantizeLinear '%s' reads '%s' with parameters that differ from those '%s' was "
               "written with",
               dq->name, xt->name, xt->name);
     return -1;
   }
   if (!per_tensor) {
-    lower_why(c, "%s '%s' is quantized per channel; int8 activations are per tensor", what,
-              xt->name);
+    lower_why(c, WQ_REASON_PER_CHANNEL_ACTIVATION,
+              "%s '%s' is quantized per channel; int8 activations are per tensor", what, xt->name);
     return -1;
   }
   return x;
@@ -319,23 +328,25 @@ int lower_constant_input(lower_ctx *c, int t, const char *what) {
   } else if (p < 0 && g->tensors[t].is_constant) {
     const wq_lower_dq_record *rec = captured(c, t);
     if (!rec) {
-      lower_why(c, "%s '%s' is a float constant, not quantized", what, tensor_name(c, t));
+      lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED, "%s '%s' is a float constant, not quantized",
+                what, tensor_name(c, t));
       return -1;
     }
     q = rec->q_tensor;
   } else {
-    lower_why(c, "%s '%s' is not a constant (it comes from %s)", what, tensor_name(c, t),
-              p >= 0 ? g->nodes[p].op_type : "a graph input");
+    lower_why(c, WQ_REASON_NOT_CONSTANT, "%s '%s' is not a constant (it comes from %s)", what,
+              tensor_name(c, t), p >= 0 ? g->nodes[p].op_type : "a graph input");
     return -1;
   }
   const wq_tensor *qt = &g->tensors[q];
   if (!qt->is_constant || !qt->data) {
-    lower_why(c, "%s '%s' dequantizes '%s', which is not a constant", what, tensor_name(c, t),
-              qt->name);
+    lower_why(c, WQ_REASON_NOT_CONSTANT, "%s '%s' dequantizes '%s', which is not a constant", what,
+              tensor_name(c, t), qt->name);
     return -1;
   }
   if (!qt->qparams) {
-    lower_why(c, "%s '%s' has no usable quantization parameters", what, qt->name);
+    lower_why(c, WQ_REASON_NO_QPARAMS, "%s '%s' has no usable quantization parameters", what,
+              qt->name);
     return -1;
   }
   if (p >= 0) {
@@ -345,7 +356,8 @@ int lower_constant_input(lower_ctx *c, int t, const char *what) {
     bool same = lower_qparams_equal(&view, qt->qparams);
     wq_qparams_free(&view);
     if (!same) {
-      lower_why(c, "'%s' is dequantized with different parameters by different nodes", qt->name);
+      lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
+                "'%s' is dequantized with different parameters by different nodes", qt->name);
       return -1;
     }
   }
@@ -377,7 +389,8 @@ static bool activation_clamp(lower_ctx *c, const wq_node *act, const wq_qparams 
           continue;
         wq_value v;
         if (!constant_value(c, t, &v) || wq_value_numel(&v) != 1 || v.dtype != WQ_DT_FLOAT) {
-          lower_why(c, "Clip '%s' has a %s bound that is not a float constant", act->name,
+          lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                    "Clip '%s' has a %s bound that is not a float constant", act->name,
                     k == 1 ? "min" : "max");
           return false;
         }
@@ -396,7 +409,7 @@ static bool activation_clamp(lower_ctx *c, const wq_node *act, const wq_qparams 
   if (has_hi)
     *hi_q = wq_ref_quantize_value(hi, scale, zp, qp->qmin, qp->qmax);
   if (*lo_q > *hi_q) {
-    lower_why(c, "Clip '%s' has min above max", act->name);
+    lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "Clip '%s' has min above max", act->name);
     return false;
   }
   return true;
@@ -408,14 +421,16 @@ static bool quantize_reader(lower_ctx *c, int t, int reader, lower_sink *out) {
   const wq_graph *g = c->g;
   const wq_node *q = &g->nodes[reader];
   if (!lower_is_op(q, "QuantizeLinear")) {
-    lower_why(c, "its result '%s' feeds %s '%s', not a QuantizeLinear", tensor_name(c, t),
-              q->op_type, q->name);
+    lower_why(c, WQ_REASON_OUTPUT_NOT_QUANTIZED,
+              "its result '%s' feeds %s '%s', not a QuantizeLinear", tensor_name(c, t), q->op_type,
+              q->name);
     return false;
   }
   int y = q->outputs[0];
   const wq_tensor *yt = &g->tensors[y];
   if (yt->dtype != WQ_DT_INT8 && yt->dtype != WQ_DT_UINT8) {
-    lower_why(c, "QuantizeLinear '%s' produces %s; int8 ops produce int8 or uint8", q->name,
+    lower_why(c, WQ_REASON_UNSUPPORTED_DTYPE,
+              "QuantizeLinear '%s' produces %s; int8 ops produce int8 or uint8", q->name,
               wq_dtype_name(yt->dtype));
     return false;
   }
@@ -426,7 +441,8 @@ static bool quantize_reader(lower_ctx *c, int t, int reader, lower_sink *out) {
     return false;
   }
   if (!wq_qparams_is_per_tensor(yt->qparams)) {
-    lower_why(c, "QuantizeLinear '%s' quantizes per channel; int8 activations are per tensor",
+    lower_why(c, WQ_REASON_PER_CHANNEL_ACTIVATION,
+              "QuantizeLinear '%s' quantizes per channel; int8 activations are per tensor",
               q->name);
     return false;
   }
@@ -441,12 +457,14 @@ static bool quantize_reader(lower_ctx *c, int t, int reader, lower_sink *out) {
 /* t's single reader (the graph output does not count as one). */
 static bool single_reader(lower_ctx *c, int t, int *reader) {
   if (c->g->tensors[t].is_output) {
-    lower_why(c, "its result '%s' is a graph output (float)", tensor_name(c, t));
+    lower_why(c, WQ_REASON_OUTPUT_NOT_QUANTIZED, "its result '%s' is a graph output (float)",
+              tensor_name(c, t));
     return false;
   }
   int n = lower_consumers(c, t, reader);
   if (n != 1) {
-    lower_why(c, "its result '%s' has %d readers; it needs exactly one QuantizeLinear",
+    lower_why(c, WQ_REASON_OUTPUT_NOT_QUANTIZED,
+              "its result '%s' has %d readers; it needs exactly one QuantizeLinear",
               tensor_name(c, t), n);
     return false;
   }

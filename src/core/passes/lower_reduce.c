@@ -35,7 +35,8 @@ static bool reduce_axes(lower_ctx *c, const wq_node *n, int rank, bool *reduced,
   } else if (n->n_inputs > 1 && n->inputs[1] >= 0) {
     const wq_tensor *t = &g->tensors[n->inputs[1]];
     if (!t->is_constant || !t->data || t->dtype != WQ_DT_INT64 || t->rank != 1) {
-      lower_why(c, "ReduceMean '%s': axes are not a constant 1-D int64 tensor", n->name);
+      lower_why(c, WQ_REASON_NOT_CONSTANT,
+                "ReduceMean '%s': axes are not a constant 1-D int64 tensor", n->name);
       return false;
     }
     axes = t->data;
@@ -44,13 +45,15 @@ static bool reduce_axes(lower_ctx *c, const wq_node *n, int rank, bool *reduced,
   for (int d = 0; d < rank; d++)
     reduced[d] = count == 0 && !noop;
   if (count == 0 && noop) {
-    lower_why(c, "ReduceMean '%s' reduces nothing (noop_with_empty_axes)", n->name);
+    lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+              "ReduceMean '%s' reduces nothing (noop_with_empty_axes)", n->name);
     return false;
   }
   for (int64_t k = 0; k < count; k++) {
     int64_t d = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (d < 0 || d >= rank || reduced[d]) {
-      lower_why(c, "ReduceMean '%s': axis %lld is out of range or repeated", n->name,
+      lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                "ReduceMean '%s': axis %lld is out of range or repeated", n->name,
                 (long long)axes[k]);
       return false;
     }
@@ -66,7 +69,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
     return WQ_OK;
   const int rank = g->tensors[x].rank;
   if (rank < 1 || rank > WQ_MAX_RANK)
-    return lower_why(c, "input rank is not known at load");
+    return lower_why(c, WQ_REASON_UNKNOWN_SHAPE, "input rank is not known at load");
   /* origin[d]: the input axis behind axis d of the current tensor. */
   int origin[WQ_MAX_RANK], cur_rank = rank;
   bool union_reduced[WQ_MAX_RANK] = {false};
@@ -81,7 +84,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
     if (!reduce_axes(c, n, cur_rank, reduced, &keep))
       return WQ_OK;
     if (n_chain > 0 && keep != keepdims)
-      return lower_why(c, "ReduceMean chain mixes keepdims values");
+      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "ReduceMean chain mixes keepdims values");
     keepdims = keep;
     int kept = 0;
     for (int d = 0; d < cur_rank; d++) {
@@ -107,7 +110,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
     }
   for (int d = first; d <= last; d++)
     if (!union_reduced[d])
-      return lower_why(c, "reduced axes are not one contiguous block");
+      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "reduced axes are not one contiguous block");
   lower_sink sink;
   if (!lower_output_sink(c, g->nodes[chain[n_chain - 1]].outputs[0], false, &sink))
     return WQ_OK;
@@ -135,7 +138,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
                             err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
-  lower_why(c, "%s", why);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
 }

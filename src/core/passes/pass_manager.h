@@ -53,7 +53,8 @@ wq_status wq_pass_run_all(const wq_pass *passes, int n, void *ctx, wq_graph *g, 
  * [-1, WQ_MAX_RANK], at most one producer per tensor and none for constants
  * and graph inputs, every tensor a node reads written by an earlier node
  * (or a constant or graph input), graph inputs/outputs in range and every
- * output produced, and (ops_resolved) every node's op resolved. */
+ * output produced, and (ops_resolved) every node's op resolved. The wasm
+ * build compiles it to a no-op (size budget). */
 wq_status wq_graph_validate(const wq_graph *g, bool ops_resolved, wq_error *err);
 
 /* Validation runs after every pass in debug builds (native without NDEBUG:

@@ -1,0 +1,294 @@
+/* wq_model_graph_json: the decision records of docs/graph-json.md, built
+ * from the executed graph, the partition report and the model's plan. The
+ * same bytes back `wasmq inspect --json` (native and npx) and npm
+ * model.graph(): nodes and tensors in graph order, keys in the documented
+ * order, floats as %.9g, nothing timed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/text.h"
+#include "../passes/lower.h"
+#include "../passes/partition.h"
+#include "../quant/qparams.h"
+#include "model_internal.h"
+
+static void put_ints(wq_text *t, const int *v, int n) {
+  wq_text_put(t, "[");
+  for (int i = 0; i < n; i++)
+    wq_text_put(t, "%s%d", i ? "," : "", v[i]);
+  wq_text_put(t, "]");
+}
+
+static const char *tensor_kind(const wq_tensor *x) {
+  if (x->is_input)
+    return "input";
+  if (x->is_output)
+    return "output";
+  return x->is_constant ? "constant" : "intermediate";
+}
+
+static const char *node_role(const wq_node *n) {
+  switch (n->reason) {
+  case WQ_REASON_TRANSITION: return "transition";
+  case WQ_REASON_SHAPE: return "data";
+  case WQ_REASON_BOUNDARY:
+    return strcmp(n->op_type, "DequantizeLinear") == 0 ? "dequantize" : "quantize";
+  default: return "compute";
+  }
+}
+
+/* The kernel variant a plan hook chose, as it appended it to the node's
+ * note ("... kernel NAME ..."), or "". */
+static void put_kernel(wq_text *t, const char *why) {
+  const char *k = why ? strstr(why, "kernel ") : NULL;
+  size_t len = 0;
+  if (k) {
+    k += 7;
+    while ((k[len] >= 'a' && k[len] <= 'z') || (k[len] >= 'A' && k[len] <= 'Z') ||
+           (k[len] >= '0' && k[len] <= '9') || k[len] == '_')
+      len++;
+  }
+  wq_text_put(t, "\"%.*s\"", (int)len, k ? k : "");
+}
+
+static void put_layout(wq_text *t, const wq_tensor *x) {
+  int rank = x->rank > 0 ? x->rank : 0;
+  bool nhwc = x->layout == WQ_LAYOUT_NHWC && rank >= 3;
+  const char *name = nhwc ? "NHWC" : rank == 4 ? "NCHW" : "plain";
+  wq_text_put(t, "{\"name\":\"%s\",\"order\":[", name);
+  for (int d = 0; d < rank; d++) {
+    /* Memory order of the logical dims: channels (1) last when NHWC. */
+    int logical = nhwc ? (d == 0 ? 0 : d == rank - 1 ? 1 : d + 1) : d;
+    wq_text_put(t, "%s%d", d ? "," : "", logical);
+  }
+  wq_text_put(t, "],\"packed_dim\":-1,\"block\":0}");
+}
+
+/* Logical dims (channels-first for a channels-last tensor). */
+static void put_dims(wq_text *t, const wq_tensor *x) {
+  if (x->rank < 0) {
+    wq_text_put(t, "[]");
+    return;
+  }
+  bool nhwc = x->layout == WQ_LAYOUT_NHWC && x->rank >= 3;
+  wq_text_put(t, "[");
+  for (int d = 0; d < x->rank; d++) {
+    int physical = nhwc ? (d == 0 ? 0 : d == 1 ? x->rank - 1 : d - 1) : d;
+    wq_text_put(t, "%s%lld", d ? "," : "", (long long)x->dims[physical]);
+  }
+  wq_text_put(t, "]");
+}
+
+static void put_qparams(wq_text *t, const wq_qparams *q) {
+  if (!q || !q->scale || !q->zero_point) {
+    wq_text_put(t, "null");
+    return;
+  }
+  int axis = -1;
+  for (int d = 0; d < q->rank; d++)
+    if (q->scale_dims[d] > 1)
+      axis = d;
+  wq_text_put(t, "{\"dtype\":\"%s\",\"granularity\":\"%s\",\"axis\":%d,\"scale\":[",
+              wq_dtype_api_name(q->dtype),
+              q->count == 1 ? "per-tensor"
+              : axis >= 0   ? "per-channel"
+                            : "blockwise",
+              axis);
+  for (int64_t k = 0; k < q->count; k++)
+    wq_text_put(t, "%s%.9g", k ? "," : "", (double)q->scale[k]);
+  wq_text_put(t, "],\"zero_point\":[");
+  for (int64_t k = 0; k < q->count; k++)
+    wq_text_put(t, "%s%d", k ? "," : "", (int)q->zero_point[k]);
+  wq_text_put(t, "]}");
+}
+
+static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
+  wq_text_put(t, "\"nodes\":[");
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    wq_text_put(t, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
+    wq_text_json_string(t, n->name);
+    wq_text_put(t, ",\"op\":");
+    wq_text_json_string(t, n->op_type);
+    wq_text_put(t, ",\"domain\":");
+    wq_text_json_string(t, n->domain);
+    wq_text_put(t, ",\"source_ops\":[],\"source_nodes\":[],\"backend\":\"%s\",\"role\":\"%s\"",
+                wq_backend_name(r->backend[i]), node_role(n));
+    wq_text_put(t, ",\"region\":%d,\"reason\":{\"code\":\"%s\",\"detail\":", r->region[i],
+                wq_reason_name(n->reason));
+    wq_text_json_string(t, wq_lower_why(n) ? wq_lower_why(n) : "");
+    wq_text_put(t, "},\"kernel\":");
+    put_kernel(t, wq_lower_why(n));
+    wq_text_put(t, ",\"inputs\":");
+    put_ints(t, n->inputs, n->n_inputs);
+    wq_text_put(t, ",\"outputs\":");
+    put_ints(t, n->outputs, n->n_outputs);
+    wq_text_put(t, "}");
+  }
+  wq_text_put(t, "]");
+}
+
+/* producer[t] and the last reader of each tensor (-1: none). */
+static void tensor_links(const wq_graph *g, int *producer, int *last) {
+  for (int x = 0; x < g->n_tensors; x++)
+    producer[x] = last[x] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_outputs; k++)
+      if (n->outputs[k] >= 0)
+        producer[n->outputs[k]] = i;
+    for (int k = 0; k < n->n_inputs; k++)
+      if (n->inputs[k] >= 0)
+        last[n->inputs[k]] = i;
+  }
+}
+
+static void put_tensors(wq_text *t, const wq_graph *g, const int *producer, const int *last) {
+  wq_text_put(t, "\"tensors\":[");
+  for (int x = 0; x < g->n_tensors; x++) {
+    const wq_tensor *tensor = &g->tensors[x];
+    wq_text_put(t, "%s{\"id\":%d,\"name\":", x ? "," : "", x);
+    wq_text_json_string(t, tensor->name);
+    wq_text_put(t, ",\"kind\":\"%s\",\"dtype\":\"%s\",\"dims\":", tensor_kind(tensor),
+                wq_dtype_api_name(tensor->dtype));
+    put_dims(t, tensor);
+    wq_text_put(t, ",\"layout\":");
+    put_layout(t, tensor);
+    wq_text_put(t, ",\"qparams\":");
+    put_qparams(t, tensor->qparams);
+    wq_text_put(t, ",\"producer\":%d,\"consumers\":[", producer[x]);
+    int listed = 0;
+    for (int i = 0; i < g->n_nodes && last[x] >= 0; i++) {
+      const wq_node *n = &g->nodes[i];
+      bool reads = false;
+      for (int k = 0; k < n->n_inputs && !reads; k++)
+        reads = n->inputs[k] == x;
+      if (reads)
+        wq_text_put(t, "%s%d", listed++ ? "," : "", i);
+    }
+    int64_t bytes = wq_tensor_static_bytes(tensor);
+    wq_text_put(t, "],\"bytes\":%lld,\"arena\":", (long long)bytes);
+    /* Lifetime in execution steps (the arena planner's [first, last]);
+     * the offset is not exposed by the plan yet. */
+    if (!strcmp(tensor_kind(tensor), "intermediate") && producer[x] >= 0)
+      wq_text_put(t, "{\"offset\":null,\"size\":%lld,\"first\":%d,\"last\":%d}", (long long)bytes,
+                  producer[x], last[x] > producer[x] ? last[x] : producer[x]);
+    else
+      wq_text_put(t, "null");
+    wq_text_put(t, "}");
+  }
+  wq_text_put(t, "]");
+}
+
+static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
+  wq_text_put(t, "\"regions\":[");
+  for (int id = 1; id <= r->n_regions; id++) {
+    int first = -1, transitions = 0;
+    int64_t bytes = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      if (r->region[i] != id)
+        continue;
+      if (first < 0)
+        first = i;
+      if (g->nodes[i].reason == WQ_REASON_TRANSITION) {
+        transitions++;
+        bytes += wq_tensor_static_bytes(&g->tensors[g->nodes[i].outputs[0]]);
+      }
+    }
+    wq_text_put(t, "%s{\"id\":%d,\"backend\":\"%s\",\"nodes\":[", id > 1 ? "," : "", id,
+                wq_backend_name(r->backend[first]));
+    int listed = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+      if (r->region[i] == id)
+        wq_text_put(t, "%s%d", listed++ ? "," : "", i);
+    wq_text_put(t, "],\"transitions\":%d,\"transition_bytes\":%lld}", transitions,
+                (long long)bytes);
+  }
+  wq_text_put(t, "]");
+}
+
+static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
+  wq_text_put(t, "\"transitions\":[");
+  int listed = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (n->reason != WQ_REASON_TRANSITION || n->n_inputs < 1 || n->n_outputs < 1)
+      continue;
+    bool to_nhwc = g->tensors[n->outputs[0]].layout == WQ_LAYOUT_NHWC;
+    wq_text_put(t,
+                "%s{\"node\":%d,\"from\":\"%s\",\"to\":\"%s\",\"tensor_in\":%d,\"tensor_out\":%d,"
+                "\"bytes\":%lld,\"region\":%d,\"fused\":false}",
+                listed++ ? "," : "", i, to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW",
+                n->inputs[0], n->outputs[0],
+                (long long)wq_tensor_static_bytes(&g->tensors[n->outputs[0]]), r->region[i]);
+  }
+  wq_text_put(t, "]");
+}
+
+static void put_passes(wq_text *t, const wq_model *m) {
+  wq_text_put(t, "\"passes\":[");
+  for (int p = 0; p < wq_model_pass_count(m); p++) {
+    const wq_pass_record *rec = wq_model_pass(m, p);
+    wq_text_put(t, "%s{\"name\":\"%s\",\"ran\":%s,\"stats\":{", p ? "," : "", rec->name,
+                rec->ran ? "true" : "false");
+    for (int k = 0; k < rec->n_stats; k++)
+      wq_text_put(t, "%s\"%s\":%lld", k ? "," : "", rec->stats[k].name,
+                  (long long)rec->stats[k].value);
+    wq_text_put(t, "}}");
+  }
+  wq_text_put(t, "]");
+}
+
+char *wq_model_graph_json(const wq_model *m) {
+  const wq_graph *g = m->ir->graph;
+  wq_partition_report r;
+  if (wq_partition_report_build(g, &r, NULL) != WQ_OK)
+    return NULL;
+  int *producer = malloc(((size_t)g->n_tensors + 1) * sizeof *producer);
+  int *last = malloc(((size_t)g->n_tensors + 1) * sizeof *last);
+  char *summary = wq_partition_summary(g, &r);
+  if (!producer || !last || !summary) {
+    free(producer);
+    free(last);
+    free(summary);
+    wq_partition_report_free(&r);
+    return NULL;
+  }
+  tensor_links(g, producer, last);
+  wq_text t = {0};
+  wq_text_put(&t, "{\"schema\":1,\"mode\":\"%s\",\"summary\":", wq_partition_mode_name(m->mode));
+  wq_text_json_string(&t, summary);
+  wq_text_put(&t, ",\"inputs\":");
+  put_ints(&t, g->inputs, g->n_inputs);
+  wq_text_put(&t, ",\"outputs\":");
+  put_ints(&t, g->outputs, g->n_outputs);
+  wq_text_put(&t, ",");
+  put_nodes(&t, g, &r);
+  wq_text_put(&t, ",");
+  put_tensors(&t, g, producer, last);
+  wq_text_put(&t, ",");
+  put_regions(&t, g, &r);
+  wq_text_put(&t, ",");
+  put_transitions(&t, g, &r);
+  wq_memory_info mem;
+  wq_model_memory(m, &mem);
+  wq_text_put(&t, ",\"memory\":{\"arena_bytes\":%zu,\"lower_bound_bytes\":%zu,\"planned\":%s},",
+              mem.arena_bytes, mem.lower_bound_bytes, mem.planned ? "true" : "false");
+  put_passes(&t, m);
+  wq_text_put(&t, "}\n");
+  free(producer);
+  free(last);
+  free(summary);
+  wq_partition_report_free(&r);
+  return wq_text_take(&t);
+}
+
+char *wq_model_partition_summary(const wq_model *m) {
+  wq_partition_report r;
+  if (wq_partition_report_build(m->ir->graph, &r, NULL) != WQ_OK)
+    return NULL;
+  char *s = wq_partition_summary(m->ir->graph, &r);
+  wq_partition_report_free(&r);
+  return s;
+}

@@ -1,0 +1,306 @@
+/* The partition pass, the backends/regions report and the summary line. */
+#include "partition.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/text.h"
+#include "../ops/int8_common.h"
+#include "lower.h"
+
+#define WQ_REASON_NAME_(name) #name,
+static const char *const reason_names[WQ_REASON_COUNT] = {WQ_REASON_LIST(WQ_REASON_NAME_)};
+#undef WQ_REASON_NAME_
+
+const char *wq_reason_name(int code) {
+  return code >= 0 && code < WQ_REASON_COUNT ? reason_names[code] : reason_names[0];
+}
+
+int wq_partition_mode_parse(const char *s) {
+  if (!s)
+    return -1;
+  if (strcmp(s, "int+fp") == 0)
+    return WQ_PARTITION_INT_FP;
+  if (strcmp(s, "int") == 0)
+    return WQ_PARTITION_INT;
+  if (strcmp(s, "fp") == 0)
+    return WQ_PARTITION_FP;
+  return -1;
+}
+
+const char *wq_partition_mode_name(wq_partition_mode mode) {
+  return mode == WQ_PARTITION_INT ? "int" : mode == WQ_PARTITION_FP ? "fp" : "int+fp";
+}
+
+const char *wq_backend_name(wq_backend b) {
+  return b == WQ_BACKEND_INT8_SIMD ? "int8-simd" : b == WQ_BACKEND_INT8_REF ? "int8-ref" : "float";
+}
+
+int64_t wq_tensor_static_bytes(const wq_tensor *t) {
+  if (t->rank < 0)
+    return 0;
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->dims[d] < 0)
+      return 0;
+    n *= t->dims[d];
+  }
+  return n * (int64_t)wq_dtype_size(t->dtype);
+}
+
+static bool is_onnx(const wq_node *n, const char *op_type) {
+  return (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) &&
+         strcmp(n->op_type, op_type) == 0;
+}
+
+static bool is_boundary(const wq_node *n) {
+  return is_onnx(n, "QuantizeLinear") || is_onnx(n, "DequantizeLinear");
+}
+
+static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
+
+/* An op of the file that computes on quantized data itself (run by its
+ * scalar reference kernel when the lowering left it as it is). */
+static bool is_quantized_file_op(const wq_node *n) {
+  if (is_onnx(n, "QLinearConv") || is_onnx(n, "QLinearMatMul") || is_onnx(n, "ConvInteger") ||
+      is_onnx(n, "MatMulInteger"))
+    return true;
+  return n->domain && strcmp(n->domain, "com.microsoft") == 0 &&
+         (strncmp(n->op_type, "QLinear", 7) == 0 || strcmp(n->op_type, "QGemm") == 0);
+}
+
+/* Every output is a 64-bit integer tensor: Shape -> Gather -> Concat
+ * plumbing a dynamic batch leaves. It moves no activation data. */
+static bool computes_shapes(const wq_graph *g, const wq_node *n) {
+  if (n->n_outputs == 0)
+    return false;
+  for (int k = 0; k < n->n_outputs; k++)
+    if (n->outputs[k] >= 0 && g->tensors[n->outputs[k]].dtype != WQ_DT_INT64)
+      return false;
+  return true;
+}
+
+static bool moves_int8(const wq_graph *g, const wq_node *n) {
+  return n->n_inputs > 0 && n->inputs[0] >= 0 && n->n_outputs > 0 && n->outputs[0] >= 0 &&
+         is_8bit(g->tensors[n->inputs[0]].dtype) && is_8bit(g->tensors[n->outputs[0]].dtype);
+}
+
+static wq_backend backend_of(const wq_graph *g, const wq_node *n) {
+  if (n->reason == WQ_REASON_MODE_FP || n->reason == WQ_REASON_SHAPE)
+    return is_quantized_file_op(n) ? WQ_BACKEND_INT8_REF : WQ_BACKEND_FLOAT;
+  if ((n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0) || is_boundary(n))
+    return WQ_BACKEND_INT8_SIMD;
+  if (is_quantized_file_op(n))
+    return WQ_BACKEND_INT8_REF;
+  return moves_int8(g, n) ? WQ_BACKEND_INT8_SIMD : WQ_BACKEND_FLOAT;
+}
+
+/* producer[t] for the graph's tensors (-1: none); NULL out of memory. */
+static int *producers(const wq_graph *g) {
+  int *p = malloc(((size_t)g->n_tensors + 1) * sizeof *p);
+  if (!p)
+    return NULL;
+  for (int t = 0; t < g->n_tensors; t++)
+    p[t] = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_outputs; k++)
+      if (g->nodes[i].outputs[k] >= 0)
+        p[g->nodes[i].outputs[k]] = i;
+  return p;
+}
+
+/* A node reading a DequantizeLinear's result or feeding a QuantizeLinear:
+ * it sits on the quantized path. quantized_by[t]: t is read by a
+ * QuantizeLinear. */
+static bool on_quantized_path(const wq_graph *g, const wq_node *n, const int *producer,
+                              const bool *quantized_by) {
+  for (int k = 0; k < n->n_inputs; k++) {
+    int t = n->inputs[k];
+    if (t >= 0 && producer[t] >= 0 && is_onnx(&g->nodes[producer[t]], "DequantizeLinear"))
+      return true;
+  }
+  for (int k = 0; k < n->n_outputs; k++)
+    if (n->outputs[k] >= 0 && quantized_by[n->outputs[k]])
+      return true;
+  return false;
+}
+
+wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
+                            wq_error *err) {
+  wq_partition_stats s;
+  memset(&s, 0, sizeof s);
+  int *producer = producers(g);
+  bool *quantized_by = calloc((size_t)g->n_tensors + 1, sizeof *quantized_by);
+  if (!producer || !quantized_by) {
+    free(producer);
+    free(quantized_by);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition: out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (is_onnx(&g->nodes[i], "QuantizeLinear") && g->nodes[i].n_inputs > 0 &&
+        g->nodes[i].inputs[0] >= 0)
+      quantized_by[g->nodes[i].inputs[0]] = true;
+  wq_status st = WQ_OK;
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    wq_node *n = &g->nodes[i];
+    if (computes_shapes(g, n) && !is_boundary(n))
+      n->reason = WQ_REASON_SHAPE;
+    else if (mode == WQ_PARTITION_FP)
+      n->reason = WQ_REASON_MODE_FP;
+    else if (is_boundary(n))
+      n->reason = WQ_REASON_BOUNDARY;
+    else if (n->reason == WQ_REASON_NONE)
+      n->reason = backend_of(g, n) == WQ_BACKEND_FLOAT ? WQ_REASON_NOT_QUANTIZED : WQ_REASON_INT8;
+    wq_backend b = backend_of(g, n);
+    if (n->reason == WQ_REASON_SHAPE) {
+      s.shape++;
+    } else if (n->reason == WQ_REASON_BOUNDARY) {
+      s.boundary++;
+    } else if (b != WQ_BACKEND_FLOAT) {
+      s.int8++;
+    } else {
+      s.floats++;
+      if (mode == WQ_PARTITION_FP)
+        continue;
+      if (!on_quantized_path(g, n, producer, quantized_by)) {
+        n->reason = WQ_REASON_NOT_QUANTIZED;
+        continue;
+      }
+      if (n->reason == WQ_REASON_NOT_QUANTIZED || n->reason == WQ_REASON_INT8)
+        n->reason = WQ_REASON_UNSUPPORTED_OP;
+      s.on_path++;
+      if (mode == WQ_PARTITION_INT) {
+        const char *why = wq_lower_why(n);
+        st = wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
+                     "partition mode int: %s '%s' is quantized but cannot run in int8 [%s]: %s",
+                     n->op_type, n->name, wq_reason_name(n->reason), why ? why : "");
+      }
+    }
+  }
+  free(producer);
+  free(quantized_by);
+  if (stats)
+    *stats = s;
+  return st;
+}
+
+void wq_partition_report_free(wq_partition_report *r) {
+  free(r->backend);
+  free(r->region);
+  memset(r, 0, sizeof *r);
+}
+
+/* Union-find root with path halving. */
+static int find_root(int *parent, int i) {
+  while (parent[i] != i) {
+    parent[i] = parent[parent[i]];
+    i = parent[i];
+  }
+  return i;
+}
+
+wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, wq_error *err) {
+  memset(r, 0, sizeof *r);
+  size_t nn = (size_t)g->n_nodes + 1;
+  r->n_nodes = g->n_nodes;
+  r->backend = calloc(nn, sizeof *r->backend);
+  r->region = calloc(nn, sizeof *r->region);
+  int *parent = calloc(nn, sizeof *parent);
+  int *producer = producers(g);
+  if (!r->backend || !r->region || !parent || !producer) {
+    free(parent);
+    free(producer);
+    wq_partition_report_free(r);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition report: out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    r->backend[i] = backend_of(g, n);
+    parent[i] = i;
+    if (n->reason == WQ_REASON_SHAPE || (n->reason == WQ_REASON_NONE && computes_shapes(g, n)))
+      r->shape++;
+    else if (is_boundary(n) && r->backend[i] != WQ_BACKEND_FLOAT)
+      r->boundary++;
+    else if (r->backend[i] != WQ_BACKEND_FLOAT)
+      r->int8++;
+    else
+      r->floats++;
+    if (n->reason == WQ_REASON_TRANSITION) {
+      r->transitions++;
+      r->transition_bytes += n->n_outputs > 0 && n->outputs[0] >= 0
+                                 ? wq_tensor_static_bytes(&g->tensors[n->outputs[0]])
+                                 : 0;
+    }
+  }
+  /* Int8 nodes joined through the tensors between them. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (r->backend[i] == WQ_BACKEND_FLOAT)
+      continue;
+    for (int k = 0; k < n->n_inputs; k++) {
+      int p = n->inputs[k] >= 0 ? producer[n->inputs[k]] : -1;
+      if (p >= 0 && r->backend[p] != WQ_BACKEND_FLOAT) {
+        int a = find_root(parent, i), b = find_root(parent, p);
+        parent[a > b ? a : b] = a > b ? b : a; /* the earliest node is the root */
+      }
+    }
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (r->backend[i] == WQ_BACKEND_FLOAT) {
+      r->region[i] = -1;
+      continue;
+    }
+    int root = find_root(parent, i);
+    r->region[i] = root == i ? ++r->n_regions : r->region[root];
+  }
+  free(parent);
+  free(producer);
+  return WQ_OK;
+}
+
+static void put_bytes(wq_text *t, int64_t bytes) {
+  if (bytes >= (int64_t)1 << 20)
+    wq_text_put(t, "%.1f MB", (double)bytes / (1 << 20));
+  else if (bytes >= 1024)
+    wq_text_put(t, "%.1f KB", (double)bytes / 1024);
+  else
+    wq_text_put(t, "%lld B", (long long)bytes);
+}
+
+char *wq_partition_summary(const wq_graph *g, const wq_partition_report *r) {
+  wq_text t = {0};
+  wq_text_put(&t, "int8: %d of %d nodes in %d region%s; quantize/dequantize: %d; float: %d node%s",
+              r->int8, g->n_nodes, r->n_regions, r->n_regions == 1 ? "" : "s", r->boundary,
+              r->floats, r->floats == 1 ? "" : "s");
+  /* Float ops that could not run int8, counted per op in order of first
+   * appearance. */
+  int listed = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (r->backend[i] != WQ_BACKEND_FLOAT || n->reason == WQ_REASON_NOT_QUANTIZED ||
+        n->reason == WQ_REASON_MODE_FP || n->reason == WQ_REASON_SHAPE ||
+        n->reason == WQ_REASON_NONE)
+      continue;
+    bool seen = false;
+    for (int j = 0; j < i && !seen; j++)
+      seen = r->backend[j] == WQ_BACKEND_FLOAT && g->nodes[j].reason == n->reason &&
+             strcmp(g->nodes[j].op_type, n->op_type) == 0;
+    if (seen)
+      continue;
+    int count = 0;
+    for (int j = i; j < g->n_nodes; j++)
+      count += r->backend[j] == WQ_BACKEND_FLOAT && g->nodes[j].reason == n->reason &&
+               strcmp(g->nodes[j].op_type, n->op_type) == 0;
+    wq_text_put(&t, "%s%s x%d %s", listed ? ", " : " (", n->op_type, count,
+                wq_reason_name(n->reason));
+    listed++;
+  }
+  if (listed)
+    wq_text_put(&t, ")");
+  if (r->shape)
+    wq_text_put(&t, "; shape computations: %d", r->shape);
+  wq_text_put(&t, "; %d transition%s moving ", r->transitions, r->transitions == 1 ? "" : "s");
+  put_bytes(&t, r->transition_bytes);
+  return wq_text_take(&t);
+}

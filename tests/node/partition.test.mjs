@@ -1,0 +1,165 @@
+// Partition modes (load option `partition`, CLI --partition) and the
+// decision records: reason codes and fields (not text), model.graphJson()
+// byte-identical to `wasmq inspect --json` natively and through npx, and
+// the same model planned twice giving the same bytes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { load, WasmqError } from '../../src/js/index.mjs';
+import { CLI, MODELS, NATIVE_CLI, REPO, SHARED } from './helpers.mjs';
+import { randomArray } from '../../src/js/random.mjs';
+
+const ort = createRequire(import.meta.url)('onnxruntime-node');
+const EDGE = path.join(REPO, 'tests/models/edge_qdq.onnx');
+const SEED003 = path.join(REPO, 'tests/models/seed003_qdq.onnx');
+const SMALLCNN = path.join(MODELS, 'synthetic/smallcnn_qdq.onnx');
+const KWS = path.join(SHARED, 'models-int8/mlperftiny-kws-dscnn-int8/model.onnx');
+const MNIST = path.join(MODELS, 'mnist-8/model.onnx');
+
+const byName = (g, name) => g.nodes.find((n) => n.name === name);
+
+test("partition 'int' fails the load naming the node and its reason code", async () => {
+  await assert.rejects(load(EDGE, { partition: 'int' }), (err) => {
+    assert.ok(err instanceof WasmqError);
+    assert.equal(err.code, 'WQ_ERR_UNSUPPORTED');
+    assert.equal(err.node, 'Conv_c1');
+    assert.match(err.message, /\[OUTPUT_NOT_QUANTIZED\]/);
+    return true;
+  });
+  // strictInt8 is the older spelling of the same mode.
+  await assert.rejects(load(EDGE, { strictInt8: true }), (err) => err.node === 'Conv_c1');
+  const m = await load(SMALLCNN, { partition: 'int' });
+  try {
+    const g = m.graph();
+    assert.equal(g.mode, 'int');
+    assert.equal(m.info.partition, 'int');
+    assert.ok(g.nodes.every((n) => n.backend !== 'float'));
+  } finally {
+    m.dispose();
+  }
+  await assert.rejects(load(SMALLCNN, { partition: 'int8' }), /partition must be 'int', 'int\+fp' or 'fp'/);
+});
+
+test("partition 'int+fp': every node's backend, region and reason code on the edge-case graph", async () => {
+  const m = await load(EDGE);
+  try {
+    const g = m.graph();
+    assert.equal(g.mode, 'int+fp');
+    // A conv whose result feeds a float Softmax, one read back with other
+    // parameters, and the Softmax itself stay float, each with its code.
+    assert.deepEqual(byName(g, 'Conv_c1').reason.code, 'OUTPUT_NOT_QUANTIZED');
+    assert.deepEqual(byName(g, 'Conv_c3').reason.code, 'QPARAMS_MISMATCH');
+    assert.equal(byName(g, 'Softmax_sm').reason.code, 'UNSUPPORTED_OP');
+    for (const name of ['Conv_c1', 'Conv_c3', 'Softmax_sm']) {
+      assert.equal(byName(g, name).backend, 'float');
+      assert.equal(byName(g, name).region, -1);
+    }
+    // Lowered nodes: int8 in a region; Q/DQ at the edges; transitions.
+    const c2 = byName(g, 'Conv_c2');
+    assert.equal(c2.reason.code, 'INT8');
+    assert.equal(c2.backend, 'int8-simd');
+    assert.ok(c2.region >= 1);
+    for (const n of g.nodes) {
+      if (n.role === 'quantize' || n.role === 'dequantize') assert.equal(n.reason.code, 'BOUNDARY');
+      if (n.role === 'transition') assert.equal(n.reason.code, 'TRANSITION');
+      assert.equal(n.region >= 1, n.backend !== 'float', n.name);
+    }
+    assert.equal(g.regions.length, 3);
+    assert.deepEqual(g.regions.map((r) => r.id), [1, 2, 3]);
+    assert.equal(g.transitions.length, 2);
+    for (const t of g.transitions) {
+      assert.equal(g.nodes[t.node].role, 'transition');
+      assert.equal(g.tensors[t.tensor_out].layout.name, t.to);
+      assert.equal(t.bytes, g.tensors[t.tensor_out].bytes);
+    }
+    // Channels-last tensors report logical (channels-first) dims.
+    const nhwc = g.tensors.filter((t) => t.layout.name === 'NHWC');
+    assert.ok(nhwc.length > 0);
+    for (const t of nhwc) assert.deepEqual(t.layout.order, [0, 2, 3, 1]);
+    assert.deepEqual(g.tensors.find((t) => t.name === 'x_q_nhwc').dims, [1, 2, 6, 6]);
+    // The summary names the float ops with their codes.
+    assert.match(g.summary, /^int8: 8 of 19 nodes in 3 regions; quantize\/dequantize: 8; float: 3 nodes \(/);
+    assert.match(g.summary, /Softmax x1 UNSUPPORTED_OP/);
+    // Per-pass counters.
+    const partition = g.passes.find((p) => p.name === 'partition');
+    assert.deepEqual(partition, { name: 'partition', ran: true, stats: { int8: 6, boundary: 8, float: 3, float_on_path: 3 } });
+    assert.deepEqual(g.passes.map((p) => p.name).slice(0, 3), ['resolve_ops', 'check_dtypes', 'bind_input_shapes']);
+  } finally {
+    m.dispose();
+  }
+});
+
+test("partition 'fp' runs everything float and matches onnxruntime's op-by-op QDQ within one output step", async () => {
+  const fp = await load(SMALLCNN, { partition: 'fp' });
+  const old = await load(SMALLCNN, { lowering: false });
+  try {
+    const g = fp.graph();
+    assert.equal(g.mode, 'fp');
+    assert.equal(fp.info.lowering, false);
+    assert.ok(g.nodes.every((n) => n.backend === 'float' && n.reason.code === 'MODE_FP' && n.region === -1));
+    assert.equal(g.regions.length, 0);
+    const input = fp.inputs[0];
+    const data = randomArray(input.dtype, input.shape.reduce((a, b) => a * b, 1), 5);
+    const feeds = { [input.name]: { data, dims: input.shape } };
+    const name = fp.outputs[0].name;
+    const got = (await fp.run(feeds))[name].data;
+    assert.deepEqual(got, (await old.run(feeds))[name].data, "fp equals lowering: false bit for bit");
+    const session = await ort.InferenceSession.create(SMALLCNN, { logSeverityLevel: 3, graphOptimizationLevel: 'disabled' });
+    const want = (await session.run({ [input.name]: new ort.Tensor('float32', data, input.shape) }))[name].data;
+    const step = 0.00669779; // the output DequantizeLinear's scale
+    let worst = 0, exact = 0;
+    for (let i = 0; i < want.length; i++) {
+      const d = Math.abs(got[i] - want[i]);
+      worst = Math.max(worst, d);
+      if (d <= 1e-6) exact++;
+    }
+    assert.ok(worst <= step * 1.0001, `max diff ${worst}`);
+    assert.ok(exact / want.length >= 0.9, `${exact} of ${want.length} within 1e-6`);
+  } finally {
+    fp.dispose();
+    old.dispose();
+  }
+});
+
+test('graphJson(): the bytes of `wasmq inspect --json`, natively and through npx; the same model twice gives the same bytes', async () => {
+  for (const file of [SMALLCNN, EDGE, SEED003, KWS, MNIST]) {
+    const a = await load(file);
+    const b = await load(readFileSync(file));
+    let json;
+    try {
+      json = a.graphJson();
+      assert.equal(json, b.graphJson(), `${file}: planned twice`);
+      assert.deepEqual(JSON.parse(json), a.graph());
+    } finally {
+      a.dispose();
+      b.dispose();
+    }
+    const npx = spawnSync(process.execPath, [CLI, 'inspect', file, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    assert.equal(npx.status, 0, npx.stderr);
+    assert.equal(npx.stdout, json, `${file}: npx inspect`);
+    if (existsSync(NATIVE_CLI)) {
+      const native = spawnSync(NATIVE_CLI, ['inspect', file, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      assert.equal(native.status, 0, native.stderr);
+      assert.equal(native.stdout, json, `${file}: native inspect`);
+    }
+  }
+});
+
+test('--partition MODE in both CLIs: int names the node and code; a bad mode is a usage error', () => {
+  const clis = [[process.execPath, CLI]];
+  if (existsSync(NATIVE_CLI)) clis.push([NATIVE_CLI]);
+  for (const [exe, ...pre] of clis) {
+    const r = spawnSync(exe, [...pre, 'inspect', EDGE, '--partition', 'int'], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /^wasmq: .*edge_qdq\.onnx: partition mode int: Conv 'Conv_c1' .*\[OUTPUT_NOT_QUANTIZED\].*\(node 'Conv_c1'\) \[WQ_ERR_UNSUPPORTED\]\n$/);
+    const bad = spawnSync(exe, [...pre, 'run', EDGE, '--partition', 'int8'], { encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--partition expects int, int\+fp or fp, got int8/);
+    const fp = spawnSync(exe, [...pre, 'info', SMALLCNN, '--partition', 'fp'], { encoding: 'utf8' });
+    assert.equal(fp.status, 0, fp.stderr);
+    assert.match(fp.stdout, /^partition fp: int8: 0 of \d+ nodes in 0 regions/m);
+  }
+});
