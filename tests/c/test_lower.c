@@ -284,7 +284,7 @@ static void test_describe(void) {
   char *a = m ? wq_model_describe_lowered(m) : NULL;
   char *b = off ? wq_model_describe_lowered(off) : NULL;
   CHECK(a && strstr(a, "[int8 ] wasmq.QConv") && strstr(a, "int8 per-channel axis 0 [8]") &&
-        strstr(a, "out0 'r1_q': int8 per-tensor scale=") && strstr(a, "why: QConv from Conv"));
+        strstr(a, "out0 'r1_q_nhwc': int8 per-tensor scale=") && strstr(a, "why: QConv from Conv"));
   CHECK(a && strstr(a, "[q/dq ] QuantizeLinear") && strstr(a, "graph input"));
   CHECK(b && strstr(b, "lowering did not run") && strstr(b, "[float] Conv"));
   free(a);

@@ -1,10 +1,14 @@
 /* The pass manager: the load pipeline's records (names in order, which ran,
  * counters), the IR check between passes on hand-broken graphs, and a pass
  * that breaks the graph failing the load naming the pass. */
+#define _POSIX_C_SOURCE 200809L
 #include <string.h>
+#include <time.h>
 
 #include "api/wasmq.h"
 #include "graph_build.h"
+#include "passes/layout_int8.h"
+#include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "wq_test.h"
 
@@ -189,9 +193,95 @@ static void test_run_all(void) {
   wq_graph_free(g);
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A random DAG of int8 nodes the layout pass moves: MaxPool 1x1 (a
+ * channels-last kernel), Identity and Concat on channel axis 1 (layout
+ * agnostic), each reading earlier tensors of [1, 4, 8, 8] (Concat:
+ * [1, 8, 8, 8], read by the others). */
+static wq_graph *random_dag(int n_nodes, uint32_t seed) {
+  wq_graph *g = wq_graph_new();
+  int64_t dims4[4] = {1, 4, 8, 8}, dims8[4] = {1, 8, 8, 8};
+  int *pool4 = malloc(sizeof(int) * (size_t)(n_nodes + 1)), n4 = 0;
+  int x = add_tensor(g, "x", WQ_DT_INT8, 4, dims4, NULL);
+  g->tensors[x].is_input = true;
+  g->inputs = malloc(sizeof(int));
+  g->inputs[0] = x;
+  g->n_inputs = 1;
+  pool4[n4++] = x;
+  static const int64_t k11[2] = {1, 1};
+  const attr_spec pool_attrs[] = {AL("kernel_shape", k11, 2), AEND};
+  const attr_spec cat_attrs[] = {AI("axis", 1), AEND};
+  wq_error err;
+  int last = x;
+  for (int i = 0; i < n_nodes; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    int kind = (int)(seed >> 28) % 3;
+    int a = pool4[(seed >> 8) % (uint32_t)n4], b = pool4[(seed >> 16) % (uint32_t)n4];
+    char name[32];
+    snprintf(name, sizeof name, "t%d", i);
+    if (kind == 2) {
+      int in[2] = {a, b};
+      int y = add_tensor(g, name, WQ_DT_INT8, 4, dims8, NULL);
+      add_node(g, "", "Concat", in, 2, y, cat_attrs, 13, &err);
+      /* [1, 8, 8, 8]: read by nothing later unless it is the last node */
+      last = y;
+      continue;
+    }
+    int y = add_tensor(g, name, WQ_DT_INT8, 4, dims4, NULL);
+    add_node(g, "", kind == 0 ? "MaxPool" : "Identity", &a, 1, y, kind == 0 ? pool_attrs : NULL, 13,
+             &err);
+    pool4[n4++] = y;
+    last = y;
+  }
+  g->tensors[last].is_output = true;
+  g->outputs = malloc(sizeof(int));
+  g->outputs[0] = last;
+  g->n_outputs = 1;
+  free(pool4);
+  return g;
+}
+
+static void test_random_dag_layout(void) {
+  double best = 1e9;
+  int transitions = -1, nhwc = -1;
+  for (int rep = 0; rep < 3; rep++) {
+    wq_graph *g = random_dag(500, 7);
+    wq_error err;
+    CHECK(wq_graph_validate(g, true, &err) == WQ_OK);
+    wq_layout_stats stats;
+    double t0 = now_ms();
+    wq_status st = wq_pass_layout_int8(g, &stats, &err);
+    wq_partition_report r;
+    if (st == WQ_OK)
+      st = wq_partition_report_build(g, &r, &err);
+    double ms = now_ms() - t0;
+    CHECK_MSG(st == WQ_OK, "%s", err.message);
+    CHECK(wq_graph_validate(g, true, &err) == WQ_OK);
+    if (st == WQ_OK)
+      wq_partition_report_free(&r);
+    /* Same graph, same plan. */
+    CHECK(transitions < 0 || (stats.transitions == transitions && stats.nodes_nhwc == nhwc));
+    transitions = stats.transitions;
+    nhwc = stats.nodes_nhwc;
+    best = ms < best ? ms : best;
+    wq_graph_free(g);
+  }
+  printf("random 500-node DAG: layout + partition report in %.2f ms (best of 3), %d nodes "
+         "channels-last, %d transitions\n",
+         best, nhwc, transitions);
+  CHECK(nhwc > 0);
+  CHECK_MSG(best < 50.0, "%.2f ms", best);
+}
+
 int main(void) {
   test_pipeline_records();
   test_validate();
   test_run_all();
+  test_random_dag_layout();
   WQ_TEST_END();
 }

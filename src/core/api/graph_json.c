@@ -193,7 +193,7 @@ static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report
         first = i;
       if (g->nodes[i].reason == WQ_REASON_TRANSITION) {
         transitions++;
-        bytes += wq_tensor_static_bytes(&g->tensors[g->nodes[i].outputs[0]]);
+        bytes += wq_transition_bytes(&g->tensors[g->nodes[i].outputs[0]]);
       }
     }
     wq_text_put(t, "%s{\"id\":%d,\"backend\":\"%s\",\"nodes\":[", id > 1 ? "," : "", id,
@@ -221,7 +221,7 @@ static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_re
                 "\"bytes\":%lld,\"region\":%d,\"fused\":false}",
                 listed++ ? "," : "", i, to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW",
                 n->inputs[0], n->outputs[0],
-                (long long)wq_tensor_static_bytes(&g->tensors[n->outputs[0]]), r->region[i]);
+                (long long)wq_transition_bytes(&g->tensors[n->outputs[0]]), r->region[i]);
   }
   wq_text_put(t, "]");
 }

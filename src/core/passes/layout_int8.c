@@ -245,16 +245,35 @@ static bool is_concat(const wq_node *n) {
   return is_int8_op(n, "QConcat") || is_onnx_op(n, "Concat");
 }
 
-/* Activation inputs of a layout-agnostic op, all of which must already be
- * channels-last for the op to follow (QAdd/QMul: or single elements, which
- * stay as they are); 0 when the op is not agnostic. */
+/* Input t of agnostic node n has a channels-last twin of the output's rank. */
+static bool follows_as_twin(const layout_ctx *c, const wq_node *n, int t) {
+  return has_twin(c, t) && c->g->tensors[t].rank == c->g->tensors[n->outputs[0]].rank;
+}
+
+/* True when a node still to be placed reads t through a channels-last
+ * kernel (so a channels-first t would be converted there). */
+static bool read_by_nhwc_kernel(const layout_ctx *c, int t) {
+  const wq_graph *g = c->g;
+  for (int i = 0; i < g->n_nodes; i++) /* placed nodes are emptied */
+    for (int k = 0; k < g->nodes[i].n_inputs; k++)
+      if (g->nodes[i].inputs[k] == t && nhwc_kernel_op(g, &g->nodes[i]))
+        return true;
+  return false;
+}
+
+/* Activation inputs of a layout-agnostic op when it runs channels-last
+ * (QAdd/QMul: single elements stay as they are); 0 when the op is not
+ * agnostic or stays channels-first. It follows when every input is already
+ * channels-last, or when converting the others moves fewer bytes than
+ * converting the channels-last ones back (plus its result, when a
+ * channels-last kernel reads it next); ties stay channels-first. */
 static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   const wq_graph *g = c->g;
   if (n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
     return 0;
   int count = 0;
   const bool binary = is_int8_op(n, "QAdd") || is_int8_op(n, "QMul");
-  if (is_int8_op(n, "QLookup"))
+  if (is_int8_op(n, "QLookup") || is_onnx_op(n, "Identity"))
     count = 1;
   else if (binary)
     count = 2;
@@ -263,20 +282,32 @@ static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   else
     return 0;
   const wq_tensor *out = &g->tensors[n->outputs[0]];
-  int twins = 0;
+  int twins = 0, others = 0;
+  int64_t to_nhwc = 0, to_nchw = 0; /* bytes each choice converts */
   for (int k = 0; k < count; k++) {
     int t = n->inputs[k];
     /* Binary ops broadcast: equal ranks keep numpy's rules valid after
      * both shapes are permuted alike. */
-    if (has_twin(c, t) && g->tensors[t].rank == out->rank) {
+    if (follows_as_twin(c, n, t)) {
       twins++;
-      continue;
-    }
-    if (!binary || !single_element(g, t))
+      to_nchw += c->nchw_live[t] ? 0 : tensor_bytes(&g->tensors[t]);
+    } else if (binary && single_element(g, t)) {
+      continue; /* broadcasts the same way in either layout */
+    } else if (t >= 0 && t < c->n_original && movable(g, t) && g->tensors[t].rank == out->rank) {
+      others++;
+      to_nhwc += tensor_bytes(&g->tensors[t]);
+    } else {
       return 0;
+    }
   }
   if (twins == 0)
     return 0;
+  if (others > 0) {
+    if (read_by_nhwc_kernel(c, n->outputs[0]))
+      to_nchw += tensor_bytes(out);
+    if (to_nhwc >= to_nchw)
+      return 0;
+  }
   if (is_concat(n)) {
     int64_t axis = 0;
     if (wq_attr_int(n, "axis", 0, &axis, NULL) != WQ_OK)
@@ -361,11 +392,13 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
     WQ_TRY(retarget(n, kernel_op, err));
     WQ_TRY(add_note(n, "channels-last (NHWC)", err));
   } else if (agnostic) {
+    const bool binary = is_int8_op(n, "QAdd") || is_int8_op(n, "QMul");
     for (int k = 0; k < n->n_inputs; k++) {
-      if (k < agnostic && has_twin(c, n->inputs[k]))
-        n->inputs[k] = c->twin[n->inputs[k]];
+      int t = n->inputs[k];
+      if (k < agnostic && (follows_as_twin(c, n, t) || !(binary && single_element(c->g, t))))
+        WQ_TRY(nhwc_of(c, t, &n->inputs[k], err)); /* converts it when not yet channels-last */
       else
-        WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+        WQ_TRY(ensure_nchw(c, t, err));
     }
     int rank = c->g->tensors[n->outputs[0]].rank;
     WQ_TRY(twin_output(c, n, err));

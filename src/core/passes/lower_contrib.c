@@ -214,7 +214,7 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (lower_is_contrib(n, "QLinearSoftmax")) {
     /* Codes in, codes out with its parameters on the tensors: the op's own
      * kernel is the int8 one (no layout of its own: channels-first data). */
-    lower_why(c, "QLinearSoftmax runs as is (com.microsoft; its own int8 kernel)");
+    lower_why(c, WQ_REASON_INT8, "QLinearSoftmax runs as is (com.microsoft; its own int8 kernel)");
     *done = true;
     return WQ_OK;
   }

@@ -49,6 +49,15 @@ int64_t wq_tensor_static_bytes(const wq_tensor *t) {
   return n * (int64_t)wq_dtype_size(t->dtype);
 }
 
+int64_t wq_transition_bytes(const wq_tensor *t) {
+  if (t->rank < 0)
+    return 0;
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++)
+    n *= t->dims[d] < 0 ? 1 : t->dims[d];
+  return n * (int64_t)wq_dtype_size(t->dtype);
+}
+
 static bool is_onnx(const wq_node *n, const char *op_type) {
   return (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) &&
          strcmp(n->op_type, op_type) == 0;
@@ -229,7 +238,7 @@ wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, w
     if (n->reason == WQ_REASON_TRANSITION) {
       r->transitions++;
       r->transition_bytes += n->n_outputs > 0 && n->outputs[0] >= 0
-                                 ? wq_tensor_static_bytes(&g->tensors[n->outputs[0]])
+                                 ? wq_transition_bytes(&g->tensors[n->outputs[0]])
                                  : 0;
     }
   }

@@ -1,0 +1,124 @@
+// Where the int8 layout pass puts its transitions (issue #7's done-when
+// cases), read from the decision records: counts and bytes, not text. Each
+// graph is built in float, calibrated in onnxruntime-node and quantized
+// (tests/models/qdq_builder.mjs), then loaded; its int8 output is checked
+// against the same model run op by op in float (partition 'fp'): within one
+// output step.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { load } from '../../src/js/index.mjs';
+import { REPO } from './helpers.mjs';
+import { randomArray } from '../../src/js/random.mjs';
+import { FloatGraph, calibrate, quantize } from '../models/qdq_builder.mjs';
+
+async function qdqModel(build) {
+  const g = new FloatGraph('layout', 'int8');
+  build(g);
+  return quantize(g, await calibrate(g));
+}
+
+function conv(g, x, out, cin, cout, noq = false) {
+  g.weight(`${out}_w`, [cout, cin, 3, 3], 0.5);
+  g.weight(`${out}_b`, [cout], 0.2, { bias: true });
+  g.node('Conv', [x, `${out}_w`, `${out}_b`], out, { pads: [1, 1, 1, 1] }, noq ? { noq: true } : {});
+}
+
+/** Loads bytes, checks int8 against fp within one output step, returns graph(). */
+async function planOf(bytes) {
+  const m = await load(bytes);
+  const fp = await load(bytes, { partition: 'fp' });
+  try {
+    const feeds = {};
+    m.inputs.forEach((t, i) => (feeds[t.name] = { data: randomArray(t.dtype, t.shape.reduce((a, b) => a * b, 1), i), dims: t.shape }));
+    const got = await m.run(feeds), want = await fp.run(feeds);
+    const g = m.graph();
+    for (const name of Object.keys(want)) {
+      const out = g.tensors.find((t) => t.name === name);
+      const dq = g.nodes[out.producer];
+      const step = g.tensors[dq.inputs[0]].qparams.scale[0];
+      let worst = 0;
+      for (let i = 0; i < want[name].data.length; i++) worst = Math.max(worst, Math.abs(got[name].data[i] - want[name].data[i]));
+      assert.ok(worst <= step * 1.0001, `${name}: ${worst} > one step ${step}`);
+    }
+    return g;
+  } finally {
+    m.dispose();
+    fp.dispose();
+  }
+}
+
+const inRegion = (g) => g.transitions.filter((t) => {
+  // A transition inside a region: neither end is a graph-boundary Quantize/DequantizeLinear.
+  const from = g.tensors[t.tensor_in].producer, to = g.tensors[t.tensor_out].consumers;
+  return !(from >= 0 && g.nodes[from].role === 'quantize') && !to.every((c) => g.nodes[c].role === 'dequantize');
+});
+
+test('conv -> relu -> concat(second quantized input) -> conv, NCHW graph I/O: 3 transitions, all int8', async () => {
+  const g = (await planOf(path.join(REPO, 'tests/models/seed003_qdq.onnx')));
+  assert.equal(g.transitions.length, 3);
+  // x (1x3x16x16) and y (1x8x16x16) into NHWC, the result (1x4x16x16) back:
+  // nothing moves twice.
+  assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.bytes]), [
+    ['NCHW', 'NHWC', 768],
+    ['NCHW', 'NHWC', 2048],
+    ['NHWC', 'NCHW', 1024],
+  ]);
+  assert.equal(inRegion(g).length, 0);
+  assert.ok(g.nodes.every((n) => n.backend !== 'float'));
+  const cat = g.nodes.find((n) => n.name === 'Concat_cat');
+  assert.equal(g.tensors[cat.outputs[0]].layout.name, 'NHWC');
+});
+
+test('int8 conv -> DepthToSpace -> int8 conv: no transition inside the region', async () => {
+  const g = await planOf(await qdqModel((f) => {
+    f.input('x', [1, 4, 6, 6]);
+    conv(f, 'x', 'c1', 4, 8);
+    f.node('DepthToSpace', ['c1'], 'd2s', { blocksize: 2 }, { share: 'c1' });
+    conv(f, 'd2s', 'c2', 2, 4);
+    f.output('c2');
+  }));
+  assert.ok(g.nodes.some((n) => n.op === 'DepthToSpaceNHWC'));
+  assert.equal(inRegion(g).length, 0);
+  assert.equal(g.transitions.length, 2); // graph input in, graph output out
+});
+
+test('a chain of Identity ops between int8 convs forces no transition', async () => {
+  const g = await planOf(await qdqModel((f) => {
+    f.input('x', [1, 4, 6, 6]);
+    conv(f, 'x', 'c1', 4, 8);
+    f.node('Identity', ['c1'], 'i1', {}, { share: 'c1' });
+    f.node('Identity', ['i1'], 'i2', {}, { share: 'c1' });
+    conv(f, 'i2', 'c2', 8, 4);
+    f.output('c2');
+  }));
+  assert.equal(inRegion(g).length, 0);
+  assert.equal(g.transitions.length, 2);
+  for (const n of g.nodes.filter((x) => x.op === 'Identity')) assert.equal(g.tensors[n.outputs[0]].layout.name, 'NHWC');
+});
+
+test('int8 Add: both inputs channels-last, no transition; one channels-first input, exactly one', async () => {
+  const same = await planOf(await qdqModel((f) => {
+    f.input('x', [1, 4, 6, 6]);
+    conv(f, 'x', 'a', 4, 8);
+    conv(f, 'x', 'b', 4, 8);
+    f.node('Add', ['a', 'b'], 's');
+    conv(f, 's', 'c', 8, 4);
+    f.output('c');
+  }));
+  assert.equal(inRegion(same).length, 0);
+  assert.equal(same.transitions.length, 2);
+  const mixed = await planOf(await qdqModel((f) => {
+    f.input('x', [1, 4, 6, 6]);
+    f.input('y', [1, 8, 6, 6]);
+    conv(f, 'x', 'a', 4, 8);
+    f.node('Add', ['a', 'y'], 's');
+    conv(f, 's', 'c', 8, 4);
+    f.output('c');
+  }));
+  // x in, y in (the one conversion the Add needs), the result out.
+  assert.equal(mixed.transitions.length, 3);
+  const add = mixed.nodes.find((n) => n.op === 'QAdd');
+  assert.ok(add.inputs.every((t) => mixed.tensors[t].layout.name === 'NHWC'));
+  assert.equal(mixed.transitions.filter((t) => t.to === 'NHWC').length, 2);
+});
