@@ -343,7 +343,7 @@ static int compare_names(const void *a, const void *b) {
 static int cmd_inspect(int argc, char **argv) {
   if (argc < 1 || argv[0][0] == '-')
     return usage();
-  cli_shape shapes[MAX_CLI_INPUTS];
+  wq_cli_shape shapes[MAX_CLI_INPUTS];
   wq_input_shape load_shapes[MAX_CLI_INPUTS];
   char names[MAX_CLI_INPUTS][128];
   wq_load_options opts = {0};
@@ -351,8 +351,8 @@ static int cmd_inspect(int argc, char **argv) {
     if (strcmp(argv[i], "--json") == 0)
       continue;
     if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && opts.n_input_shapes < MAX_CLI_INPUTS) {
-      cli_shape *s = &shapes[opts.n_input_shapes];
-      if (parse_shape(argv[++i], s) != 0) {
+      wq_cli_shape *s = &shapes[opts.n_input_shapes];
+      if (wq_cli_parse_shape(argv[++i], s) != 0) {
         fprintf(stderr, "wasmq: --shape expects NAME=D0xD1x..., got %s\n", argv[i]);
         return 2;
       }
