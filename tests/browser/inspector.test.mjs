@@ -40,6 +40,8 @@ after(async () => {
 async function openPage(query = '') {
   const page = await browser.newPage();
   const errors = watchErrors(page);
+  page.requested = [];
+  page.on('request', (r) => page.requested.push(r.url()));
   await page.goto(`${baseUrl}${query}`);
   return { page, errors };
 }
@@ -183,6 +185,8 @@ test('quantize a float model opened from a file: random calibration with progres
   assert.equal(await page.$eval('#quant-panel', (e) => Number(e.dataset.done)), stopped);
   assert.deepEqual(await page.$$eval('#graph-model option', (os) => os.map((o) => o.textContent)), ['model.onnx']);
   await shot(page, 'quantize-cancelled');
+  // The quantizer's wasm was fetched for this (and only now: see the smallcnn test).
+  assert.ok(page.requested.some((u) => /wasmq-quant[^/]*\.wasm$/.test(u)), page.requested.join('\n'));
   // Quantize with 8 random samples: progress reaches 8 of 8, the int8 graph is shown.
   await page.fill('#q-n', '8');
   await page.click('#q-start');
@@ -237,6 +241,8 @@ test('int8 demos: smallcnn (QDQ) and kws-dscnn draw int8 regions; opening a file
   assert.deepEqual(nodes.filter((n) => n.transition).map((n) => n.transition), ['NCHW->NHWC', 'NHWC->NCHW']);
   assert.match(await page.$eval('#summary', (e) => e.textContent), /^int8: 8 of 10 nodes in 1 region/);
   await shot(page, 'smallcnn-demo');
+  // Nothing quantizes here, so the quantizer's wasm is never fetched.
+  assert.deepEqual(page.requested.filter((u) => /quant/.test(u)), []);
   await page.setInputFiles('#file', path.join(REPO, '../shared/models/synthetic/smallcnn_f32.onnx'));
   await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'smallcnn_f32.onnx');
   assert.ok((await nodeAttrs(page)).every((n) => n.backend === 'float'));
