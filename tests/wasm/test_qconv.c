@@ -134,6 +134,10 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
     mult[m] = wq_ktest_int(t, 0, 3) == 0 ? 1.0f / (float)(1 << wq_ktest_int(t, 1, 12))
                                          : base * wq_ktest_float(t, 0.05f, 40.0f);
   }
+  /* Now and then multipliers so large that acc * m passes 2^22 (the
+   * epilogues' float clamp and saturation paths). */
+  if (wq_ktest_int(t, 0, 7) == 0)
+    mult[wq_ktest_int(t, 0, (int)M - 1)] = (float)(1 << wq_ktest_int(t, 4, 14));
   d.w = w;
   d.w_zero_point = wzp;
   d.w_zero_point_count = zp_mode == 2 ? M : 1;
@@ -145,6 +149,8 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   d.y_max = q8_hi(d.y_dtype);
   if (wq_ktest_int(t, 0, 2) == 0)
     d.y_min = d.y_zero_point;
+  if (wq_ktest_int(t, 0, 3) == 0) /* a fused Relu6-like upper clamp */
+    d.y_max = wq_ktest_int(t, d.y_min, q8_hi(d.y_dtype));
   float *float_bias = malloc(sizeof(float) * (size_t)M);
   for (int64_t j = 0; j < M; j++)
     float_bias[j] = wq_ktest_float(t, -3.0f, 3.0f);
@@ -194,8 +200,66 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   return ok;
 }
 
+/* The wrap window of the magic-add rounding: a depthwise 3x3 whose
+ * interior accumulators are 9 * 255 * -100 = -229500 and multiplier 80 puts
+ * acc * m at -1.836e7, between -2.45e7 and -1.5 * 2^23, where the float bits
+ * minus the magic would wrap to a large positive int32 without the float
+ * clamp: every output must still be y_min, as the reference gives. Edge
+ * pixels (4 or 6 taps) sit just outside the window. Both output dtypes. */
+static int wrap_window_case(wq_dtype y_dtype) {
+  enum { H = 6, W = 9, C = 20 };
+  wq_qconv_desc d;
+  memset(&d, 0, sizeof d);
+  d.batch = 1;
+  d.in_channels = d.out_channels = d.group = C;
+  d.geo.n_spatial = 2;
+  for (int i = 0; i < 2; i++) {
+    d.geo.in[i] = i ? W : H;
+    d.geo.kernel[i] = 3;
+    d.geo.stride[i] = d.geo.dilation[i] = 1;
+    d.geo.pad_begin[i] = d.geo.pad_end[i] = 1;
+  }
+  if (wq_conv_geometry_resolve(&d.geo, WQ_AUTO_PAD_NOTSET, false) >= 0)
+    return 0;
+  static uint8_t x[H * W * C], y_ref[H * W * C], y_simd[H * W * C];
+  static int8_t w[C * 9];
+  static float mult[C];
+  memset(x, 255, sizeof x);
+  memset(w, -100, sizeof w);
+  for (int c = 0; c < C; c++)
+    mult[c] = 80.0f;
+  d.x_dtype = WQ_DT_UINT8;
+  d.w_dtype = WQ_DT_INT8;
+  d.w = w;
+  d.multiplier = mult;
+  d.multiplier_count = C;
+  d.y_dtype = y_dtype;
+  d.y_zero_point = q8_lo(y_dtype) + 3;
+  d.y_min = q8_lo(y_dtype);
+  d.y_max = q8_hi(y_dtype);
+  memset(y_simd, 0xCD, sizeof y_simd);
+  wq_qconv_plan pr, ps;
+  wq_error err;
+  int ok = wq_qconv_plan_common(&pr, &d, "test", &err) == WQ_OK &&
+           wq_ref_qconv_pack(&pr, &d, "test", &err) == WQ_OK;
+  ok = ok && wq_qconv_plan_common(&ps, &d, "test", &err) == WQ_OK &&
+       wq_simd_qconv_pack(&ps, &d, "test", &err) == WQ_OK;
+  if (ok) {
+    wq_ref_qconv_run(&pr, x, y_ref);
+    ok = wq_simd_qconv_run(&ps, x, y_simd, &err) == WQ_OK &&
+         memcmp(y_ref, y_simd, sizeof y_ref) == 0 && y_ref[(W + 1) * C] == (uint8_t)d.y_min;
+  }
+  wq_qconv_plan_free(&pr);
+  wq_qconv_plan_free(&ps);
+  return ok;
+}
+
 void wq_ktest_qconv(wq_ktest *t) {
   char what[400];
+  wq_ktest_case(t, wrap_window_case(WQ_DT_UINT8),
+                "qconv depthwise, acc * m in the wrap window, uint8 y");
+  wq_ktest_case(t, wrap_window_case(WQ_DT_INT8),
+                "qconv depthwise, acc * m in the wrap window, int8 y");
   static const shape_kind kinds[] = {SHAPE_POINTWISE, SHAPE_GROUP1,        SHAPE_DEPTHWISE,
                                      SHAPE_GROUPED,   SHAPE_DEPTHWISE_NET, SHAPE_DEPTHWISE_3X3};
   for (int k = 0; k < 6; k++)
