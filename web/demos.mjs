@@ -193,8 +193,8 @@ async function superres({ panel, openModel, runModel, setStatus, quantizeLoaded 
 
 function maskOverlay(data, mask, W, H) {
   const over = build('canvas', { width: W, height: H }, []);
-  over.style.width = `${W * 2}px`;
-  over.style.height = `${H * 2}px`;
+  over.style.width = `${W * 1.5}px`;
+  over.style.height = `${H * 1.5}px`;
   const ctx = over.getContext('2d');
   const id = ctx.createImageData(W, H);
   for (let i = 0; i < W * H; i++) {
@@ -224,7 +224,17 @@ async function segmentation({ panel, openModel, runModel, setStatus, quantizeLoa
   const r = await runModel('seg', feeds, { label: 'segmentation' });
   const mask = r.results.mask.data;
   const int8Card = card('int8 mask: quantizing in the page…');
-  panel.replaceChildren(card('Input', greyCanvas(data, W, H, { scale: 2 })), card(`Float mask over the input (${r.ms.toFixed(1)} ms)`, maskOverlay(data, mask, W, H)), card('Float mask', greyCanvas(mask, W, H, { scale: 2 })), int8Card);
+  // The masks are also drawn stretched to the float mask's maximum, so a faint mask and the int8 gap stay visible.
+  const top = Math.max(1e-6, ...mask);
+  const stretched = (m) => Float32Array.from(m, (v) => v / top);
+  const int8Mask = card('int8 mask (same stretch)');
+  panel.replaceChildren(
+    card('Input', greyCanvas(data, W, H, { scale: 1.5 })),
+    card(`Float mask (white = ${top.toPrecision(2)})`, greyCanvas(stretched(mask), W, H, { scale: 1.5 })),
+    int8Mask,
+    card(`Float mask on input (${r.ms.toFixed(1)} ms)`, maskOverlay(data, mask, W, H)),
+    int8Card,
+  );
   panel.hidden = false;
   setStatus(`segmentation: mask ${W}×${H} in ${r.ms.toFixed(1)} ms (float); quantizing…`);
   // Calibrated on the demo's input, once per session.
@@ -232,9 +242,10 @@ async function segmentation({ panel, openModel, runModel, setStatus, quantizeLoa
   const mask8 = q.rq.results.mask.data;
   let differ = 0;
   for (let i = 0; i < mask.length; i++) differ += mask[i] >= 0.5 !== mask8[i] >= 0.5;
-  int8Card.replaceChildren(build('h3', { textContent: `int8 mask over the input (${q.rq.ms.toFixed(1)} ms)` }, []), maskOverlay(data, mask8, W, H), build('div', { className: 'cap', textContent: `${differ} of ${mask.length} pixels on the other side of 0.5 than float` }, []));
+  int8Card.replaceChildren(build('h3', { textContent: `int8 mask on input (${q.rq.ms.toFixed(1)} ms)` }, []), maskOverlay(data, mask8, W, H), build('div', { className: 'cap', textContent: `${differ} of ${mask.length} pixels on the other side of 0.5 than float` }, []));
   int8Card.dataset.int8 = 'done';
   int8Card.dataset.differ = String(differ);
+  int8Mask.append(greyCanvas(stretched(mask8), W, H, { scale: 1.5 }));
   setStatus(`segmentation: mask ${W}×${H}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (mean of 5); ${differ} pixels differ at 0.5`);
   return () => {};
 }
