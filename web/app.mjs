@@ -398,7 +398,8 @@ async function openDemo(name) {
   try {
     demoStop = await startDemo(name, { panel: $('demo-panel'), openModel, runModel, showModel, setStatus, quantizeLoaded: quant.quantizeLoaded });
   } catch (e) {
-    setStatus(`demo ${name}: ${e.message}`, { error: true });
+    // A cancelled quantization has said so already; the demo keeps its float model.
+    if (!e.cancelled) setStatus(`demo ${name}: ${e.message}`, { error: true });
   }
 }
 
