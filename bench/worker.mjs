@@ -228,12 +228,15 @@ async function benchKernels(spec) {
     }
   }
   // NHWC int8 convolutions at mobilenetv2's shapes (uint8 activations, pads
-  // (k - 1) / 2): depthwise 3x3 at stride 1 and 2, and a small 1x1 conv.
+  // (k - 1) / 2): depthwise 3x3 at stride 1 and 2 (its largest layers and
+  // its smallest, 7x7x960), and a small 1x1 conv.
   // Ops count the useful multiply-adds only (2 per MAC).
   const convs = [
     { label: 'depthwise 3×3', h: 112, w: 112, c: 32, m: 32, k: 3, stride: 1, group: 32 },
     { label: 'depthwise 3×3', h: 56, w: 56, c: 144, m: 144, k: 3, stride: 1, group: 144 },
     { label: 'depthwise 3×3', h: 28, w: 28, c: 192, m: 192, k: 3, stride: 2, group: 192 },
+    { label: 'depthwise 3×3', h: 112, w: 112, c: 96, m: 96, k: 3, stride: 2, group: 96 },
+    { label: 'depthwise 3×3', h: 7, w: 7, c: 960, m: 960, k: 3, stride: 1, group: 960 },
     { label: '1×1', h: 28, w: 28, c: 32, m: 192, k: 1, stride: 1, group: 1 },
   ];
   const convItems = [];
