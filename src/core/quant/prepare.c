@@ -208,7 +208,7 @@ static float *scaled_weight(const wq_graph *g, const linear *lin, const double *
   int64_t e = 0;
   for (int64_t a = 0; a < w->dims[0]; a++)
     for (int64_t b = 0; b < w->dims[1]; b++) {
-      int64_t oc, ic;
+      int64_t oc = 0, ic = 0; /* weight_channels sets both; gcc -O3 cannot tell */
       weight_channels(lin, w, a, b, &oc, &ic);
       double f = (out_f ? out_f[oc] : 1.0) * (in_f ? in_f[ic] : 1.0);
       for (int64_t k = 0; k < inner; k++, e++)

@@ -126,10 +126,10 @@ static wq_status bad(wq_error *err, const char *path, const wq_json *at, const c
 }
 
 static void child_path(char *out, const char *parent, const char *key) {
-  if (parent[0])
-    snprintf(out, PATH_MAX_LEN, "%s.%s", parent, key);
-  else
-    snprintf(out, PATH_MAX_LEN, "%s", key);
+  int n = parent[0] ? snprintf(out, PATH_MAX_LEN, "%s.%s", parent, key)
+                    : snprintf(out, PATH_MAX_LEN, "%s", key);
+  if (n >= PATH_MAX_LEN) /* a longer path is cut: it only names the place in messages */
+    out[PATH_MAX_LEN - 1] = '\0';
 }
 
 static wq_status want_type(const wq_json *v, wq_json_type type, const char *path, wq_error *err) {
