@@ -227,7 +227,7 @@ export interface GraphTensor {
   producer: number;
   consumers: number[];
   bytes: number;
-  /** Lifetime in execution steps; offset is null until the core exposes arena offsets. */
+  /** Arena slot of the latest plan (offset null before a plan: symbolic shapes, no run yet) and lifetime in execution steps. */
   arena: { offset: number | null; size: number; first: number; last: number } | null;
 }
 

@@ -83,6 +83,16 @@ test("partition 'int+fp': every node's backend, region and reason code on the ed
     // The summary names the float ops with their codes.
     assert.match(g.summary, /^int8: 8 of 19 nodes in 3 regions; quantize\/dequantize: 8; float: 3 nodes \(/);
     assert.match(g.summary, /Softmax x1 UNSUPPORTED_OP/);
+    // Arena slots: every intermediate placed, no two alive at once overlapping.
+    const slots = g.tensors.filter((t) => t.arena);
+    assert.ok(slots.length > 0 && slots.every((t) => Number.isInteger(t.arena.offset)));
+    for (const a of slots)
+      for (const b of slots) {
+        if (a === b || a.arena.last < b.arena.first || b.arena.last < a.arena.first) continue;
+        const apart = a.arena.offset + a.arena.size <= b.arena.offset || b.arena.offset + b.arena.size <= a.arena.offset;
+        assert.ok(apart, `${a.name} and ${b.name} overlap while both alive`);
+      }
+    assert.ok(Math.max(...slots.map((t) => t.arena.offset + t.arena.size)) <= g.memory.arena_bytes);
     // Per-pass counters.
     const partition = g.passes.find((p) => p.name === 'partition');
     assert.deepEqual(partition, { name: 'partition', ran: true, stats: { int8: 6, boundary: 8, float: 3, float_on_path: 3 } });

@@ -144,7 +144,8 @@ static void tensor_links(const wq_graph *g, int *producer, int *last) {
   }
 }
 
-static void put_tensors(wq_text *t, const wq_graph *g, const int *producer, const int *last) {
+static void put_tensors(wq_text *t, const wq_model *m, const int *producer, const int *last) {
+  const wq_graph *g = m->ir->graph;
   wq_text_put(t, "\"tensors\":[");
   for (int x = 0; x < g->n_tensors; x++) {
     const wq_tensor *tensor = &g->tensors[x];
@@ -169,13 +170,20 @@ static void put_tensors(wq_text *t, const wq_graph *g, const int *producer, cons
     }
     int64_t bytes = wq_tensor_static_bytes(tensor);
     wq_text_put(t, "],\"bytes\":%lld,\"arena\":", (long long)bytes);
-    /* Lifetime in execution steps (the arena planner's [first, last]);
-     * the offset is not exposed by the plan yet. */
-    if (!strcmp(tensor_kind(tensor), "intermediate") && producer[x] >= 0)
-      wq_text_put(t, "{\"offset\":null,\"size\":%lld,\"first\":%d,\"last\":%d}", (long long)bytes,
-                  producer[x], last[x] > producer[x] ? last[x] : producer[x]);
-    else
+    /* The arena slot of the latest plan and the lifetime in execution
+     * steps (the planner's [first, last]); offset null before a plan. */
+    size_t offset = 0, size = (size_t)bytes;
+    bool placed = wq_exec_tensor_slot(&m->plan, x, &offset, &size);
+    if (!strcmp(tensor_kind(tensor), "intermediate") && producer[x] >= 0) {
+      if (placed)
+        wq_text_put(t, "{\"offset\":%zu,", offset);
+      else
+        wq_text_put(t, "{\"offset\":null,");
+      wq_text_put(t, "\"size\":%zu,\"first\":%d,\"last\":%d}", size, producer[x],
+                  last[x] > producer[x] ? last[x] : producer[x]);
+    } else {
       wq_text_put(t, "null");
+    }
     wq_text_put(t, "}");
   }
   wq_text_put(t, "]");
@@ -266,7 +274,7 @@ char *wq_model_graph_json(const wq_model *m) {
   wq_text_put(&t, ",");
   put_nodes(&t, g, &r);
   wq_text_put(&t, ",");
-  put_tensors(&t, g, producer, last);
+  put_tensors(&t, m, producer, last);
   wq_text_put(&t, ",");
   put_regions(&t, g, &r);
   wq_text_put(&t, ",");

@@ -305,6 +305,18 @@ void wq_exec_plan_free(wq_exec_plan *plan) {
 
 wq_arena_stats wq_exec_arena_stats(const wq_exec_plan *plan) { return plan->stats; }
 
+bool wq_exec_tensor_slot(const wq_exec_plan *plan, int t, size_t *offset, size_t *size) {
+  const struct wq_arena_entry *latest = NULL;
+  for (int e = 0; plan->plans && e < WQ_ARENA_CACHE; e++)
+    if (plan->plans[e].used && (!latest || plan->plans[e].last_used > latest->last_used))
+      latest = &plan->plans[e];
+  if (!latest || t < 0 || t >= plan->graph->n_tensors || latest->offsets[t] == WQ_NOT_IN_ARENA)
+    return false;
+  *offset = latest->offsets[t];
+  *size = latest->sizes[t];
+  return true;
+}
+
 void wq_exec_values_release(int n, wq_value *values, bool *owned) {
   for (int i = 0; i < n; i++) {
     if (owned[i])

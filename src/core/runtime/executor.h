@@ -103,6 +103,11 @@ void wq_exec_values_release(int n, wq_value *values, bool *owned);
 /* Memory figures of the current plan (see wq_arena_stats). */
 wq_arena_stats wq_exec_arena_stats(const wq_exec_plan *plan);
 
+/* Where the most recently used arena plan places tensor t: true with its
+ * byte offset in the arena and the size of its slot; false when no plan
+ * exists or t is not in the arena. */
+bool wq_exec_tensor_slot(const wq_exec_plan *plan, int t, size_t *offset, size_t *size);
+
 /* Runs one node on `in` (all data present) into `out`: infers output shapes,
  * allocates each output (owned by the caller afterwards; free(out[k].data))
  * and runs the kernel. On failure nothing stays allocated. Shared by the
