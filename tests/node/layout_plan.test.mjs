@@ -66,6 +66,11 @@ test('conv -> relu -> concat(second quantized input) -> conv, NCHW graph I/O: 3 
   ]);
   assert.equal(inRegion(g).length, 0);
   assert.ok(g.nodes.every((n) => n.backend !== 'float'));
+  // The first conv replaced its ONNX node, its input's DequantizeLinear, the
+  // fused Relu and the QuantizeLinear after it.
+  const c1 = g.nodes.find((n) => n.name === 'Conv_c1');
+  assert.deepEqual(c1.source_ops, ['Conv', 'DequantizeLinear', 'Relu', 'QuantizeLinear']);
+  assert.deepEqual(c1.source_nodes, ['Conv_c1', 'DQ_x', 'Relu_r1', 'Q_r1']);
   const cat = g.nodes.find((n) => n.name === 'Concat_cat');
   assert.equal(g.tensors[cat.outputs[0]].layout.name, 'NHWC');
 });

@@ -113,8 +113,18 @@ static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *
     wq_text_json_string(t, n->op_type);
     wq_text_put(t, ",\"domain\":");
     wq_text_json_string(t, n->domain);
-    wq_text_put(t, ",\"source_ops\":[],\"source_nodes\":[],\"backend\":\"%s\",\"role\":\"%s\"",
-                wq_backend_name(r->backend[i]), node_role(n));
+    const wq_attr *src = wq_node_attr(n, WQ_LOWER_SOURCES_ATTR);
+    size_t n_src = src && src->type == WQ_ATTR_STRINGS ? src->count / 2 : 0;
+    for (int part = 0; part < 2; part++) {
+      wq_text_put(t, part ? ",\"source_nodes\":[" : ",\"source_ops\":[");
+      for (size_t k = 0; k < n_src; k++) {
+        wq_text_put(t, k ? "," : "");
+        wq_text_json_string(t, src->strings[2 * k + (size_t)part]);
+      }
+      wq_text_put(t, "]");
+    }
+    wq_text_put(t, ",\"backend\":\"%s\",\"role\":\"%s\"", wq_backend_name(r->backend[i]),
+                node_role(n));
     wq_text_put(t, ",\"region\":%d,\"reason\":{\"code\":\"%s\",\"detail\":", r->region[i],
                 wq_reason_name(n->reason));
     wq_text_json_string(t, wq_lower_why(n) ? wq_lower_why(n) : "");

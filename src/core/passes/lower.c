@@ -168,6 +168,106 @@ static wq_status merge_duplicate_quantize(lower_ctx *c, wq_error *err) {
   return WQ_OK;
 }
 
+/* What the lowering folded into each node: per node of the graph as the
+ * node loop starts, its op type and inputs then, and the node that
+ * absorbed it (-1: none yet, -2: absorbed before the loop). */
+typedef struct {
+  int n;
+  char **op_type;
+  int **inputs;
+  int *n_inputs;
+  int *into;
+} lower_sources;
+
+static void sources_free(lower_sources *s) {
+  for (int i = 0; i < s->n; i++) {
+    if (s->op_type)
+      free(s->op_type[i]);
+    if (s->inputs)
+      free(s->inputs[i]);
+  }
+  free(s->op_type);
+  free(s->inputs);
+  free(s->n_inputs);
+  free(s->into);
+  memset(s, 0, sizeof *s);
+}
+
+static wq_status sources_init(lower_sources *s, const lower_ctx *c, wq_error *err) {
+  const wq_graph *g = c->g;
+  size_t n = (size_t)g->n_nodes + 1;
+  s->op_type = calloc(n, sizeof *s->op_type);
+  s->inputs = calloc(n, sizeof *s->inputs);
+  s->n_inputs = calloc(n, sizeof *s->n_inputs);
+  s->into = calloc(n, sizeof *s->into);
+  bool ok = s->op_type && s->inputs && s->n_inputs && s->into;
+  for (int i = 0; ok && i < g->n_nodes; i++) {
+    const wq_node *node = &g->nodes[i];
+    s->n = i + 1;
+    s->op_type[i] = wq_strdup(node->op_type);
+    s->inputs[i] = malloc(sizeof(int) * (size_t)(node->n_inputs + 1));
+    ok = s->op_type[i] && s->inputs[i];
+    if (ok)
+      memcpy(s->inputs[i], node->inputs, sizeof(int) * (size_t)node->n_inputs);
+    s->n_inputs[i] = node->n_inputs;
+    s->into[i] = c->absorbed[i] ? -2 : -1;
+  }
+  if (ok)
+    return WQ_OK;
+  sources_free(s);
+  return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+}
+
+/* Nodes absorbed while node i was lowered are folded into it. */
+static void sources_note(lower_sources *s, const lower_ctx *c, int i) {
+  for (int j = 0; j < s->n; j++)
+    if (j != i && c->absorbed[j] && s->into[j] == -1)
+      s->into[j] = i;
+}
+
+static bool reads(const wq_node *n, int t) {
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] == t)
+      return true;
+  return false;
+}
+
+/* Gives each lowered node the attribute WQ_LOWER_SOURCES_ATTR: op type and
+ * name of what it replaced, in order: itself as written, the
+ * DequantizeLinear nodes it no longer reads through, the nodes it absorbed. */
+static wq_status sources_attach(const lower_sources *s, lower_ctx *c, const bool *lowered,
+                                wq_error *err) {
+  wq_graph *g = c->g;
+  char **list = malloc(sizeof(char *) * 2 * ((size_t)s->n + 1));
+  if (!list)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+  wq_status st = WQ_OK;
+  for (int i = 0; i < s->n && st == WQ_OK; i++) {
+    wq_node *n = &g->nodes[i];
+    if (!lowered[i] || c->absorbed[i] || !is_int8_domain(n))
+      continue;
+    int count = 0;
+    list[count++] = s->op_type[i];
+    list[count++] = g->nodes[i].name;
+    for (int k = 0; k < s->n_inputs[i]; k++) {
+      int t = s->inputs[i][k];
+      int p = t >= 0 ? lower_producer(c, t) : -1;
+      if (p >= 0 && p < s->n && lower_is_op(&g->nodes[p], "DequantizeLinear") && !reads(n, t)) {
+        list[count++] = s->op_type[p];
+        list[count++] = g->nodes[p].name;
+      }
+    }
+    for (int j = 0; j < s->n; j++)
+      if (s->into[j] == i) {
+        list[count++] = s->op_type[j];
+        list[count++] = g->nodes[j].name;
+      }
+    st = lower_set_strings(n, WQ_LOWER_SOURCES_ATTR, (const char *const *)list, count, err);
+  }
+  free(list);
+  return st;
+}
+
 wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_stats *stats,
                         wq_error *err) {
   lower_ctx c;
@@ -186,6 +286,10 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
     st = lower_move_quantization(&c, err);
   if (st == WQ_OK)
     st = merge_duplicate_quantize(&c, err);
+  lower_sources sources;
+  memset(&sources, 0, sizeof sources);
+  if (st == WQ_OK)
+    st = sources_init(&sources, &c, err);
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     if (c.absorbed[i] || is_int8_domain(&g->nodes[i]) || wq_lower_why(&g->nodes[i])) {
       /* Already int8: a wasmq op, or moved onto int8 data above. */
@@ -199,6 +303,7 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
       continue; /* explained once the others are done */
     if (lower_is_op(&g->nodes[i], "QuantizeLinear")) {
       st = lower_requantize(&c, i, &done, err);
+      sources_note(&sources, &c, i);
       if (st == WQ_OK && done && !c.absorbed[i]) {
         lowered[i] = true;
         c.stats.nodes_lowered++;
@@ -210,6 +315,7 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
     st = try_node(&c, i, &done, err);
     if (st != WQ_OK)
       break;
+    sources_note(&sources, &c, i);
     lowered[i] = done;
     if (done)
       c.stats.nodes_lowered++;
@@ -234,6 +340,9 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
       continue;
     c.stats.nodes_kept_float++;
   }
+  if (st == WQ_OK)
+    st = sources_attach(&sources, &c, lowered, err);
+  sources_free(&sources);
   if (st == WQ_OK)
     lower_remove_dead(&c);
   if (stats)

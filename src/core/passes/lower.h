@@ -51,6 +51,11 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
 /* The attribute holding a node's lowering explanation. */
 #define WQ_LOWER_WHY_ATTR "wasmq.lowering"
 
+/* A lowered node's origin (strings attribute): op type and name of each
+ * node it replaced, in pairs: itself as written, the DequantizeLinear nodes
+ * it read through, the nodes it absorbed (QuantizeLinear, Relu, ...). */
+#define WQ_LOWER_SOURCES_ATTR "wasmq.sources"
+
 /* The node's lowering explanation, or NULL when the pass did not run. */
 const char *wq_lower_why(const wq_node *node);
 

@@ -236,6 +236,37 @@ wq_status lower_set_why(wq_node *node, const char *why, wq_error *err) {
   return WQ_OK;
 }
 
+wq_status lower_set_strings(wq_node *node, const char *name, const char *const *s, int n,
+                            wq_error *err) {
+  char **copy = calloc((size_t)n + 1, sizeof *copy);
+  char *attr_name = wq_strdup(name);
+  bool ok = copy && attr_name;
+  for (int k = 0; ok && k < n; k++)
+    ok = (copy[k] = wq_strdup(s[k])) != NULL;
+  wq_attr *attrs = ok ? realloc(node->attrs, (size_t)(node->n_attrs + 1) * sizeof *attrs) : NULL;
+  if (!attrs) {
+    for (int k = 0; copy && k < n; k++)
+      free(copy[k]);
+    free(copy);
+    free(attr_name);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "lowering: out of memory");
+  }
+  node->attrs = attrs;
+  for (int i = 0; i < node->n_attrs; i++)
+    if (strcmp(node->attrs[i].name, name) == 0) {
+      wq_attr_clear(&node->attrs[i]);
+      node->attrs[i] = node->attrs[--node->n_attrs];
+      break;
+    }
+  wq_attr *a = &node->attrs[node->n_attrs++];
+  memset(a, 0, sizeof *a);
+  a->name = attr_name;
+  a->type = WQ_ATTR_STRINGS;
+  a->strings = copy;
+  a->count = (size_t)n;
+  return WQ_OK;
+}
+
 const char *wq_lower_why(const wq_node *node) {
   const wq_attr *a = wq_node_attr(node, WQ_LOWER_WHY_ATTR);
   return a && a->type == WQ_ATTR_STRING ? a->s : NULL;

@@ -77,6 +77,9 @@ wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error 
 
 /* Sets the node's why attribute (replacing a previous one). */
 wq_status lower_set_why(wq_node *node, const char *why, wq_error *err);
+/* Sets a strings attribute (copies of s[0..n), replacing a previous one). */
+wq_status lower_set_strings(wq_node *node, const char *name, const char *const *s, int n,
+                            wq_error *err);
 
 /* Removes absorbed nodes, then DequantizeLinear nodes nobody reads, and
  * releases the data of constants nothing reads any more. */
