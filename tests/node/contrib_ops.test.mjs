@@ -322,3 +322,44 @@ for (const attrs of [{ opset: 13, axis: -1 }, { opset: 13, axis: 1 }, { opset: 1
     });
   }
 }
+
+// QLinearSoftmax after a channels-last int8 conv, normalising over the
+// channels (axis 1 of 4-D data): the layout pass hands it channels-first
+// codes (a ToNCHW before it), and the lowered graph gives the codes of the
+// graph run op by op.
+test('QLinearSoftmax axis 1 after an int8 conv: a ToNCHW before it, the op-by-op codes', async () => {
+  const f = (name, v) => ({ name, dtype: 'float', dims: [], data: Float32Array.of(v) });
+  const u = (name, v) => ({ name, dtype: 'uint8', dims: [], data: Uint8Array.of(v) });
+  const bytes = encodeModel({
+    nodes: [
+      { op: 'QuantizeLinear', name: 'q', inputs: ['x', 'xs', 'xz'], outputs: ['xq'] },
+      { op: 'QLinearConv', name: 'conv', inputs: ['xq', 'xs', 'xz', 'w', 'ws', 'wz', 'cs', 'cz'], outputs: ['cq'], attrs: { pads: [1, 1, 1, 1] } },
+      { op: 'QLinearSoftmax', name: 'sm', domain: 'com.microsoft', inputs: ['cq', 'cs', 'cz', 'ys', 'yz'], outputs: ['yq'], attrs: { opset: 13, axis: 1 } },
+      { op: 'DequantizeLinear', name: 'dq', inputs: ['yq', 'ys', 'yz'], outputs: ['y'] },
+    ],
+    initializers: [
+      f('xs', 8 / 255), u('xz', 128),
+      { name: 'w', dtype: 'int8', dims: [8, 4, 3, 3], data: codes(8 * 4 * 9, 3) }, f('ws', 0.01),
+      { name: 'wz', dtype: 'int8', dims: [], data: Int8Array.of(0) },
+      f('cs', 0.05), u('cz', 128), f('ys', 1 / 256), u('yz', 0),
+    ],
+    opset: 13, extraOpsets: [['com.microsoft', 1]],
+    inputs: [{ name: 'x', dtype: 'float', shape: X_SHAPE }], outputs: [{ name: 'y', dtype: 'float' }],
+  });
+  const model = await load(bytes);
+  const opByOp = await load(bytes, { lowering: false });
+  try {
+    const lowered = model.describeLowered();
+    assert.match(lowered, /wasmq\.QConvNHWC[\s\S]*wasmq\.ToNCHW[\s\S]*com\.microsoft\.QLinearSoftmax/);
+    assert.doesNotMatch(lowered, /\[float\]/);
+    for (const seed of [0, 1]) {
+      const data = seededInput(seed, X_SHAPE);
+      const ours = (await model.run({ x: { data, dims: X_SHAPE } })).y.data;
+      const ref = (await opByOp.run({ x: { data, dims: X_SHAPE } })).y.data;
+      assert.deepEqual(ours, ref, `seed ${seed}`);
+    }
+  } finally {
+    model.dispose();
+    opByOp.dispose();
+  }
+});
