@@ -42,8 +42,8 @@ for (const [rel, inputShapes] of CASES) {
     const one = await load(file, { inputShapes, threads: 1 });
     const two = await load(file, { inputShapes, threads: 2 });
     try {
-      assert.deepEqual(one.info, { build: 'simd', threads: 1, requestedThreads: 1, lowering: true });
-      assert.deepEqual(two.info, { build: 'simd-threads', threads: 2, requestedThreads: 2, lowering: true });
+      assert.deepEqual(one.info, { build: 'simd', threads: 1, requestedThreads: 1, lowering: true, partition: 'int+fp' });
+      assert.deepEqual(two.info, { build: 'simd-threads', threads: 2, requestedThreads: 2, lowering: true, partition: 'int+fp' });
       for (const seed of [3, 4]) {
         const feeds = feedsFor(one, inputShapes, seed);
         const a = await one.run(feeds);
