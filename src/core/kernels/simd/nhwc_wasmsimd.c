@@ -13,8 +13,12 @@ static void transpose_u8(int64_t rows, int64_t cols, const uint8_t *src, uint8_t
     int64_t c0 = 0;
     for (; c0 + 16 <= cols; c0 += 16) {
       v128_t v[16], t[16];
-      for (int i = 0; i < 16; i++)
+      for (int i = 0; i < 16; i++) {
         v[i] = wasm_v128_load(src + (r0 + i) * cols + c0);
+      }
+      /* The four rounds are the same code: kept rolled (each unrolled
+       * round is ~1 KB of shuffle immediates in the shipped .wasm). */
+#pragma clang loop unroll(disable)
       for (int round = 0; round < 4; round++) {
         for (int i = 0; i < 8; i++) {
           t[2 * i] = wasm_i8x16_shuffle(v[i], v[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6,
