@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+// Where a model's time goes, per node and per kernel, robust to a shared
+// machine: each node's minimum kernel time over many single runs (a run
+// that lost the CPU inflates only its own sample), grouped by op and, for
+// int8 convolutions, by the conv algorithm (gemm_1x1, depthwise, ...), with
+// the convolutions' multiply-adds turned into GOPS.
+//
+//   node bench/profile_nodes.mjs MODEL.onnx [--runs N] [--top N] [--shape NAME=1,3,224,224]
+//
+// Uses the shipped build (wasm_build/out). A diagnostic, not a benchmark:
+// compare it with `npm run bench` for end-to-end times.
+import { basename } from 'node:path';
+
+import { load } from '../src/js/index.mjs';
+import { randomArray } from '../src/js/random.mjs';
+
+const args = process.argv.slice(2);
+const file = args.find((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
+if (!file) {
+  console.error('usage: node bench/profile_nodes.mjs MODEL.onnx [--runs N] [--top N] [--shape NAME=d0,d1,...]');
+  process.exit(2);
+}
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const runs = Number(option('--runs', 60));
+const top = Number(option('--top', 15));
+const inputShapes = {};
+for (let i = 0; i < args.length; i++) {
+  if (args[i] !== '--shape') continue;
+  const [name, dims] = args[i + 1].split('=');
+  inputShapes[name] = dims.split(',').map(Number);
+}
+
+const model = await load(file, Object.keys(inputShapes).length ? { inputShapes } : {});
+const graph = model.graph();
+const feeds = {};
+model.inputs.forEach((info, k) => {
+  const dims = inputShapes[info.name] ?? info.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
+  const dtype = info.dtype === 'float32' || info.dtype === 'float' ? 'float32' : info.dtype;
+  feeds[info.name] = { data: randomArray(dtype, dims.reduce((a, b) => a * b, 1), 1 + k), dims };
+});
+for (let i = 0; i < 10; i++) await model.run(feeds);
+model.profile(true);
+let previous = model.nodeTimes().map((t) => t.kernelMs);
+const best = previous.map(() => Infinity);
+for (let r = 0; r < runs; r++) {
+  await model.run(feeds);
+  const now = model.nodeTimes();
+  now.forEach((t, i) => {
+    best[i] = Math.min(best[i], t.kernelMs - previous[i]);
+  });
+  previous = now.map((t) => t.kernelMs);
+}
+const times = model.nodeTimes();
+model.profile(false);
+
+const nodes = Object.fromEntries(graph.nodes.map((n) => [n.name, n]));
+const groups = {};
+const rows = [];
+let total = 0;
+times.forEach((t, i) => {
+  const n = nodes[t.name];
+  let kind = t.op;
+  let macs = 0;
+  if (n && n.op === 'QConvNHWC' && n.kernel) {
+    kind = `${t.op}/${n.kernel}`;
+    const w = graph.tensors[n.inputs[1]].dims, y = graph.tensors[n.outputs[0]].dims;
+    macs = y.reduce((a, b) => a * b, 1) * w.slice(1).reduce((a, b) => a * b, 1);
+  }
+  const g = (groups[kind] ??= { ms: 0, macs: 0, count: 0 });
+  g.ms += best[i];
+  g.macs += macs;
+  g.count++;
+  total += best[i];
+  rows.push({ name: t.name, kind, ms: best[i], macs });
+});
+const gops = (macs, ms) => (macs ? `${((2 * macs) / ms / 1e6).toFixed(1)} GOPS` : '');
+console.log(`${basename(file)}: sum of per-node minima over ${runs} runs ${total.toFixed(3)} ms`);
+for (const [kind, g] of Object.entries(groups).sort((a, b) => b[1].ms - a[1].ms))
+  console.log(`  ${kind.padEnd(28)} ${String(g.count).padStart(3)} nodes ${g.ms.toFixed(3).padStart(8)} ms ${((100 * g.ms) / total).toFixed(1).padStart(5)}%  ${gops(g.macs, g.ms)}`);
+console.log(`slowest ${top} nodes:`);
+for (const r of rows.sort((a, b) => b.ms - a.ms).slice(0, top))
+  console.log(`  ${r.name.padEnd(28)} ${r.kind.padEnd(28)} ${r.ms.toFixed(3).padStart(8)} ms  ${gops(r.macs, r.ms)}`);
+model.dispose();
