@@ -160,6 +160,8 @@ opt_level() {
   src/core/kernels/ref/ew_binary.c) echo -Oz ;;
   src/core/kernels/ref/* | src/core/kernels/qgemm.c | src/core/kernels/qconv.c) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
+  # Load-time only (import, IR, passes, API glue, reports): smallest code.
+  src/core/onnx/* | src/core/ir/* | src/core/passes/* | src/core/api/*) echo -Oz ;;
   *) echo -Os ;;
   esac
 }

