@@ -19,16 +19,18 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'wq-render-'));
 const attrValues = (svg, attr) => [...svg.matchAll(new RegExp(`<g class="wq-node[^"]*"[^>]*\\s${attr}="([^"]*)"`, 'g'))].map((m) => m[1]);
 const cli = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
 
-test('graph(): smallcnn_qdq is one int8 region with its two layout transitions', async () => {
+test('graph(): smallcnn_qdq is one int8 region with one layout transition (the pooled 1x1 tensor is flattened as it is)', async () => {
   const model = await load(SMALLCNN_QDQ);
   try {
     const g = model.graph();
     assert.equal(g.schema, 1);
-    assert.equal(g.nodes.length, 10);
+    assert.equal(g.nodes.length, 9);
     assert.equal(g.regions.length, 1);
-    assert.deepEqual(g.transitions.map((t) => `${t.from}->${t.to}`), ['NCHW->NHWC', 'NHWC->NCHW']);
-    // 1x3x224x224 uint8 moved to NHWC, and the 64-channel pooled tensor back.
-    assert.deepEqual(g.transitions.map((t) => t.bytes), [150528, 64]);
+    assert.deepEqual(g.transitions.map((t) => `${t.from}->${t.to}`), ['NCHW->NHWC']);
+    // 1x3x224x224 uint8 moved to NHWC; the 64-channel pooled tensor (1x1
+    // spatial: the same bytes either way) is flattened without a transition.
+    assert.deepEqual(g.transitions.map((t) => t.bytes), [150528]);
+    assert.equal(g.nodes.find((n) => n.op === 'Flatten').inputs.map((t) => g.tensors[t].layout.name)[0], 'NHWC');
     const conv = g.nodes.find((n) => n.name === 'c1_Conv');
     assert.equal(conv.op, 'QConvNHWC');
     assert.equal(conv.reason.code, 'INT8');
@@ -39,7 +41,7 @@ test('graph(): smallcnn_qdq is one int8 region with its two layout transitions',
     const out = g.tensors[conv.outputs[0]];
     assert.equal(out.layout.name, 'NHWC');
     assert.equal(out.qparams.zero_point[0], 0);
-    assert.match(g.summary, /^int8: 8 of 10 nodes in 1 region; quantize\/dequantize: 2; float: 0 nodes; 2 transitions moving 147\.1 KB$/);
+    assert.match(g.summary, /^int8: 7 of 9 nodes in 1 region; quantize\/dequantize: 2; float: 0 nodes; 1 transition moving 147\.0 KB$/);
     // Lifetimes: every intermediate lives from its producer to its last consumer.
     for (const t of g.tensors.filter((x) => x.arena)) {
       assert.equal(t.arena.first, t.producer);
@@ -73,13 +75,13 @@ test('render -o graph.svg: one node per executed node, colours and data-backend 
   assert.equal(r.status, 0, r.stderr);
   const svg = readFileSync(file, 'utf8');
   assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
-  assert.equal(attrValues(svg, 'data-node').length, 10);
+  assert.equal(attrValues(svg, 'data-node').length, 9);
   const backends = attrValues(svg, 'data-backend');
   const ops = attrValues(svg, 'data-op');
   ops.forEach((op, i) => {
     if (/^Q(Conv|Gemm|GlobalAveragePool)/.test(op)) assert.ok(backends[i].startsWith('int8'), `${op} is ${backends[i]}`);
   });
-  assert.deepEqual([...svg.matchAll(/data-transition="([^"]*)"/g)].map((m) => m[1].replace(/&gt;/g, '>')), ['NCHW->NHWC', 'NHWC->NCHW']);
+  assert.deepEqual([...svg.matchAll(/data-transition="([^"]*)"/g)].map((m) => m[1].replace(/&gt;/g, '>')), ['NCHW->NHWC']);
   assert.match(svg, /<polygon [^>]*fill="#8a5cc7"/); // transitions as hexagons
   // Edge labels carry dtype, layout and qparams.
   assert.match(svg, />uint8 NHWC s=0\.014 zp=0</);
@@ -112,11 +114,11 @@ test('render --overlay time: per-node ms as heat colours, emitted and re-read as
   const r = cli('render', SMALLCNN_QDQ, '-o', svg, '--overlay', 'time', '--repeats', '3', '--emit-node-data', nd);
   assert.equal(r.status, 0, r.stderr);
   const data = JSON.parse(readFileSync(nd, 'utf8'));
-  assert.equal(Object.keys(data.results).length, 10);
+  assert.equal(Object.keys(data.results).length, 9);
   assert.ok(Object.values(data.results).every((v) => v.value >= 0));
   const text = readFileSync(svg, 'utf8');
   assert.match(text, /data-overlay="time"/);
-  assert.equal(attrValues(text, 'data-value').length, 10);
+  assert.equal(attrValues(text, 'data-value').length, 9);
   // The same values fed back in give the same drawing.
   const again = path.join(tmp, 'time2.svg');
   assert.equal(cli('render', SMALLCNN_QDQ, '-o', again, '--overlay', 'time', '--node-data', nd).status, 0);

@@ -371,6 +371,39 @@ static wq_status twin_output(layout_ctx *c, wq_node *n, wq_error *err) {
   return WQ_OK;
 }
 
+/* Node n (staying channels-first) may read the channels-last twin of its
+ * input 0 as it is: the twin holds the same bytes in the same order (every
+ * spatial dim is 1, or there is one channel) and n only reshapes them to a
+ * shape that does not depend on the input's dims (Flatten with axis <= 1,
+ * Reshape to a constant shape without 0 entries). */
+static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
+  const wq_graph *g = c->g;
+  int t = n->n_inputs > 0 ? n->inputs[0] : -1;
+  if (!has_twin(c, t) || c->nchw_live[t])
+    return false;
+  const wq_tensor *x = &g->tensors[t];
+  bool spatial_ones = true;
+  for (int d = 2; d < x->rank; d++)
+    spatial_ones = spatial_ones && x->dims[d] == 1;
+  if (!spatial_ones && x->dims[1] != 1)
+    return false;
+  if (is_onnx_op(n, "Flatten")) {
+    int64_t axis = 1;
+    return wq_attr_int(n, "axis", 1, &axis, NULL) == WQ_OK &&
+           (axis == 0 || axis == 1 || axis == -x->rank);
+  }
+  if (!is_onnx_op(n, "Reshape") || n->n_inputs < 2 || n->inputs[1] < 0)
+    return false;
+  const wq_tensor *shape = &g->tensors[n->inputs[1]];
+  if (!shape->is_constant || !shape->data || shape->dtype != WQ_DT_INT64)
+    return false;
+  const int64_t *v = shape->data;
+  for (size_t k = 0; k < shape->nbytes / sizeof *v; k++)
+    if (v[k] == 0)
+      return false;
+  return true;
+}
+
 static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
   const char *kernel_op = nhwc_kernel_op(c->g, n);
   const char *follow_op = kernel_op ? NULL : follower_op(c, n);
@@ -406,7 +439,13 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
       WQ_TRY(concat_axis_last(n, rank, err));
     WQ_TRY(add_note(n, "channels-last (NHWC), layout-agnostic", err));
   } else {
-    for (int k = 0; k < n->n_inputs; k++)
+    int k = 0;
+    if (reads_twin_as_is(c, n)) {
+      n->inputs[0] = c->twin[n->inputs[0]];
+      WQ_TRY(add_note(n, "reads the channels-last tensor as is (same bytes)", err));
+      k = 1;
+    }
+    for (; k < n->n_inputs; k++)
       WQ_TRY(ensure_nchw(c, n->inputs[k], err));
   }
   return push_node(c, n, err);
