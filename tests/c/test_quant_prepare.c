@@ -567,6 +567,52 @@ static wq_quant_prepare_stats check_model(const char *rel, int rank, const int64
   return stats;
 }
 
+/* A scalar float constant. */
+static int scalar(wq_graph *g, const char *name, float v) {
+  float *d = malloc(sizeof *d);
+  *d = v;
+  static const int64_t no_dims[1] = {1};
+  return add_tensor(g, name, WQ_DT_FLOAT, 0, no_dims, d);
+}
+
+/* x * Clip(x + 3, 0, 6) / 6 (Clip bounds as inputs, and as opset-6
+ * attributes; / 6 and * (1/6)) becomes one HardSwish with the same values;
+ * a chain whose Clip stops at 5 is left alone. */
+static void test_hardswish(void) {
+  for (int variant = 0; variant < 3; variant++) {
+    wq_graph *g = wq_graph_new();
+    wq_error err;
+    const int64_t d[4] = {1, 3, 4, 4};
+    int x = activation(g, "x", 4, d), a = activation(g, "a", 4, d), c = activation(g, "c", 4, d);
+    int m = activation(g, "m", 4, d), y = activation(g, "y", 4, d);
+    CHECK(add_node(g, "", "Add", (int[]){x, scalar(g, "three", 3.0f)}, 2, a, NULL, 13, &err) >= 0);
+    float hi = variant == 2 ? 5.0f : 6.0f;
+    if (variant == 1) {
+      const attr_spec bounds[] = {AF("min", 0.0f), AF("max", 6.0f), AEND};
+      CHECK(add_node(g, "", "Clip", (int[]){a}, 1, c, bounds, 6, &err) >= 0);
+    } else {
+      int clip_in[3] = {a, scalar(g, "lo", 0.0f), scalar(g, "hi", hi)};
+      CHECK(add_node(g, "", "Clip", clip_in, 3, c, NULL, 13, &err) >= 0);
+    }
+    CHECK(add_node(g, "", "Mul", (int[]){c, x}, 2, m, NULL, 13, &err) >= 0);
+    if (variant == 1)
+      CHECK(add_node(g, "", "Mul", (int[]){m, scalar(g, "sixth", 1.0f / 6.0f)}, 2, y, NULL, 13,
+                     &err) >= 0);
+    else
+      CHECK(add_node(g, "", "Div", (int[]){m, scalar(g, "six", 6.0f)}, 2, y, NULL, 13, &err) >= 0);
+    set_io(g, x, &y, 1);
+    wq_quant_prepare_stats s = prepare_and_compare(g, 1e-6, "hardswish");
+    if (variant == 2) {
+      CHECK(s.hardswish_fused == 0 && g->n_nodes == 4);
+    } else {
+      CHECK(s.hardswish_fused == 1 && g->n_nodes == 1);
+      CHECK(strcmp(g->nodes[0].op_type, "HardSwish") == 0 && g->nodes[0].opset == 14);
+      CHECK(g->nodes[0].inputs[0] == x && g->nodes[0].outputs[0] == y);
+    }
+    wq_graph_free(g);
+  }
+}
+
 static void test_real_models(void) {
   /* ppocr: every BatchNormalization follows a Conv read by it alone */
   wq_quant_prepare_stats s = check_model("models/ppocr-mobile-v2-cls/model.onnx", 4,
@@ -688,6 +734,7 @@ static void test_model_sweep(void) {
 }
 
 int main(void) {
+  test_hardswish();
   test_batchnorm_folds();
   test_mul_after_conv();
   test_mul_on_square_weights();

@@ -487,6 +487,100 @@ static wq_status try_fold_add(wq_graph *g, int i, bool *folded, wq_error *err) {
   return WQ_OK;
 }
 
+/* The value of a one-element float constant, or NAN. */
+static double scalar_constant(const wq_graph *g, int t) {
+  if (!is_float_constant(g, t) || tensor_numel(&g->tensors[t]) != 1)
+    return NAN;
+  return ((const float *)g->tensors[t].data)[0];
+}
+
+static bool near(double v, double want) { return fabs(v - want) <= 1e-6 * fabs(want); }
+
+/* Clip's bounds: inputs 1 and 2 (constants) or, before opset 11, attributes. */
+static bool clip_bounds(const wq_graph *g, const wq_node *n, double *lo, double *hi) {
+  *lo = -INFINITY;
+  *hi = INFINITY;
+  if (n->opset < 11) {
+    const wq_attr *a = wq_node_attr(n, "min"), *b = wq_node_attr(n, "max");
+    *lo = a ? a->f : *lo;
+    *hi = b ? b->f : *hi;
+    return true;
+  }
+  if (n->n_inputs > 1 && n->inputs[1] >= 0 && isnan(*lo = scalar_constant(g, n->inputs[1])))
+    return false;
+  if (n->n_inputs > 2 && n->inputs[2] >= 0 && isnan(*hi = scalar_constant(g, n->inputs[2])))
+    return false;
+  return true;
+}
+
+/* Node i is Add(x, 3); x * Clip(x + 3, 0, 6) / 6 after it becomes
+ * HardSwish(x), written by the last node of the chain. */
+static wq_status try_fuse_hardswish(wq_graph *g, int i, bool *fused, wq_error *err) {
+  const wq_node *add = &g->nodes[i];
+  if (add->n_inputs != 2 || add->n_outputs != 1 || add->outputs[0] < 0)
+    return WQ_OK;
+  int x = near(scalar_constant(g, add->inputs[1]), 3.0)   ? add->inputs[0]
+          : near(scalar_constant(g, add->inputs[0]), 3.0) ? add->inputs[1]
+                                                          : -1;
+  if (x < 0 || g->tensors[x].dtype != WQ_DT_FLOAT)
+    return WQ_OK;
+  int clip = sole_reader(g, add->outputs[0]);
+  double lo, hi;
+  if (clip < 0 || !is_op(&g->nodes[clip], "Clip") || g->nodes[clip].inputs[0] != add->outputs[0] ||
+      !clip_bounds(g, &g->nodes[clip], &lo, &hi) || lo != 0.0 || !near(hi, 6.0))
+    return WQ_OK;
+  int mul = sole_reader(g, g->nodes[clip].outputs[0]);
+  if (mul < 0 || !is_op(&g->nodes[mul], "Mul") || g->nodes[mul].n_inputs != 2)
+    return WQ_OK;
+  const wq_node *m = &g->nodes[mul];
+  if (!(m->inputs[0] == x && m->inputs[1] == g->nodes[clip].outputs[0]) &&
+      !(m->inputs[1] == x && m->inputs[0] == g->nodes[clip].outputs[0]))
+    return WQ_OK;
+  int last = sole_reader(g, m->outputs[0]);
+  if (last < 0 || g->nodes[last].n_inputs != 2 || g->nodes[last].inputs[0] != m->outputs[0])
+    return WQ_OK;
+  double k = scalar_constant(g, g->nodes[last].inputs[1]);
+  if (!((is_op(&g->nodes[last], "Div") && near(k, 6.0)) ||
+        (is_op(&g->nodes[last], "Mul") && near(k, 1.0 / 6.0))))
+    return WQ_OK;
+  /* The last node becomes HardSwish(x); the three before it go. */
+  wq_node *h = &g->nodes[last];
+  const wq_op *op = wq_op_find("", "HardSwish");
+  char *type = wq_strdup("HardSwish");
+  if (!op || !type) {
+    free(type);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, h->name, "out of memory");
+  }
+  if (h->op && h->op->free_state && h->op_state)
+    h->op->free_state(h->op_state);
+  h->op_state = NULL;
+  free(h->op_type);
+  h->op_type = type;
+  h->inputs[0] = x;
+  h->n_inputs = 1;
+  for (int a = 0; a < h->n_attrs; a++)
+    wq_attr_clear(&h->attrs[a]);
+  h->n_attrs = 0;
+  h->opset = h->opset < op->min_opset ? op->min_opset : h->opset;
+  h->op = op;
+  int gone[3] = {mul, clip, i};
+  /* Remove from the highest index down so the others stay valid. */
+  for (int a = 0; a < 3; a++)
+    for (int b = a + 1; b < 3; b++)
+      if (gone[b] > gone[a]) {
+        int t = gone[a];
+        gone[a] = gone[b];
+        gone[b] = t;
+      }
+  for (int a = 0; a < 3; a++)
+    wq_graph_remove_node(g, gone[a]);
+  *fused = true;
+  int at = last;
+  for (int a = 0; a < 3; a++)
+    at -= gone[a] < last;
+  return reprepare(&g->nodes[at], err);
+}
+
 wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error *err) {
   wq_quant_prepare_stats s = {0};
   wq_status st = WQ_OK;
@@ -506,6 +600,10 @@ wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error 
       } else if (is_op(&g->nodes[i], "Add")) {
         st = try_fold_add(g, i, &folded, err);
         s.add_folded_after += folded;
+        if (st == WQ_OK && !folded) {
+          st = try_fuse_hardswish(g, i, &folded, err);
+          s.hardswish_fused += folded;
+        }
       }
       again = again || folded;
       i += !folded;

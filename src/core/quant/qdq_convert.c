@@ -654,7 +654,13 @@ static wq_status choose_opset(convert_ctx *c, wq_model_ir *ir, bool want_blocked
       onnx = &ir->opsets[k];
   if (!onnx)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "the model imports no ai.onnx opset");
+  /* A node graph preparation wrote for a newer opset (HardSwish: 14) raises
+   * the target too. */
   int target = want_blocked ? 21 : 13;
+  for (int i = 0; i < ir->graph->n_nodes; i++)
+    if ((!ir->graph->nodes[i].domain || !ir->graph->nodes[i].domain[0]) &&
+        ir->graph->nodes[i].opset > target)
+      target = ir->graph->nodes[i].opset;
   int from = (int)onnx->version;
   const wq_node *blocker = NULL;
   if (from < target) {

@@ -380,10 +380,12 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
               ",\n  \"samples\": %lld,\n  \"onnxBytes\": %zu,\n  \"nodesQuantized\": %d,\n"
               "  \"nodesAbsorbed\": %d,\n  \"nodesFloat\": %d,\n  \"keptFloat\": %d,\n",
               (long long)q->samples, onnx_len, quantized, absorbed, fl, q->kept_float);
-  wq_text_put(
-      &r, "  \"prepared\": {\"batchNormFolded\": %d, \"mulFolded\": %d, \"addFolded\": %d},\n",
-      q->prepared.batchnorm_folded, q->prepared.mul_folded_after + q->prepared.mul_folded_before,
-      q->prepared.add_folded_after);
+  wq_text_put(&r,
+              "  \"prepared\": {\"batchNormFolded\": %d, \"mulFolded\": %d, \"addFolded\": %d, "
+              "\"hardSwishFused\": %d},\n",
+              q->prepared.batchnorm_folded,
+              q->prepared.mul_folded_after + q->prepared.mul_folded_before,
+              q->prepared.add_folded_after, q->prepared.hardswish_fused);
   if (q->sens && isfinite(q->output_snr_db))
     wq_text_put(&r, "  \"outputSnrDb\": %.3f,\n", q->output_snr_db);
   wq_text_put(&r, "  \"nodes\": [");
