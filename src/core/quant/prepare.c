@@ -515,8 +515,11 @@ static bool clip_bounds(const wq_graph *g, const wq_node *n, double *lo, double 
 
 /* Node i is Add(x, 3); x * Clip(x + 3, 0, 6) / 6 after it becomes
  * HardSwish(x), written by the last node of the chain. */
-static wq_status try_fuse_hardswish(wq_graph *g, int i, bool *fused, wq_error *err) {
+static wq_status try_fuse_hardswish(wq_graph *g, int i, bool raise_opset, bool *fused,
+                                    wq_error *err) {
   const wq_node *add = &g->nodes[i];
+  if (add->opset < 14 && !raise_opset)
+    return WQ_OK; /* HardSwish would be newer than the model's opset */
   if (add->n_inputs != 2 || add->n_outputs != 1 || add->outputs[0] < 0)
     return WQ_OK;
   int x = near(scalar_constant(g, add->inputs[1]), 3.0)   ? add->inputs[0]
@@ -582,6 +585,11 @@ static wq_status try_fuse_hardswish(wq_graph *g, int i, bool *fused, wq_error *e
 }
 
 wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error *err) {
+  return wq_quant_prepare_ex(g, false, stats, err);
+}
+
+wq_status wq_quant_prepare_ex(wq_graph *g, bool raise_opset, wq_quant_prepare_stats *stats,
+                              wq_error *err) {
   wq_quant_prepare_stats s = {0};
   wq_status st = WQ_OK;
   /* Passes in node order until one folds nothing. Within a pass the scan
@@ -601,7 +609,7 @@ wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error 
         st = try_fold_add(g, i, &folded, err);
         s.add_folded_after += folded;
         if (st == WQ_OK && !folded) {
-          st = try_fuse_hardswish(g, i, &folded, err);
+          st = try_fuse_hardswish(g, i, raise_opset, &folded, err);
           s.hardswish_fused += folded;
         }
       }

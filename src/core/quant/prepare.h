@@ -25,7 +25,7 @@
  *
  * The hard-swish that exporters without a HardSwish op write out,
  * x * Clip(x + 3, 0, 6) / 6 (or * (1/6)), becomes one HardSwish node (opset
- * 14; the quantizer moves the model there): one int8 lookup instead of four
+ * 14; see wq_quant_prepare_ex for older models): one int8 lookup instead of four
  * int8 passes (two lookups, a multiply of two activations, a lookup).
  *
  * MatMul + Add(constant bias) stays two nodes: wq_quant_is_linear_bias_add
@@ -63,6 +63,13 @@ typedef struct wq_quant_prepare_stats {
  * of memory, a node that no longer prepares) err names the node; folds done
  * before it stay, each one complete. */
 wq_status wq_quant_prepare(wq_graph *g, wq_quant_prepare_stats *stats, wq_error *err);
+
+/* Same; with raise_opset the hard-swish fusion also applies in models older
+ * than opset 14 (the HardSwish node is marked opset 14 and whoever writes
+ * the graph must raise the model's opset: the quantizer's converter does).
+ * wq_quant_prepare leaves such chains alone below opset 14. */
+wq_status wq_quant_prepare_ex(wq_graph *g, bool raise_opset, wq_quant_prepare_stats *stats,
+                              wq_error *err);
 
 /* True when node `add_node` is an Add of a MatMul's output (a float constant
  * 2-D weight [K,N], the output read by this Add only) and a float constant

@@ -49,7 +49,8 @@ struct wq_quantizer {
 
 static wq_status prepare_hook(void *ctx, wq_graph *g, wq_error *err) {
   wq_quantizer *q = ctx;
-  return wq_quant_prepare(g, &q->prepared, err);
+  /* The converter raises the model's opset to the HardSwish it may add. */
+  return wq_quant_prepare_ex(g, true, &q->prepared, err);
 }
 
 /* The float graph as calibration and conversion see it: folded, prepared,
