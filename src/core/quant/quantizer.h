@@ -42,7 +42,9 @@ const wq_model *wq_quantizer_float_model(const wq_quantizer *q);
 /* Runs the float model on one sample (inputs in input order, as
  * wq_model_run) and folds every observed tensor into its observer. A
  * sample with NaN/Inf, or of the wrong dtype/shape, fails naming the
- * tensor and leaves the ranges as they were. */
+ * tensor and leaves the ranges as they were. (A finite sample whose
+ * intermediate overflows to Inf fails at that tensor; the tensors before
+ * it keep what the sample added.) */
 wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err);
 /* Samples observed so far. */
 int64_t wq_quantizer_samples(const wq_quantizer *q);
