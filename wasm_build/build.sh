@@ -161,7 +161,9 @@ opt_level() {
   src/core/kernels/ref/* | src/core/kernels/qgemm.c | src/core/kernels/qconv.c) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
   # Load-time only (import, IR, passes, API glue, reports): smallest code.
-  src/core/onnx/* | src/core/ir/* | src/core/passes/* | src/core/api/*) echo -Oz ;;
+  src/core/onnx/* | src/core/ir/* | src/core/passes/* | src/core/api/* | src/core/quant/*) echo -Oz ;;
+  # Shape plumbing and data movement (memcpy-bound), op lookup: -Oz too.
+  src/core/ops/tensor_*.c | src/core/ops/registry.c | src/core/ops/quant_common.c) echo -Oz ;;
   *) echo -Os ;;
   esac
 }

@@ -49,20 +49,31 @@ async function planOf(bytes) {
 }
 
 const inRegion = (g) => g.transitions.filter((t) => {
+  if (t.fused) return false; // folded into the boundary Quantize/DequantizeLinear
   // A transition inside a region: neither end is a graph-boundary Quantize/DequantizeLinear.
   const from = g.tensors[t.tensor_in].producer, to = g.tensors[t.tensor_out].consumers;
   return !(from >= 0 && g.nodes[from].role === 'quantize') && !to.every((c) => g.nodes[c].role === 'dequantize');
 });
 
-test('conv -> relu -> concat(second quantized input) -> conv, NCHW graph I/O: 3 transitions, all int8', async () => {
+test('conv -> relu -> concat(second quantized input) -> conv, NCHW graph I/O: 3 transitions, all int8, <= 3 KB moved', async () => {
   const g = (await planOf(path.join(REPO, 'tests/models/seed003_qdq.onnx')));
   assert.equal(g.transitions.length, 3);
   // x (1x3x16x16) and y (1x8x16x16) into NHWC, the result (1x4x16x16) back:
-  // nothing moves twice.
-  assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.bytes]), [
-    ['NCHW', 'NHWC', 768],
-    ['NCHW', 'NHWC', 2048],
-    ['NHWC', 'NCHW', 1024],
+  // nothing moves twice, and each conversion is fused into the Quantize /
+  // DequantizeLinear next to it (was 768 + 2048 + 1024 B in separate passes).
+  assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.bytes, t.fused, g.nodes[t.node].op]), [
+    ['NCHW', 'NHWC', 0, true, 'QuantizeLinearNHWC'],
+    ['NCHW', 'NHWC', 0, true, 'QuantizeLinearNHWC'],
+    ['NHWC', 'NCHW', 0, true, 'DequantizeLinearNHWC'],
+  ]);
+  assert.ok(g.transitions.reduce((a, t) => a + t.bytes, 0) <= 3072);
+  assert.match(g.summary, /; 3 transitions moving 0 B \(3 fused\)$/);
+  assert.deepEqual(g.transitions.map((t) => g.nodes[t.node].role), ['quantize', 'quantize', 'dequantize']);
+  // The float graph inputs go straight to channels-last codes; the codes straight to the float output.
+  assert.deepEqual(g.transitions.map((t) => [g.tensors[t.tensor_in].kind, g.tensors[t.tensor_out].kind]), [
+    ['input', 'intermediate'],
+    ['input', 'intermediate'],
+    ['intermediate', 'output'],
   ]);
   assert.equal(inRegion(g).length, 0);
   assert.ok(g.nodes.every((n) => n.backend !== 'float'));

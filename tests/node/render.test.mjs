@@ -24,12 +24,13 @@ test('graph(): smallcnn_qdq is one int8 region with one layout transition (the p
   try {
     const g = model.graph();
     assert.equal(g.schema, 1);
-    assert.equal(g.nodes.length, 9);
+    assert.equal(g.nodes.length, 8);
     assert.equal(g.regions.length, 1);
     assert.deepEqual(g.transitions.map((t) => `${t.from}->${t.to}`), ['NCHW->NHWC']);
     // 1x3x224x224 uint8 moved to NHWC; the 64-channel pooled tensor (1x1
     // spatial: the same bytes either way) is flattened without a transition.
-    assert.deepEqual(g.transitions.map((t) => t.bytes), [150528]);
+    // It is fused into the input's QuantizeLinear (was 150528 B in a ToNHWC of its own).
+    assert.deepEqual(g.transitions.map((t) => [t.bytes, t.fused, g.nodes[t.node].op]), [[0, true, 'QuantizeLinearNHWC']]);
     assert.equal(g.nodes.find((n) => n.op === 'Flatten').inputs.map((t) => g.tensors[t].layout.name)[0], 'NHWC');
     const conv = g.nodes.find((n) => n.name === 'c1_Conv');
     assert.equal(conv.op, 'QConvNHWC');
@@ -41,7 +42,7 @@ test('graph(): smallcnn_qdq is one int8 region with one layout transition (the p
     const out = g.tensors[conv.outputs[0]];
     assert.equal(out.layout.name, 'NHWC');
     assert.equal(out.qparams.zero_point[0], 0);
-    assert.match(g.summary, /^int8: 7 of 9 nodes in 1 region; quantize\/dequantize: 2; float: 0 nodes; 1 transition moving 147\.0 KB$/);
+    assert.match(g.summary, /^int8: 6 of 8 nodes in 1 region; quantize\/dequantize: 2; float: 0 nodes; 1 transition moving 0 B \(1 fused\)$/);
     // Lifetimes: every intermediate lives from its producer to its last consumer.
     for (const t of g.tensors.filter((x) => x.arena)) {
       assert.equal(t.arena.first, t.producer);
@@ -75,14 +76,19 @@ test('render -o graph.svg: one node per executed node, colours and data-backend 
   assert.equal(r.status, 0, r.stderr);
   const svg = readFileSync(file, 'utf8');
   assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
-  assert.equal(attrValues(svg, 'data-node').length, 9);
+  assert.equal(attrValues(svg, 'data-node').length, 8);
   const backends = attrValues(svg, 'data-backend');
   const ops = attrValues(svg, 'data-op');
   ops.forEach((op, i) => {
     if (/^Q(Conv|Gemm|GlobalAveragePool)/.test(op)) assert.ok(backends[i].startsWith('int8'), `${op} is ${backends[i]}`);
   });
   assert.deepEqual([...svg.matchAll(/data-transition="([^"]*)"/g)].map((m) => m[1].replace(/&gt;/g, '>')), ['NCHW->NHWC']);
-  assert.match(svg, /<polygon [^>]*fill="#8a5cc7"/); // transitions as hexagons
+  // That one is the input's, fused into its QuantizeLinear: drawn as the node itself, no hexagon.
+  assert.doesNotMatch(svg, /<polygon [^>]*fill="#8a5cc7"/);
+  // Transitions of their own (ops_qdq: codes read channels-first inside the region) are hexagons.
+  const opsSvg = path.join(tmp, 'ops.svg');
+  assert.equal(cli('render', path.join(REPO, 'tests/models/ops_qdq.onnx'), '-o', opsSvg).status, 0);
+  assert.match(readFileSync(opsSvg, 'utf8'), /<polygon [^>]*fill="#8a5cc7"/);
   // Edge labels carry dtype, layout and qparams.
   assert.match(svg, />uint8 NHWC s=0\.014 zp=0</);
 
@@ -114,11 +120,11 @@ test('render --overlay time: per-node ms as heat colours, emitted and re-read as
   const r = cli('render', SMALLCNN_QDQ, '-o', svg, '--overlay', 'time', '--repeats', '3', '--emit-node-data', nd);
   assert.equal(r.status, 0, r.stderr);
   const data = JSON.parse(readFileSync(nd, 'utf8'));
-  assert.equal(Object.keys(data.results).length, 9);
+  assert.equal(Object.keys(data.results).length, 8);
   assert.ok(Object.values(data.results).every((v) => v.value >= 0));
   const text = readFileSync(svg, 'utf8');
   assert.match(text, /data-overlay="time"/);
-  assert.equal(attrValues(text, 'data-value').length, 9);
+  assert.equal(attrValues(text, 'data-value').length, 8);
   // The same values fed back in give the same drawing.
   const again = path.join(tmp, 'time2.svg');
   assert.equal(cli('render', SMALLCNN_QDQ, '-o', again, '--overlay', 'time', '--node-data', nd).status, 0);

@@ -33,7 +33,7 @@ static const char *node_role(const wq_node *n) {
   case WQ_REASON_TRANSITION: return "transition";
   case WQ_REASON_SHAPE: return "data";
   case WQ_REASON_BOUNDARY:
-    return strcmp(n->op_type, "DequantizeLinear") == 0 ? "dequantize" : "quantize";
+    return n->op_type[0] == 'D' ? "dequantize" : "quantize"; /* also the fused *NHWC */
   default: return "compute";
   }
 }
@@ -209,6 +209,7 @@ static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report
         continue;
       if (first < 0)
         first = i;
+      transitions += wq_fused_boundary(&g->nodes[i]);
       if (g->nodes[i].reason == WQ_REASON_TRANSITION) {
         transitions++;
         bytes += wq_transition_bytes(&g->tensors[g->nodes[i].outputs[0]]);
@@ -231,15 +232,17 @@ static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_re
   int listed = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
-    if (n->reason != WQ_REASON_TRANSITION || n->n_inputs < 1 || n->n_outputs < 1)
+    bool fused = wq_fused_boundary(n);
+    if ((n->reason != WQ_REASON_TRANSITION && !fused) || n->n_inputs < 1 || n->n_outputs < 1)
       continue;
     bool to_nhwc = g->tensors[n->outputs[0]].layout == WQ_LAYOUT_NHWC;
     wq_text_put(t,
                 "%s{\"node\":%d,\"from\":\"%s\",\"to\":\"%s\",\"tensor_in\":%d,\"tensor_out\":%d,"
-                "\"bytes\":%lld,\"region\":%d,\"fused\":false}",
+                "\"bytes\":%lld,\"region\":%d,\"fused\":%s}",
                 listed++ ? "," : "", i, to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW",
                 n->inputs[0], n->outputs[0],
-                (long long)wq_transition_bytes(&g->tensors[n->outputs[0]]), r->region[i]);
+                fused ? 0LL : (long long)wq_transition_bytes(&g->tensors[n->outputs[0]]),
+                r->region[i], fused ? "true" : "false");
   }
   wq_text_put(t, "]");
 }

@@ -1,23 +1,19 @@
 #include "nhwc.h"
 
-void wq_nchw_to_nhwc(int64_t n, int64_t c, int64_t s, size_t elem_size, const void *x, void *y) {
+void wq_nchw_to_nhwc_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y) {
 #ifdef __wasm_simd128__
-  if (elem_size == 1) {
-    wq_simd_nchw_to_nhwc_u8(n, c, s, x, y);
-    return;
-  }
+  wq_simd_nchw_to_nhwc_u8(n, c, s, x, y);
+#else
+  wq_ref_nchw_to_nhwc(n, c, s, 1, x, y);
 #endif
-  wq_ref_nchw_to_nhwc(n, c, s, elem_size, x, y);
 }
 
-void wq_nhwc_to_nchw(int64_t n, int64_t c, int64_t s, size_t elem_size, const void *x, void *y) {
+void wq_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y) {
 #ifdef __wasm_simd128__
-  if (elem_size == 1) {
-    wq_simd_nhwc_to_nchw_u8(n, c, s, x, y);
-    return;
-  }
+  wq_simd_nhwc_to_nchw_u8(n, c, s, x, y);
+#else
+  wq_ref_nhwc_to_nchw(n, c, s, 1, x, y);
 #endif
-  wq_ref_nhwc_to_nchw(n, c, s, elem_size, x, y);
 }
 
 void wq_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq_int8_pool_quant *q,

@@ -14,10 +14,10 @@
 
 #include "ref/int8_pool_ref.h"
 
-/* [N, C, S] -> [N, S, C] (to_nhwc) or [N, S, C] -> [N, C, S] for elements of
- * elem_size bytes (S: the product of the spatial dims). */
-void wq_nchw_to_nhwc(int64_t n, int64_t c, int64_t s, size_t elem_size, const void *x, void *y);
-void wq_nhwc_to_nchw(int64_t n, int64_t c, int64_t s, size_t elem_size, const void *x, void *y);
+/* [N, C, S] -> [N, S, C] or [N, S, C] -> [N, C, S] for 8-bit codes (S: the
+ * product of the spatial dims). */
+void wq_nchw_to_nhwc_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y);
+void wq_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y);
 
 /* Window geometry of a 2-D NHWC pool (a 1-D pool has in_h = kernel_h = 1). */
 typedef struct {

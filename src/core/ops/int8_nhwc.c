@@ -1,7 +1,9 @@
 /* Channels-last int8 ops (domain "wasmq") that the layout pass
  * (passes/layout_int8.c) puts inside int8 regions, and the explicit
  * transitions at their boundaries:
- *   ToNHWC / ToNCHW      [N, C, S...] <-> [N, S..., C], any element type;
+ *   ToNHWC / ToNCHW      [N, C, S...] <-> [N, S..., C] on 8-bit codes;
+ *   QuantizeLinearNHWC, DequantizeLinearNHWC   such a transition fused into
+ *                        the Quantize/DequantizeLinear at a region's edge;
  *   QConvNHWC            QConv's inputs, attributes and quantization on
  *                        x [N, (H,) W, C] -> y [N, (OH,) OW, M]; the
  *                        algorithm (kernels/qconv.h) is chosen when planned
@@ -15,6 +17,7 @@
 
 #include "../kernels/nhwc.h"
 #include "../kernels/qconv.h"
+#include "../kernels/quantize.h"
 #include "../passes/layout_int8.h"
 #include "../passes/lower.h"
 #include "int8_common.h"
@@ -22,64 +25,103 @@
 
 /* ---- transitions ------------------------------------------------------- */
 
+/* ToNHWC / ToNCHW, and the same conversions fused into the Quantize /
+ * DequantizeLinear at an int8 region's edge by the layout pass:
+ * QuantizeLinearNHWC (float [N, C, S...] -> codes [N, S..., C]) and
+ * DequantizeLinearNHWC (codes [N, S..., C] -> float [N, C, S...]), inputs
+ * as QuantizeLinear's with a constant per-tensor scale and zero point
+ * (passes/layout_int8.c checks that; their values were checked at load). */
+enum { BOUNDARY_TILE = 4096 };
+
 static wq_status transition_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                   wq_error *err) {
-  const bool to_nhwc = strcmp(node->op_type, "ToNHWC") == 0;
+  const bool to_nhwc = node->op->flags & WQ_OP_FLAG_TO_NHWC;
   out[0] = in[0];
   out[0].data = NULL;
+  if (node->n_inputs > 2) /* fused: codes of the zero point's dtype, or float */
+    out[0].dtype = to_nhwc ? in[2].dtype : WQ_DT_FLOAT;
   if (in[0].rank < 0)
     return WQ_OK;
-  if (in[0].rank < 3)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: input must have rank >= 3 (has %d)",
-                   node->op_type, in[0].rank);
   const int r = in[0].rank;
+  if (r < 3)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: input must have rank >= 3 (has %d)",
+                   node->op_type, r);
   for (int d = 1; d < r; d++)
     out[0].dims[d] =
         to_nhwc ? in[0].dims[d == r - 1 ? 1 : d + 1] : in[0].dims[d == 1 ? r - 1 : d - 1];
   return WQ_OK;
 }
 
+/* The fused conversion in tiles of pixels through a small buffer: quantized
+ * channel by channel, then transposed into place (or transposed out, then
+ * dequantized) with the kernels of the two nodes it replaces, so the same
+ * bits, in one pass over memory. */
+static void boundary_run(bool to_nhwc, const wq_value *in, wq_value *out, int64_t n, int64_t c,
+                         int64_t s) {
+  const wq_dtype dt = to_nhwc ? out[0].dtype : in[0].dtype;
+  const float scale = *(const float *)in[1].data;
+  const int32_t zp = (int32_t)wq_value_get_int(&in[2], 0), qmin = dt == WQ_DT_INT8 ? -128 : 0;
+  const int64_t step = BOUNDARY_TILE / c;
+  uint8_t tile[BOUNDARY_TILE];
+  float *f = to_nhwc ? in[0].data : out[0].data;
+  uint8_t *codes = to_nhwc ? out[0].data : in[0].data;
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t p = 0; p < s; p += step) {
+      const int64_t len = s - p < step ? s - p : step;
+      uint8_t *at = codes + (b * s + p) * c;
+      if (!to_nhwc)
+        wq_nhwc_to_nchw_u8(1, c, len, at, tile);
+      for (int64_t k = 0; k < c; k++) {
+        float *fk = f + (b * c + k) * s + p;
+        if (to_nhwc)
+          wq_quantize_f32_q8(fk, len, scale, zp, dt, qmin, qmin + 255, tile + k * len);
+        else
+          wq_dequantize_q8_f32(tile + k * len, len, scale, zp, dt, fk);
+      }
+      if (to_nhwc)
+        wq_nchw_to_nhwc_u8(1, c, len, tile, at);
+    }
+}
+
 static wq_status transition_run(const wq_node *node, const wq_value *in, wq_value *out,
                                 wq_error *err) {
-  const bool to_nhwc = strcmp(node->op_type, "ToNHWC") == 0;
+  const bool to_nhwc = node->op->flags & WQ_OP_FLAG_TO_NHWC;
   const int r = in[0].rank;
-  const size_t elem = wq_dtype_size(in[0].dtype);
-  if (elem == 0)
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: dtype %s has no fixed size",
-                   node->op_type, wq_dtype_name(in[0].dtype));
   const int64_t n = in[0].dims[0], c = to_nhwc ? in[0].dims[1] : in[0].dims[r - 1];
   const int64_t total = wq_value_numel(&in[0]);
   const int64_t s = n * c > 0 ? total / (n * c) : 0;
   if (total == 0)
     return WQ_OK;
-  if (s == 1 || c == 1) /* the same bytes in both layouts */
-    memcpy(out[0].data, in[0].data, (size_t)total * elem);
+  if (node->n_inputs > 2) /* c <= BOUNDARY_TILE: the layout pass fuses no more (C is static) */
+    boundary_run(to_nhwc, in, out, n, c, s);
+  else if (wq_dtype_size(in[0].dtype) != 1)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: dtype %s is not 8-bit codes",
+                   node->op_type, wq_dtype_name(in[0].dtype));
+  else if (s == 1 || c == 1) /* the same bytes in both layouts */
+    memcpy(out[0].data, in[0].data, (size_t)total);
   else if (to_nhwc)
-    wq_nchw_to_nhwc(n, c, s, elem, in[0].data, out[0].data);
+    wq_nchw_to_nhwc_u8(n, c, s, in[0].data, out[0].data);
   else
-    wq_nhwc_to_nchw(n, c, s, elem, in[0].data, out[0].data);
+    wq_nhwc_to_nchw_u8(n, c, s, in[0].data, out[0].data);
   return WQ_OK;
 }
 
-const wq_op wq_op_to_nhwc = {.op_type = "ToNHWC",
-                             .domain = WQ_INT8_DOMAIN,
-                             .min_opset = 1,
-                             .min_inputs = 1,
-                             .max_inputs = 1,
-                             .min_outputs = 1,
-                             .max_outputs = 1,
-                             .infer = transition_infer,
-                             .run = transition_run};
-
-const wq_op wq_op_to_nchw = {.op_type = "ToNCHW",
-                             .domain = WQ_INT8_DOMAIN,
-                             .min_opset = 1,
-                             .min_inputs = 1,
-                             .max_inputs = 1,
-                             .min_outputs = 1,
-                             .max_outputs = 1,
-                             .infer = transition_infer,
-                             .run = transition_run};
+#define TRANSITION_OP(sym, name, inputs, flag)                                                     \
+  const wq_op sym = {.op_type = name,                                                              \
+                     .domain = WQ_INT8_DOMAIN,                                                     \
+                     .min_opset = 1,                                                               \
+                     .min_inputs = inputs,                                                         \
+                     .max_inputs = inputs,                                                         \
+                     .min_outputs = 1,                                                             \
+                     .max_outputs = 1,                                                             \
+                     .flags = flag,                                                                \
+                     .infer = transition_infer,                                                    \
+                     .run = transition_run};
+TRANSITION_OP(wq_op_to_nhwc, "ToNHWC", 1, WQ_OP_FLAG_TO_NHWC)
+TRANSITION_OP(wq_op_to_nchw, "ToNCHW", 1, 0)
+TRANSITION_OP(wq_op_quantize_linear_nhwc, "QuantizeLinearNHWC", 3,
+              WQ_OP_FLAG_TO_NHWC | WQ_OP_FLAG_FUSED_BOUNDARY)
+TRANSITION_OP(wq_op_dequantize_linear_nhwc, "DequantizeLinearNHWC", 3, WQ_OP_FLAG_FUSED_BOUNDARY)
 
 /* Appends `extra` to the node's lowering note (shown by info --lowered). */
 static wq_status note_append(wq_node *node, const char *extra, wq_error *err) {

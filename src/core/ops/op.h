@@ -14,6 +14,10 @@ enum {
   /* int8 op whose kernels the int8-semantics stage owns (QuantizeLinear...);
    * the conformance runner reports such cases as skipped when unregistered. */
   WQ_OP_FLAG_INT8 = 1u << 1,
+  /* Layout transition writing channels-last (ToNHWC, QuantizeLinearNHWC). */
+  WQ_OP_FLAG_TO_NHWC = 1u << 2,
+  /* Quantize/DequantizeLinear with a layout transition fused in. */
+  WQ_OP_FLAG_FUSED_BOUNDARY = 1u << 3,
 };
 
 /* How the post-training quantizer treats a float node of this op: what the

@@ -451,6 +451,50 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
   return push_node(c, n, err);
 }
 
+/* n is op_type with a constant per-tensor scale and zero point (infer
+ * checked their values at load), on codes of at most 4096 channels (the
+ * fused kernel's tile). */
+static bool plain_boundary(const wq_graph *g, const wq_node *n, const char *op_type, int t) {
+  return n && is_onnx_op(n, op_type) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
+         g->tensors[n->inputs[1]].is_constant && g->tensors[n->inputs[2]].is_constant &&
+         single_element(g, n->inputs[1]) && g->tensors[t].dims[1] <= 4096;
+}
+
+/* A ToNHWC of a QuantizeLinear's result that nothing else reads, or a ToNCHW
+ * read only by a DequantizeLinear, folds into it: QuantizeLinearNHWC writes
+ * the codes channels-last, DequantizeLinearNHWC reads them so
+ * (ops/int8_nhwc.c). */
+static wq_status fold_boundaries(wq_graph *g, wq_layout_stats *stats, wq_error *err) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    wq_node *tr = &g->nodes[i], *b = NULL;
+    if (tr->reason != WQ_REASON_TRANSITION)
+      continue;
+    const bool in = tr->op->flags & WQ_OP_FLAG_TO_NHWC;
+    const int t = in ? tr->inputs[0] : tr->outputs[0]; /* the channels-first codes */
+    int readers = g->tensors[t].is_output;
+    for (int j = 0; j < g->n_nodes; j++) {
+      wq_node *o = &g->nodes[j];
+      for (int k = 0; k < o->n_inputs; k++)
+        if (o->inputs[k] == t) {
+          readers++;
+          b = in ? b : o;
+        }
+      if (in && o->n_outputs == 1 && o->outputs[0] == t)
+        b = o;
+    }
+    if (readers != 1 || !plain_boundary(g, b, in ? "QuantizeLinear" : "DequantizeLinear", t))
+      continue;
+    if (in)
+      b->outputs[0] = tr->outputs[0];
+    else
+      b->inputs[0] = tr->inputs[0];
+    WQ_TRY(retarget(b, in ? "QuantizeLinearNHWC" : "DequantizeLinearNHWC", err));
+    stats->transition_bytes -= tensor_bytes(&g->tensors[t]);
+    wq_graph_remove_node(g, i--);
+  }
+  return WQ_OK;
+}
+
 wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err) {
   layout_ctx c;
   memset(&c, 0, sizeof c);
@@ -487,6 +531,8 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   g->nodes = c.order;
   g->n_nodes = c.n_order;
   g->cap_nodes = c.cap_order;
+  if (st == WQ_OK)
+    st = fold_boundaries(g, &c.stats, err);
   free(c.twin);
   free(c.nchw_live);
   if (stats)

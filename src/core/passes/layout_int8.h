@@ -12,7 +12,10 @@
  * tensor, and every graph output, gets it back through an explicit
  * wasmq.ToNCHW node; a channels-last op reading a channels-first tensor gets
  * a wasmq.ToNHWC node. Each conversion is made once per tensor, right
- * before its first reader. Channels-last tensors carry the physical shape
+ * before its first reader. A ToNHWC of a QuantizeLinear's result that nothing
+ * else reads, or a ToNCHW read only by a DequantizeLinear, folds into it
+ * (wasmq.QuantizeLinearNHWC / DequantizeLinearNHWC: per-tensor constant
+ * qparams, <= 4096 channels), moving no extra bytes. Channels-last tensors carry the physical shape
  * [N, spatial..., C] and a copy of the quantization parameters.
  *
  * Only tensors of rank 3 or 4 with static shapes and per-tensor
@@ -26,8 +29,8 @@
 
 typedef struct {
   int nodes_nhwc;           /* nodes running channels-last */
-  int transitions;          /* ToNHWC + ToNCHW nodes inserted */
-  int64_t transition_bytes; /* bytes those nodes move per run */
+  int transitions;          /* layout conversions (ToNHWC / ToNCHW nodes, fused ones too) */
+  int64_t transition_bytes; /* bytes the ToNHWC / ToNCHW nodes move per run */
 } wq_layout_stats;
 
 /* stats may be NULL. */

@@ -7,12 +7,15 @@
 #include "../ir/text.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
+#include "partition.h"
 
 typedef enum { KIND_INT8, KIND_BOUNDARY, KIND_FLOAT } node_kind;
 
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
 
 static node_kind kind_of(const wq_graph *g, const wq_node *n) {
+  if (wq_fused_boundary(n))
+    return KIND_BOUNDARY;
   if (n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0)
     return KIND_INT8;
   if (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0)

@@ -63,8 +63,12 @@ static bool is_onnx(const wq_node *n, const char *op_type) {
          strcmp(n->op_type, op_type) == 0;
 }
 
+bool wq_fused_boundary(const wq_node *n) {
+  return n->op && (n->op->flags & WQ_OP_FLAG_FUSED_BOUNDARY);
+}
+
 static bool is_boundary(const wq_node *n) {
-  return is_onnx(n, "QuantizeLinear") || is_onnx(n, "DequantizeLinear");
+  return is_onnx(n, "QuantizeLinear") || is_onnx(n, "DequantizeLinear") || wq_fused_boundary(n);
 }
 
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
@@ -241,6 +245,10 @@ wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, w
                                  ? wq_transition_bytes(&g->tensors[n->outputs[0]])
                                  : 0;
     }
+    if (wq_fused_boundary(n)) {
+      r->transitions++;
+      r->fused++;
+    }
   }
   /* Int8 nodes joined through the tensors between them. */
   for (int i = 0; i < g->n_nodes; i++) {
@@ -311,5 +319,7 @@ char *wq_partition_summary(const wq_graph *g, const wq_partition_report *r) {
     wq_text_put(&t, "; shape computations: %d", r->shape);
   wq_text_put(&t, "; %d transition%s moving ", r->transitions, r->transitions == 1 ? "" : "s");
   put_bytes(&t, r->transition_bytes);
+  if (r->fused)
+    wq_text_put(&t, " (%d fused)", r->fused);
   return wq_text_take(&t);
 }

@@ -97,9 +97,14 @@ typedef struct {
   int *region;         /* [n_nodes] region id (1...), -1 for float nodes */
   int n_regions;
   int int8, boundary, floats, shape; /* node counts as in wq_partition_stats */
-  int transitions;
-  int64_t transition_bytes;
+  int transitions;                   /* layout conversions, fused ones included */
+  int64_t transition_bytes;          /* bytes the unfused ones move per run */
+  int fused; /* folded into a Quantize/DequantizeLinear (move nothing extra) */
 } wq_partition_report;
+
+/* n is a Quantize/DequantizeLinear with a layout transition fused in
+ * (wasmq.QuantizeLinearNHWC / DequantizeLinearNHWC, passes/layout_int8.c). */
+bool wq_fused_boundary(const wq_node *n);
 
 /* Fills *r (arrays malloc'ed; wq_partition_report_free releases them). */
 wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, wq_error *err);

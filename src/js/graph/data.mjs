@@ -106,17 +106,19 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
       else if (nodeData?.thresholds) fill = thresholdColour(value, nodeData.thresholds);
       else fill = heatColour(value, min, max, nodeData?.gradient ?? HEAT);
     }
-    const transition = n.role === 'transition' ? graph.transitions.find((t) => t.node === n.id) : null;
+    // A transition node, or a Quantize/DequantizeLinear with one fused in (drawn as itself).
+    const transition = graph.transitions.find((t) => t.node === n.id) ?? null;
+    const hexagon = transition && !transition.fused;
     const op = n.op;
     const sub = transition
-      ? `${transition.from}→${transition.to} ${fmtBytes(transition.bytes)}`
+      ? `${transition.from}→${transition.to} ${transition.fused ? 'fused' : fmtBytes(transition.bytes)}`
       : value !== undefined && overlay !== 'region'
         ? `${overlay === 'time' ? 'ms' : nodeData?.label ?? 'err'} ${Number.isFinite(value) ? fmtNum(value) : '–'}`
         : n.kernel || (n.role === 'compute' ? n.backend : n.role);
     const label = op.length > 24 ? `${op.slice(0, 23)}…` : op;
     nodes.push({
       key: `n:${n.id}`,
-      kind: transition ? 'transition' : 'op',
+      kind: hexagon ? 'transition' : 'op',
       id: n.id,
       name: n.name,
       label,
@@ -125,7 +127,7 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
       ink: inkOn(fill),
       stroke: overlay === 'region' && n.region > 0 ? '#064e3b' : '#374151',
       width: Math.max(120, 8 * Math.max(label.length, sub.length) + 24),
-      height: transition ? 40 : 44,
+      height: hexagon ? 40 : 44,
       attrs: {
         'data-node': n.name,
         'data-node-id': String(n.id),
