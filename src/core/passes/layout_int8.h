@@ -15,7 +15,7 @@
  * before its first reader. A ToNHWC of a QuantizeLinear's result that nothing
  * else reads, or a ToNCHW read only by a DequantizeLinear, folds into it
  * (wasmq.QuantizeLinearNHWC / DequantizeLinearNHWC: per-tensor constant
- * qparams, <= 4096 channels), moving no extra bytes. Channels-last tensors carry the physical shape
+ * qparams, <= 64 channels), moving no extra bytes. Channels-last tensors carry the physical shape
  * [N, spatial..., C] and a copy of the quantization parameters.
  *
  * Only tensors of rank 3 or 4 with static shapes and per-tensor
