@@ -11,9 +11,10 @@ typedef struct {
   const wq_graph *g;
   const wq_quant_config *cfg;
   const wq_dtype *dtypes;
-  int *producer; /* node writing each tensor, or -1 */
-  int *readers;  /* number of node inputs reading each tensor */
-  int *parent;   /* union-find over tensors (cluster) */
+  int *producer;       /* node writing each tensor, or -1 */
+  int *readers;        /* number of node inputs reading each tensor */
+  int *parent;         /* union-find over tensors (cluster) */
+  bool *into_absorbed; /* per tensor: read by an absorbed node (no Q/DQ on it) */
   wq_annotation *a;
 } ann_ctx;
 
@@ -297,18 +298,18 @@ static void drop_islands_without_linear(ann_ctx *c, int *node_parent) {
 static void mark_tensors(ann_ctx *c) {
   const wq_graph *g = c->g;
   wq_ann_node *an = c->a->nodes;
+  for (int j = 0; j < g->n_nodes; j++)
+    if (an[j].decision == WQ_ANN_ABSORBED)
+      for (int k = 0; k < g->nodes[j].n_inputs; k++)
+        if (g->nodes[j].inputs[k] >= 0)
+          c->into_absorbed[g->nodes[j].inputs[k]] = true;
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
     if (an[i].decision != WQ_ANN_QUANTIZED && an[i].decision != WQ_ANN_ABSORBED)
       continue;
-    /* Is this node's output read by an absorbed node (no Q/DQ after it)? */
+    /* No Q/DQ between this node and an absorbed node reading its output. */
     int y = n->outputs[0];
-    bool output_absorbed = false;
-    for (int j = i + 1; j < g->n_nodes && !output_absorbed; j++)
-      if (an[j].decision == WQ_ANN_ABSORBED)
-        for (int k = 0; k < g->nodes[j].n_inputs; k++)
-          output_absorbed = output_absorbed || g->nodes[j].inputs[k] == y;
-    if (!output_absorbed)
+    if (y >= 0 && !c->into_absorbed[y])
       mark(c, y, i, WQ_ANN_T_ACTIVATION);
     if (an[i].decision == WQ_ANN_ABSORBED)
       continue; /* its input is the linear's output; a bias is the linear's */
@@ -365,12 +366,14 @@ wq_status wq_annotate(const wq_graph *g, const wq_quant_config *cfg, const wq_dt
   c.producer = malloc(nt * sizeof *c.producer);
   c.readers = calloc(nt, sizeof *c.readers);
   c.parent = malloc(nt * sizeof *c.parent);
+  c.into_absorbed = calloc(nt, sizeof *c.into_absorbed);
   out->nodes = calloc(nn, sizeof *out->nodes);
   out->tensors = calloc(nt, sizeof *out->tensors);
-  if (!c.producer || !c.readers || !c.parent || !out->nodes || !out->tensors) {
+  if (!c.producer || !c.readers || !c.parent || !c.into_absorbed || !out->nodes || !out->tensors) {
     free(c.producer);
     free(c.readers);
     free(c.parent);
+    free(c.into_absorbed);
     wq_annotation_free(out);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory annotating the graph");
   }
@@ -418,6 +421,7 @@ wq_status wq_annotate(const wq_graph *g, const wq_quant_config *cfg, const wq_dt
     free(c.producer);
     free(c.readers);
     free(c.parent);
+    free(c.into_absorbed);
     wq_annotation_free(out);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory annotating the graph");
   }
@@ -438,6 +442,7 @@ wq_status wq_annotate(const wq_graph *g, const wq_quant_config *cfg, const wq_dt
   free(c.producer);
   free(c.readers);
   free(c.parent);
+  free(c.into_absorbed);
   return WQ_OK;
 }
 

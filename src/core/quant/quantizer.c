@@ -30,8 +30,7 @@ struct wq_quantizer {
   wq_quant_prepare_stats prepared;
   wq_model *fmodel; /* the prepared float model calibration runs */
   int n_tensors, n_nodes;
-  wq_dtype *dtypes; /* per tensor, seen in the first sample; NULL before */
-  bool recording;   /* the observer hook records dtypes instead */
+  wq_dtype *dtypes; /* per tensor, as the latest sample ran it; NULL before one */
   wq_observer *obs; /* per tensor; every float tensor a node computes */
   bool *has_obs;
   int64_t samples;
@@ -212,10 +211,8 @@ static wq_status observe_node(void *ctx, const wq_graph *g, int node, const wq_v
     int t = n->outputs[k];
     if (t < 0 || !values[t].data)
       continue;
-    if (q->recording)
-      q->dtypes[t] = values[t].dtype;
-    else
-      WQ_TRY(observe_tensor(q, g, t, &values[t], err));
+    q->dtypes[t] = values[t].dtype;
+    WQ_TRY(observe_tensor(q, g, t, &values[t], err));
   }
   return WQ_OK;
 }
@@ -270,16 +267,8 @@ wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, w
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
     for (int t = 0; t < g->n_tensors; t++)
       q->dtypes[t] = g->tensors[t].dtype;
-    q->recording = true;
-    wq_model_observe(q->fmodel, observe_node, q);
-    wq_status st = wq_model_run(q->fmodel, inputs, n, err);
-    q->recording = false;
-    if (st != WQ_OK) {
-      free(q->dtypes);
-      q->dtypes = NULL;
-      return st;
-    }
   }
+  /* One run both records the dtypes and feeds the observers. */
   wq_model_observe(q->fmodel, observe_node, q);
   WQ_TRY(wq_model_run(q->fmodel, inputs, n, err));
   for (int i = 0; i < n; i++)
