@@ -8,6 +8,26 @@ cd "$(dirname "$0")/.."
 # --browser: Debian's Chromium for the inspector's browser tests.
 bash scripts/setup.sh --browser || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
+# The shared models and ONNX cases sit beside the checkout (../shared). A
+# clone made elsewhere (git clone . "$(mktemp -d)") finds them beside the
+# repository it was cloned from; WQ_SHARED_DIR overrides both.
+if [ -z "${WQ_SHARED_DIR:-}" ]; then
+  origin=$(git config --get remote.origin.url 2>/dev/null || true)
+  for candidate in ../shared "${origin:+$origin/../shared}"; do
+    if [ -n "$candidate" ] && [ -d "$candidate/models" ]; then
+      WQ_SHARED_DIR=$(cd "$candidate" && pwd)
+      break
+    fi
+  done
+fi
+if [ -z "${WQ_SHARED_DIR:-}" ] || [ ! -d "$WQ_SHARED_DIR/models" ]; then
+  echo "test: the shared models and ONNX cases (../shared) are not beside this checkout or its origin; set WQ_SHARED_DIR"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+export WQ_SHARED_DIR
+echo "== shared data: $WQ_SHARED_DIR"
+
 export NODE_PATH=/usr/share/nodejs
 logdir=$(mktemp -d)
 total_pass=0
