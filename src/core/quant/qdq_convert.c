@@ -783,7 +783,8 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
   *onnx = NULL;
   *onnx_len = 0;
   wq_model *m = NULL;
-  WQ_TRY(wq_quantizer_load_float(q, &m, err));
+  wq_quant_prepare_stats folds;
+  WQ_TRY(wq_quantizer_load_float(q, &folds, &m, err));
   wq_model_ir *ir = wq_model_release_ir(m);
   if (!ir)
     return oom(err);

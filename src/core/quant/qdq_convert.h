@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "annotate.h"
+#include "prepare.h"
 #include "quantizer.h"
 
 /* One tensor's calibrated range and the parameters of its cluster. */
@@ -27,7 +28,10 @@ typedef struct wq_sensitivity {
   double max_abs, mse, snr_db;
 } wq_sensitivity;
 
-wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_model **out, wq_error *err);
+/* The prepared float graph (folds counted into *stats), as calibration
+ * and conversion see it. */
+wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_quant_prepare_stats *stats,
+                                  wq_model **out, wq_error *err);
 const wq_quant_config *wq_quantizer_config(const wq_quantizer *q);
 const wq_dtype *wq_quantizer_dtypes(const wq_quantizer *q);
 int wq_quantizer_kept_count(const wq_quantizer *q);

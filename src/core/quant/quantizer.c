@@ -46,28 +46,21 @@ struct wq_quantizer {
   char summary[320];
 };
 
+/* ctx: the wq_quant_prepare_stats the folds are counted into. */
 static wq_status prepare_hook(void *ctx, wq_graph *g, wq_error *err) {
-  wq_quantizer *q = ctx;
   /* The converter raises the model's opset to the HardSwish it may add. */
-  return wq_quant_prepare_ex(g, true, &q->prepared, err);
+  return wq_quant_prepare_ex(g, true, ctx, err);
 }
 
-/* The float graph as calibration and conversion see it: folded, prepared,
- * node for node (no lowering, no float fusion). */
-wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_model **out, wq_error *err) {
-  wq_quantizer *mq = (wq_quantizer *)q;
+wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_quant_prepare_stats *stats,
+                                  wq_model **out, wq_error *err) {
   wq_load_options opts = {.input_shapes = q->shapes,
                           .n_input_shapes = q->n_shapes,
                           .no_lowering = 1,
                           .no_float_fusion = 1,
                           .rewrite = prepare_hook,
-                          .rewrite_ctx = mq};
-  wq_quant_prepare_stats saved = q->prepared;
-  memset(&mq->prepared, 0, sizeof mq->prepared);
-  wq_status st = wq_model_load(q->model, q->model_len, &opts, out, err);
-  if (q->fmodel)
-    mq->prepared = saved; /* the counts of the first load stand */
-  return st;
+                          .rewrite_ctx = stats};
+  return wq_model_load(q->model, q->model_len, &opts, out, err);
 }
 
 static wq_status copy_shapes(wq_quantizer *q, const wq_input_shape *shapes, int n, wq_error *err) {
@@ -112,7 +105,7 @@ wq_status wq_quantizer_new_shaped(const uint8_t *model, size_t n, const char *co
   if (st == WQ_OK && config_json && config_len)
     st = wq_quant_config_parse_json(&q->cfg, config_json, config_len, err);
   if (st == WQ_OK)
-    st = wq_quantizer_load_float(q, &q->fmodel, err);
+    st = wq_quantizer_load_float(q, &q->prepared, &q->fmodel, err);
   const wq_graph *g = st == WQ_OK ? wq_model_get_ir(q->fmodel)->graph : NULL;
   if (st == WQ_OK)
     st = wq_annotate_check_float(g, err);
