@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, preview } from 'vite';
 import { launchChromium, watchErrors, chromiumAvailable } from './chromium.mjs';
+import { SHARED } from '../node/helpers.mjs';
 import { load } from '../../src/js/index.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -167,7 +168,7 @@ test('super-resolution and segmentation demos: float output first, then int8 qua
 
 test('quantize a float model opened from a file: random calibration with progress, cancel mid-calibration, int8 graph, both run, downloads; a quantized model is refused in the page', async () => {
   const { page, errors } = await openPage();
-  await page.setInputFiles('#file', path.join(REPO, '../shared/models/mnist-8/model.onnx'));
+  await page.setInputFiles('#file', path.join(SHARED, 'models/mnist-8/model.onnx'));
   await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx');
   await page.click('#quantize');
   // A file has no bundled sample: random calibration only.
@@ -244,7 +245,7 @@ test('int8 demos: smallcnn (QDQ) and kws-dscnn draw int8 regions; opening a file
   await shot(page, 'smallcnn-demo');
   // Nothing quantizes here, so the quantizer's wasm is never fetched.
   assert.deepEqual(page.requested.filter((u) => /quant/.test(u)), []);
-  await page.setInputFiles('#file', path.join(REPO, '../shared/models/synthetic/smallcnn_f32.onnx'));
+  await page.setInputFiles('#file', path.join(SHARED, 'models/synthetic/smallcnn_f32.onnx'));
   await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'smallcnn_f32.onnx');
   assert.ok((await nodeAttrs(page)).every((n) => n.backend === 'float'));
   assert.deepEqual(errors, []);

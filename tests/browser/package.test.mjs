@@ -12,13 +12,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build as viteBuild } from 'vite';
 import { build as esbuild } from 'esbuild';
+import { SHARED } from '../node/helpers.mjs';
 import { load, quantize } from '../../src/js/index.mjs';
 import { launchChromium, watchErrors } from './chromium.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const MODEL = path.resolve(REPO, '../shared/models/synthetic/smallcnn_qdq.onnx');
+const MODEL = path.resolve(SHARED, 'models/synthetic/smallcnn_qdq.onnx');
 // A float model for quantize(), served as /float.onnx.
-const FLOAT_MODEL = path.resolve(REPO, '../shared/models/mnist-8/model.onnx');
+const FLOAT_MODEL = path.resolve(SHARED, 'models/mnist-8/model.onnx');
 const work = mkdtempSync(path.join(tmpdir(), 'wq-consumer-'));
 const app = path.join(work, 'app');
 let browser;
