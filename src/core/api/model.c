@@ -253,6 +253,8 @@ static wq_status pass_rewrite(void *ctx, wq_graph *g, wq_pass_record *rec, wq_er
 static wq_status pass_lower(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
   const load_ctx *c = ctx;
   wq_lower_stats stats = {0, 0, 0};
+  if (load_mode(c->opts) == WQ_PARTITION_INT)
+    WQ_TRY(wq_partition_check_int(g, err));
   wq_status st = wq_pass_lower(g, c->capture, &stats, err);
   wq_pass_stat_set(rec, "lowered", stats.nodes_lowered);
   wq_pass_stat_set(rec, "absorbed", stats.nodes_absorbed);

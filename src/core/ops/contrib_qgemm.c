@@ -166,7 +166,9 @@ static wq_status qgemm_run(const wq_node *node, const wq_value *in, wq_value *ou
   return WQ_OK;
 }
 
-const wq_op wq_op_contrib_qgemm = {.op_type = "QGemm",
+const wq_op wq_op_contrib_qgemm = {.int8 = WQ_INT8_CONTRIB,
+                                   .int8_as = WQ_OPID(int8_gemm),
+                                   .op_type = "QGemm",
                                    .domain = "com.microsoft",
                                    .min_opset = 1,
                                    .min_inputs = 5,

@@ -108,6 +108,8 @@ static wq_status qlinear_binary_run(const wq_node *node, const wq_value *in, wq_
 }
 
 const wq_op wq_op_contrib_qlinear_add = {
+    .int8 = WQ_INT8_CONTRIB,
+    .int8_as = WQ_OPID(int8_add),
     .op_type = "QLinearAdd",
     .domain = CONTRIB_DOMAIN,
     .min_opset = 1,
@@ -120,6 +122,8 @@ const wq_op wq_op_contrib_qlinear_add = {
     .run = qlinear_binary_run};
 
 const wq_op wq_op_contrib_qlinear_mul = {
+    .int8 = WQ_INT8_CONTRIB,
+    .int8_as = WQ_OPID(int8_mul),
     .op_type = "QLinearMul",
     .domain = CONTRIB_DOMAIN,
     .min_opset = 1,
@@ -204,6 +208,8 @@ static wq_status qgap_run(const wq_node *node, const wq_value *in, wq_value *out
 }
 
 const wq_op wq_op_contrib_qlinear_global_average_pool = {
+    .int8 = WQ_INT8_CONTRIB,
+    .int8_as = WQ_OPID(int8_global_average_pool),
     .op_type = "QLinearGlobalAveragePool",
     .domain = CONTRIB_DOMAIN,
     .min_opset = 1,
@@ -286,7 +292,9 @@ static wq_status qunary_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
-const wq_op wq_op_contrib_qlinear_sigmoid = {.op_type = "QLinearSigmoid",
+const wq_op wq_op_contrib_qlinear_sigmoid = {.int8 = WQ_INT8_CONTRIB,
+                                             .int8_as = WQ_OPID(int8_lookup),
+                                             .op_type = "QLinearSigmoid",
                                              .domain = CONTRIB_DOMAIN,
                                              .min_opset = 1,
                                              .min_inputs =
@@ -300,7 +308,9 @@ const wq_op wq_op_contrib_qlinear_sigmoid = {.op_type = "QLinearSigmoid",
                                              .infer = qunary_infer,
                                              .run = qunary_run};
 
-const wq_op wq_op_contrib_qlinear_leaky_relu = {.op_type = "QLinearLeakyRelu",
+const wq_op wq_op_contrib_qlinear_leaky_relu = {.int8 = WQ_INT8_CONTRIB,
+                                                .int8_as = WQ_OPID(int8_lookup),
+                                                .op_type = "QLinearLeakyRelu",
                                                 .domain = CONTRIB_DOMAIN,
                                                 .min_opset = 1,
                                                 .min_inputs =
@@ -422,6 +432,8 @@ static wq_status qreduce_mean_run(const wq_node *node, const wq_value *in, wq_va
 }
 
 const wq_op wq_op_contrib_qlinear_reduce_mean = {
+    .int8 = WQ_INT8_CONTRIB,
+    .int8_as = WQ_OPID(int8_reduce_mean),
     .op_type = "QLinearReduceMean",
     .domain = CONTRIB_DOMAIN,
     .min_opset = 1,
@@ -517,7 +529,9 @@ static wq_status qavgpool_run(const wq_node *node, const wq_value *in, wq_value 
   return WQ_OK;
 }
 
-const wq_op wq_op_contrib_qlinear_average_pool = {.op_type = "QLinearAveragePool",
+const wq_op wq_op_contrib_qlinear_average_pool = {.int8 = WQ_INT8_CONTRIB,
+                                                  .int8_as = WQ_OPID(int8_average_pool),
+                                                  .op_type = "QLinearAveragePool",
                                                   .domain = CONTRIB_DOMAIN,
                                                   .min_opset = 1,
                                                   .min_inputs =
@@ -624,7 +638,9 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-const wq_op wq_op_contrib_qlinear_concat = {.op_type = "QLinearConcat",
+const wq_op wq_op_contrib_qlinear_concat = {.int8 = WQ_INT8_CONTRIB,
+                                            .int8_as = WQ_OPID(int8_concat),
+                                            .op_type = "QLinearConcat",
                                             .domain = CONTRIB_DOMAIN,
                                             .min_opset = 1,
                                             .min_inputs = 5,
@@ -691,7 +707,8 @@ static wq_status qsoftmax_run(const wq_node *node, const wq_value *in, wq_value 
   return WQ_OK;
 }
 
-const wq_op wq_op_contrib_qlinear_softmax = {.op_type = "QLinearSoftmax",
+const wq_op wq_op_contrib_qlinear_softmax = {.int8 = WQ_INT8_CONTRIB,
+                                             .op_type = "QLinearSoftmax",
                                              .domain = CONTRIB_DOMAIN,
                                              .min_opset = 1,
                                              .min_inputs = 2, /* X, X_scale; y_scale checked */

@@ -105,6 +105,8 @@ static wq_status conv_run(const wq_node *node, const wq_value *in, wq_value *out
 }
 
 const wq_op wq_op_conv = {
+    .int8 = WQ_INT8_CONV,
+    .int8_as = WQ_OPID(int8_conv),
     .quant_role = WQ_QROLE_LINEAR,
 
     .op_type = "Conv",

@@ -59,7 +59,10 @@ static wq_status d2s_run(const wq_node *node, const wq_value *in, wq_value *out,
   return WQ_OK;
 }
 
-const wq_op wq_op_depth_to_space = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_depth_to_space = {.int8 = WQ_INT8_MOVE,
+                                    .layout = WQ_LCAP_FOLLOW,
+                                    .nhwc = WQ_OPID(depth_to_space_nhwc),
+                                    .quant_role = WQ_QROLE_SHARED,
                                     .op_type = "DepthToSpace",
                                     .domain = "",
                                     .min_opset = 1,

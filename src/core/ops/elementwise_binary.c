@@ -106,11 +106,13 @@ static wq_status binary_run(const wq_node *node, const wq_value *in, wq_value *o
 }
 
 /* Opsets 1-6 used the legacy broadcast/axis attributes; 7+ is numpy style. */
-#define EW_BINARY_OP(sym, name, role)                                                              \
+#define EW_BINARY_OP(sym, name, role, kind, as)                                                    \
   const wq_op sym = {.op_type = name,                                                              \
                      .domain = "",                                                                 \
                      .min_opset = 7,                                                               \
                      .quant_role = role,                                                           \
+                     .int8 = kind,                                                                 \
+                     .int8_as = as,                                                                \
                      .min_inputs = 2,                                                              \
                      .max_inputs = 2,                                                              \
                      .min_outputs = 1,                                                             \
@@ -118,10 +120,10 @@ static wq_status binary_run(const wq_node *node, const wq_value *in, wq_value *o
                      .infer = binary_infer,                                                        \
                      .run = binary_run};
 
-EW_BINARY_OP(wq_op_add, "Add", WQ_QROLE_OWN_OUTPUT)
-EW_BINARY_OP(wq_op_sub, "Sub", WQ_QROLE_OWN_OUTPUT)
-EW_BINARY_OP(wq_op_mul, "Mul", WQ_QROLE_OWN_OUTPUT)
-EW_BINARY_OP(wq_op_div, "Div", WQ_QROLE_OWN_OUTPUT)
-EW_BINARY_OP(wq_op_pow, "Pow", WQ_QROLE_NONE)
-EW_BINARY_OP(wq_op_equal, "Equal", WQ_QROLE_NONE)
-EW_BINARY_OP(wq_op_prelu, "PRelu", WQ_QROLE_NONE)
+EW_BINARY_OP(wq_op_add, "Add", WQ_QROLE_OWN_OUTPUT, WQ_INT8_BINARY, WQ_OPID(int8_add))
+EW_BINARY_OP(wq_op_sub, "Sub", WQ_QROLE_OWN_OUTPUT, WQ_INT8_LOOKUP, WQ_OPID(int8_lookup))
+EW_BINARY_OP(wq_op_mul, "Mul", WQ_QROLE_OWN_OUTPUT, WQ_INT8_BINARY, WQ_OPID(int8_mul))
+EW_BINARY_OP(wq_op_div, "Div", WQ_QROLE_OWN_OUTPUT, WQ_INT8_LOOKUP, WQ_OPID(int8_lookup))
+EW_BINARY_OP(wq_op_pow, "Pow", WQ_QROLE_NONE, WQ_INT8_NONE, WQ_OPID_NONE)
+EW_BINARY_OP(wq_op_equal, "Equal", WQ_QROLE_NONE, WQ_INT8_NONE, WQ_OPID_NONE)
+EW_BINARY_OP(wq_op_prelu, "PRelu", WQ_QROLE_NONE, WQ_INT8_NONE, WQ_OPID_NONE)

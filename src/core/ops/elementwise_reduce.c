@@ -109,7 +109,9 @@ static wq_status reduce_mean_run(const wq_node *node, const wq_value *in, wq_val
   return WQ_OK;
 }
 
-const wq_op wq_op_reduce_mean = {.quant_role = WQ_QROLE_OWN_OUTPUT,
+const wq_op wq_op_reduce_mean = {.int8 = WQ_INT8_REDUCE,
+                                 .int8_as = WQ_OPID(int8_reduce_mean),
+                                 .quant_role = WQ_QROLE_OWN_OUTPUT,
                                  .op_type = "ReduceMean",
                                  .domain = "",
                                  .min_opset = 1,

@@ -98,6 +98,8 @@ static wq_status unary_run(const wq_node *node, const wq_value *in, wq_value *ou
                      .domain = "",                                                                 \
                      .min_opset = opset,                                                           \
                      .quant_role = role,                                                           \
+                     .int8 = WQ_INT8_LOOKUP,                                                       \
+                     .int8_as = WQ_OPID(int8_lookup),                                              \
                      .min_inputs = 1,                                                              \
                      .max_inputs = 1,                                                              \
                      .min_outputs = 1,                                                             \
@@ -195,7 +197,9 @@ static wq_status clip_run(const wq_node *node, const wq_value *in, wq_value *out
   return WQ_OK;
 }
 
-const wq_op wq_op_clip = {.quant_role = WQ_QROLE_CLAMP,
+const wq_op wq_op_clip = {.int8 = WQ_INT8_LOOKUP,
+                          .int8_as = WQ_OPID(int8_lookup),
+                          .quant_role = WQ_QROLE_CLAMP,
                           .op_type = "Clip",
                           .domain = "",
                           .min_opset = 1,
@@ -227,7 +231,9 @@ static wq_status identity_run(const wq_node *node, const wq_value *in, wq_value 
   return WQ_OK;
 }
 
-const wq_op wq_op_identity = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_identity = {.int8 = WQ_INT8_MOVE,
+                              .layout = WQ_LCAP_AGNOSTIC,
+                              .quant_role = WQ_QROLE_SHARED,
                               .op_type = "Identity",
                               .domain = "",
                               .min_opset = 1,

@@ -104,6 +104,8 @@ static wq_status gemm_run(const wq_node *node, const wq_value *in, wq_value *out
 }
 
 const wq_op wq_op_gemm = {
+    .int8 = WQ_INT8_GEMM,
+    .int8_as = WQ_OPID(int8_gemm),
     .quant_role = WQ_QROLE_LINEAR,
 
     .op_type = "Gemm",

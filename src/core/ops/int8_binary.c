@@ -83,7 +83,9 @@ static wq_status qbinary_run(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_add = {.op_type = "QAdd",
+const wq_op wq_op_int8_add = {.int8 = WQ_INT8_KERNEL,
+                              .layout = WQ_LCAP_AGNOSTIC_BIN,
+                              .op_type = "QAdd",
                               .domain = WQ_INT8_DOMAIN,
                               .min_opset = 1,
                               .min_inputs = 2,
@@ -96,7 +98,9 @@ const wq_op wq_op_int8_add = {.op_type = "QAdd",
                               .run = qbinary_run,
                               .plan = qbinary_plan};
 
-const wq_op wq_op_int8_mul = {.op_type = "QMul",
+const wq_op wq_op_int8_mul = {.int8 = WQ_INT8_KERNEL,
+                              .layout = WQ_LCAP_AGNOSTIC_BIN,
+                              .op_type = "QMul",
                               .domain = WQ_INT8_DOMAIN,
                               .min_opset = 1,
                               .min_inputs = 2,

@@ -164,7 +164,9 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_concat = {.op_type = "QConcat",
+const wq_op wq_op_int8_concat = {.int8 = WQ_INT8_KERNEL,
+                                 .layout = WQ_LCAP_AGNOSTIC_ALL,
+                                 .op_type = "QConcat",
                                  .domain = WQ_INT8_DOMAIN,
                                  .min_opset = 1,
                                  .min_inputs = 1,

@@ -173,7 +173,10 @@ static wq_status qconv_run(const wq_node *node, const wq_value *in, wq_value *ou
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_conv = {.op_type = "QConv",
+const wq_op wq_op_int8_conv = {.int8 = WQ_INT8_KERNEL,
+                               .layout = WQ_LCAP_NHWC_KERNEL,
+                               .nhwc = WQ_OPID(int8_conv_nhwc),
+                               .op_type = "QConv",
                                .domain = WQ_INT8_DOMAIN,
                                .min_opset = 1,
                                .min_inputs = 2,

@@ -216,7 +216,8 @@ static wq_status qgemm_run(const wq_node *node, const wq_value *in, wq_value *ou
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_gemm = {.op_type = "QGemm",
+const wq_op wq_op_int8_gemm = {.int8 = WQ_INT8_KERNEL,
+                               .op_type = "QGemm",
                                .domain = WQ_INT8_DOMAIN,
                                .min_opset = 1,
                                .min_inputs = 2,

@@ -31,7 +31,9 @@ static wq_status qlookup_run(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_lookup = {.op_type = "QLookup",
+const wq_op wq_op_int8_lookup = {.int8 = WQ_INT8_KERNEL,
+                                 .layout = WQ_LCAP_AGNOSTIC,
+                                 .op_type = "QLookup",
                                  .domain = WQ_INT8_DOMAIN,
                                  .min_opset = 1,
                                  .min_inputs = 2,

@@ -106,7 +106,7 @@ static wq_status transition_run(const wq_node *node, const wq_value *in, wq_valu
   return WQ_OK;
 }
 
-#define TRANSITION_OP(sym, name, inputs, flag)                                                     \
+#define TRANSITION_OP(sym, name, inputs, flag, kind, lcap)                                         \
   const wq_op sym = {.op_type = name,                                                              \
                      .domain = WQ_INT8_DOMAIN,                                                     \
                      .min_opset = 1,                                                               \
@@ -115,13 +115,16 @@ static wq_status transition_run(const wq_node *node, const wq_value *in, wq_valu
                      .min_outputs = 1,                                                             \
                      .max_outputs = 1,                                                             \
                      .flags = flag,                                                                \
+                     .int8 = kind,                                                                 \
+                     .layout = lcap,                                                               \
                      .infer = transition_infer,                                                    \
                      .run = transition_run};
-TRANSITION_OP(wq_op_to_nhwc, "ToNHWC", 1, WQ_OP_FLAG_TO_NHWC)
-TRANSITION_OP(wq_op_to_nchw, "ToNCHW", 1, 0)
+TRANSITION_OP(wq_op_to_nhwc, "ToNHWC", 1, WQ_OP_FLAG_TO_NHWC, WQ_INT8_KERNEL, WQ_LCAP_TO_NHWC)
+TRANSITION_OP(wq_op_to_nchw, "ToNCHW", 1, 0, WQ_INT8_KERNEL, WQ_LCAP_TO_NCHW)
 TRANSITION_OP(wq_op_quantize_linear_nhwc, "QuantizeLinearNHWC", 3,
-              WQ_OP_FLAG_TO_NHWC | WQ_OP_FLAG_FUSED_BOUNDARY)
-TRANSITION_OP(wq_op_dequantize_linear_nhwc, "DequantizeLinearNHWC", 3, WQ_OP_FLAG_FUSED_BOUNDARY)
+              WQ_OP_FLAG_TO_NHWC | WQ_OP_FLAG_FUSED_BOUNDARY, WQ_INT8_QUANTIZE, WQ_LCAP_TO_NHWC)
+TRANSITION_OP(wq_op_dequantize_linear_nhwc, "DequantizeLinearNHWC", 3, WQ_OP_FLAG_FUSED_BOUNDARY,
+              WQ_INT8_DEQUANTIZE, WQ_LCAP_TO_NCHW)
 
 /* Appends `extra` to the node's lowering note (shown by info --lowered). */
 static wq_status note_append(wq_node *node, const char *extra, wq_error *err) {
@@ -337,7 +340,9 @@ static wq_status qconv_nhwc_run(const wq_node *node, const wq_value *in, wq_valu
   return st;
 }
 
-const wq_op wq_op_int8_conv_nhwc = {.op_type = "QConvNHWC",
+const wq_op wq_op_int8_conv_nhwc = {.int8 = WQ_INT8_KERNEL,
+                                    .layout = WQ_LCAP_NHWC,
+                                    .op_type = "QConvNHWC",
                                     .domain = WQ_INT8_DOMAIN,
                                     .min_opset = 1,
                                     .min_inputs = 2,
@@ -515,6 +520,8 @@ static wq_status pool_nhwc_run(const wq_node *node, const wq_value *in, wq_value
 #define POOL_OP(sym, name)                                                                         \
   const wq_op sym = {.op_type = name,                                                              \
                      .domain = WQ_INT8_DOMAIN,                                                     \
+                     .int8 = WQ_INT8_KERNEL,                                                       \
+                     .layout = WQ_LCAP_NHWC,                                                       \
                      .min_opset = 1,                                                               \
                      .min_inputs = 1,                                                              \
                      .max_inputs = 1,                                                              \

@@ -239,7 +239,9 @@ static wq_status resize_nhwc_run(const wq_node *node, const wq_value *in, wq_val
   return WQ_OK;
 }
 
-const wq_op wq_op_resize_nearest_nhwc = {.op_type = "ResizeNearestNHWC",
+const wq_op wq_op_resize_nearest_nhwc = {.int8 = WQ_INT8_KERNEL,
+                                         .layout = WQ_LCAP_NHWC,
+                                         .op_type = "ResizeNearestNHWC",
                                          .domain = WQ_INT8_DOMAIN,
                                          .min_opset = 1,
                                          .min_inputs = 1,
@@ -322,7 +324,9 @@ static wq_status d2s_nhwc_run(const wq_node *node, const wq_value *in, wq_value 
   return WQ_OK;
 }
 
-const wq_op wq_op_depth_to_space_nhwc = {.op_type = "DepthToSpaceNHWC",
+const wq_op wq_op_depth_to_space_nhwc = {.int8 = WQ_INT8_KERNEL,
+                                         .layout = WQ_LCAP_NHWC,
+                                         .op_type = "DepthToSpaceNHWC",
                                          .domain = WQ_INT8_DOMAIN,
                                          .min_opset = 1,
                                          .min_inputs = 1,

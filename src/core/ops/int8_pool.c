@@ -121,7 +121,10 @@ static wq_status qpool_run(const wq_node *node, const wq_value *in, wq_value *ou
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_average_pool = {.op_type = "QAveragePool",
+const wq_op wq_op_int8_average_pool = {.int8 = WQ_INT8_KERNEL,
+                                       .layout = WQ_LCAP_NHWC_KERNEL,
+                                       .nhwc = WQ_OPID(int8_average_pool_nhwc),
+                                       .op_type = "QAveragePool",
                                        .domain = WQ_INT8_DOMAIN,
                                        .min_opset = 1,
                                        .min_inputs = 1,
@@ -134,7 +137,10 @@ const wq_op wq_op_int8_average_pool = {.op_type = "QAveragePool",
                                        .run = qpool_run,
                                        .plan = qpool_plan};
 
-const wq_op wq_op_int8_global_average_pool = {.op_type = "QGlobalAveragePool",
+const wq_op wq_op_int8_global_average_pool = {.int8 = WQ_INT8_KERNEL,
+                                              .layout = WQ_LCAP_NHWC_KERNEL,
+                                              .nhwc = WQ_OPID(int8_global_average_pool_nhwc),
+                                              .op_type = "QGlobalAveragePool",
                                               .domain = WQ_INT8_DOMAIN,
                                               .min_opset = 1,
                                               .min_inputs = 1,

@@ -108,7 +108,8 @@ static wq_status qreduce_run(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-const wq_op wq_op_int8_reduce_mean = {.op_type = "QReduceMean",
+const wq_op wq_op_int8_reduce_mean = {.int8 = WQ_INT8_KERNEL,
+                                      .op_type = "QReduceMean",
                                       .domain = WQ_INT8_DOMAIN,
                                       .min_opset = 1,
                                       .min_inputs = 1,

@@ -300,7 +300,8 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
   return st;
 }
 
-const wq_op wq_op_int8_conv_to_float = {.op_type = "QConvToFloat",
+const wq_op wq_op_int8_conv_to_float = {.int8 = WQ_INT8_KERNEL,
+                                        .op_type = "QConvToFloat",
                                         .domain = WQ_INT8_DOMAIN,
                                         .min_opset = 1,
                                         .min_inputs = 3,
@@ -313,7 +314,8 @@ const wq_op wq_op_int8_conv_to_float = {.op_type = "QConvToFloat",
                                         .run = to_float_run,
                                         .plan = to_float_plan};
 
-const wq_op wq_op_int8_gemm_to_float = {.op_type = "QGemmToFloat",
+const wq_op wq_op_int8_gemm_to_float = {.int8 = WQ_INT8_KERNEL,
+                                        .op_type = "QGemmToFloat",
                                         .domain = WQ_INT8_DOMAIN,
                                         .min_opset = 1,
                                         .min_inputs = 3,

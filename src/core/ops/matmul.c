@@ -127,6 +127,8 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
 }
 
 const wq_op wq_op_matmul = {
+    .int8 = WQ_INT8_GEMM,
+    .int8_as = WQ_OPID(int8_gemm),
     .quant_role = WQ_QROLE_LINEAR,
 
     .op_type = "MatMul",

@@ -1,11 +1,99 @@
-/* The op registry. One wq_op entry per ONNX op: attribute parsing, shape
- * inference and the float reference kernel (the int8 backend's support and
- * layouts join this record in later stages). Adding an op = one entry in one
- * family file plus one line in that family's list_*.inc. */
+/* The op registry. One wq_op entry per op: attribute parsing, shape
+ * inference, the float reference kernel and the op's capabilities — how the
+ * int8 backend takes it (wq_int8_kind, the op it becomes, a check that says
+ * yes or no with a reason code without rewriting anything), the layouts its
+ * arguments accept (wq_layout_cap) — which the partition, lowering and
+ * layout passes, the quantizer's annotation and the graph JSON's legend read
+ * instead of lists of op names. Adding an op = one entry in one family file
+ * plus one line in ops.inc. */
 #ifndef WQ_OPS_OP_H
 #define WQ_OPS_OP_H
 
 #include "../ir/graph.h"
+
+/* Reason codes: why a node runs where it runs; names (wq_reason_name,
+ * passes/partition.h) are the graph JSON's reason.code. Append only: codes
+ * are compared by programs. */
+#define WQ_REASON_LIST(X)                                                                          \
+  X(NONE)                   /* not decided (no partition pass ran) */                              \
+  X(INT8)                   /* runs on an int8 kernel */                                           \
+  X(INT8_REFERENCE)         /* int8, on the file op's scalar reference kernel */                   \
+  X(BOUNDARY)               /* Quantize/DequantizeLinear at a region's edge */                     \
+  X(TRANSITION)             /* layout conversion inserted by the layout pass */                    \
+  X(SHAPE)                  /* computes shapes or indices as integers */                           \
+  X(NOT_QUANTIZED)          /* float op off the quantized path */                                  \
+  X(MODE_FP)                /* fp mode ran it in float */                                          \
+  X(UNSUPPORTED_OP)         /* the int8 backend has no kernel for this op */                       \
+  X(UNSUPPORTED_ATTR)       /* attributes or operand shapes the int8 kernel does not take */       \
+  X(UNSUPPORTED_DTYPE)      /* quantized to a type other than int8/uint8 */                        \
+  X(NO_QPARAMS)             /* quantization parameters missing or of an unusable form */           \
+  X(QPARAMS_MISMATCH)       /* read with other parameters than written with */                     \
+  X(PER_CHANNEL_ACTIVATION) /* activations quantized per channel */                                \
+  X(NOT_CONSTANT)           /* a weight, bias, scale or zero point computed at run time */         \
+  X(UNKNOWN_SHAPE)          /* a shape the kernel needs is not known at load */                    \
+  X(INPUT_NOT_QUANTIZED)    /* an input does not come from a DequantizeLinear */                   \
+  X(OUTPUT_NOT_QUANTIZED)   /* the result is not quantized (or read by others too) */
+
+#define WQ_REASON_ENUM_(name) WQ_REASON_##name,
+typedef enum { WQ_REASON_LIST(WQ_REASON_ENUM_) WQ_REASON_COUNT } wq_reason;
+#undef WQ_REASON_ENUM_
+
+/* Op ids: WQ_OPID(name) for the line WQ_OP_ENTRY(name) of ops.inc (the
+ * registry's order); WQ_OPID_NONE (0) is no op. */
+#define WQ_OPID(name) WQ_OPID_##name
+typedef enum {
+  WQ_OPID_NONE = 0,
+#define WQ_OP_ENTRY(name) WQ_OPID(name),
+#include "ops.inc"
+#undef WQ_OP_ENTRY
+  WQ_OPID_COUNT
+} wq_op_id;
+
+/* How the int8 backend takes a node of this op: which lowering rule tries
+ * it (passes/lower.c dispatches on it). */
+typedef enum wq_int8_kind {
+  WQ_INT8_NONE = 0,   /* no int8 form: runs float */
+  WQ_INT8_CONV,       /* Conv -> QConv */
+  WQ_INT8_GEMM,       /* Gemm, MatMul -> QGemm */
+  WQ_INT8_QLINEAR,    /* QLinearConv/QLinearMatMul -> QConv/QGemm, else its reference kernel */
+  WQ_INT8_INTEGER,    /* ConvInteger/MatMulInteger -> QConv/QGemm with int32 output */
+  WQ_INT8_CONTRIB,    /* com.microsoft QLinear* / QGemm -> wasmq int8 ops, else reference */
+  WQ_INT8_BINARY,     /* Add/Mul -> QAdd/QMul (a lookup against a scalar constant) */
+  WQ_INT8_POOL,       /* AveragePool/GlobalAveragePool -> QAveragePool/QGlobalAveragePool */
+  WQ_INT8_CONCAT,     /* Concat on int8 codes, or QConcat when parameters differ */
+  WQ_INT8_REDUCE,     /* ReduceMean -> QReduceMean */
+  WQ_INT8_LOOKUP,     /* elementwise map of one varying input -> QLookup (256-entry table) */
+  WQ_INT8_MOVE,       /* pure data movement: runs as it is on int8 codes */
+  WQ_INT8_QUANTIZE,   /* QuantizeLinear (a region's entry) */
+  WQ_INT8_DEQUANTIZE, /* DequantizeLinear (a region's exit) */
+  WQ_INT8_KERNEL,     /* already an int8 kernel (wasmq domain) */
+  WQ_INT8_KIND_COUNT
+} wq_int8_kind;
+
+/* The layouts an op's arguments accept and its output produces (read by
+ * passes/layout_int8.c). NCHW stands for channels-first (the declared
+ * layout), NHWC for channels-last, for rank 3 and 4 alike. */
+typedef enum wq_layout_cap {
+  WQ_LCAP_NCHW = 0,     /* every argument in the declared (channels-first) layout */
+  WQ_LCAP_NHWC_KERNEL,  /* has a channels-last variant (wq_op.nhwc) it always switches to */
+  WQ_LCAP_FOLLOW,       /* switches to its channels-last variant when input 0 is already so */
+  WQ_LCAP_AGNOSTIC,     /* elementwise on input 0: any layout, output as input */
+  WQ_LCAP_AGNOSTIC_BIN, /* inputs 0 and 1 agree (a single element broadcasts either way) */
+  WQ_LCAP_AGNOSTIC_ALL, /* every input agrees; the channel axis attribute follows */
+  WQ_LCAP_NHWC,         /* input 0 and output channels-last, other inputs plain */
+  WQ_LCAP_TO_NHWC,      /* transition: reads channels-first, writes channels-last */
+  WQ_LCAP_TO_NCHW,      /* transition: reads channels-last, writes channels-first */
+  WQ_LCAP_COUNT
+} wq_layout_cap;
+
+/* The answer of an int8 check: reason WQ_REASON_INT8 and the op the node
+ * runs as (`as`, e.g. "QConv"), or the code of the first condition that
+ * keeps it float with a sentence in detail. */
+typedef struct {
+  int reason; /* wq_reason */
+  const char *as;
+  char detail[192];
+} wq_int8_answer;
 
 enum {
   /* Output depends only on input shapes, not data (Shape, Size): constant
@@ -42,10 +130,22 @@ typedef enum wq_quant_role {
 typedef struct wq_op {
   const char *op_type;
   const char *domain; /* "" for ai.onnx */
-  int min_opset;      /* lowest opset version whose semantics we implement */
-  int min_inputs, max_inputs, min_outputs, max_outputs;
+  int max_inputs, max_outputs;
   unsigned flags;
-  wq_quant_role quant_role;
+  unsigned char min_opset; /* lowest opset version whose semantics we implement */
+  unsigned char min_inputs, min_outputs;
+  unsigned char quant_role; /* wq_quant_role */
+
+  /* Capabilities. */
+  unsigned char int8;   /* wq_int8_kind */
+  unsigned char layout; /* wq_layout_cap */
+  short int8_as;        /* wq_op_id of the int8 op a node becomes (WQ_OPID_NONE: itself) */
+  short nhwc;           /* wq_op_id of the channels-last variant, WQ_OPID_NONE if none */
+  /* Optional: the op's own conditions for an int8 form (attributes, which
+   * inputs are constants), checked on the graph as it stands without
+   * changing it; sets a->reason (and a->detail) only when it says no. The
+   * generic conditions of the kind are wq_op_int8_check's. */
+  void (*int8_check)(const wq_graph *g, const wq_node *n, wq_int8_answer *a);
 
   /* Parses and validates attributes once at load into node->op_state (may be
    * NULL: no state). Fails naming the node for a bad or unsupported value. */
@@ -77,14 +177,44 @@ typedef struct wq_op {
   wq_status (*plan)(wq_node *node, const wq_graph *g, wq_error *err);
 } wq_op;
 
-/* Registry entry for (domain, op_type), or NULL. "ai.onnx" and "" are the
- * same domain. */
+/* Registry entry for (domain, op_type), or NULL (a binary search of the
+ * sorted registry). "ai.onnx" and "" are the same domain. */
 const wq_op *wq_op_find(const char *domain, const char *op_type);
+/* Registry entry of an id, NULL for WQ_OPID_NONE or out of range. */
+const wq_op *wq_op_by_id(int id);
+/* The id of a registry entry (WQ_OPID_NONE for NULL or a foreign op). */
+int wq_op_id_of(const wq_op *op);
+
+/* Can the int8 backend take node n (resolved) of graph g as it stands? Asks
+ * the op's capability record without rewriting anything: no int8 kind ->
+ * UNSUPPORTED_OP; then the op's own int8_check; else INT8 with a->as the op
+ * it runs as. Returns a->reason. The lowering decides the rest from the
+ * quantized neighbours (qparams, sinks), which this does not see. */
+int wq_op_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a);
+
+/* The condition of a lookup (WQ_INT8_LOOKUP, and Add/Mul against a scalar
+ * constant): exactly one varying input; every other one a constant of one
+ * element (Clip's bounds, the 0.5 of x * 0.5). Sets a->reason and detail
+ * only when not met. */
+void wq_op_lookup_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a);
+
+/* "conv", "gemm", ..., "none" (the graph JSON's legend). */
+const char *wq_int8_kind_name(int kind);
+/* "nchw", "nhwc-kernel", "follow", "agnostic", ... (the legend). */
+const char *wq_layout_cap_name(int cap);
+
+/* Helpers for int8_check functions: t is a constant with data; t is a
+ * constant of exactly one element; the number of nodes reading t (a graph
+ * output counts as one). */
+bool wq_op_is_constant(const wq_graph *g, int t);
+bool wq_op_is_scalar_constant(const wq_graph *g, int t);
+int wq_op_readers(const wq_graph *g, int t);
 
 /* "linear", "clamp", "own-output", "shared" or "none". */
 const char *wq_quant_role_name(wq_quant_role role);
 
-/* Number of registered ops and the i-th one (for listings). */
+/* Number of registered ops and the i-th one (0-based, sorted by domain and
+ * op type; wq_op_by_id(i + 1)). */
 int wq_op_count(void);
 const wq_op *wq_op_at(int i);
 

@@ -1,6 +1,7 @@
 /* MaxPool (opset 1+; Indices output from 8, ceil_mode/dilations from 10,
  * int8/uint8 from 12), AveragePool (count_include_pad from 7, ceil_mode from
  * 10, dilations from 19), GlobalAveragePool and GlobalMaxPool. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../kernels/ref/ref_pool.h"
@@ -105,7 +106,19 @@ static wq_status pool_run(const wq_node *node, const wq_value *in, wq_value *out
   return WQ_OK;
 }
 
+/* On int8 codes while nothing reads its Indices output. */
+static void max_pool_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
+  if (n->n_outputs > 1 && wq_op_readers(g, n->outputs[1]) > 0) {
+    a->reason = WQ_REASON_UNSUPPORTED_ATTR;
+    snprintf(a->detail, sizeof a->detail, "MaxPool's Indices output is used");
+  }
+}
+
 const wq_op wq_op_max_pool = {
+    .int8 = WQ_INT8_MOVE,
+    .layout = WQ_LCAP_NHWC_KERNEL,
+    .nhwc = WQ_OPID(max_pool_nhwc),
+    .int8_check = max_pool_int8_check,
     .quant_role = WQ_QROLE_SHARED,
 
     .op_type = "MaxPool",
@@ -122,6 +135,8 @@ const wq_op wq_op_max_pool = {
 };
 
 const wq_op wq_op_average_pool = {
+    .int8 = WQ_INT8_POOL,
+    .int8_as = WQ_OPID(int8_average_pool),
     .quant_role = WQ_QROLE_OWN_OUTPUT,
 
     .op_type = "AveragePool",
@@ -167,6 +182,8 @@ static wq_status global_pool_run(const wq_node *node, const wq_value *in, wq_val
 }
 
 const wq_op wq_op_global_average_pool = {
+    .int8 = WQ_INT8_POOL,
+    .int8_as = WQ_OPID(int8_global_average_pool),
     .quant_role = WQ_QROLE_OWN_OUTPUT,
 
     .op_type = "GlobalAveragePool",

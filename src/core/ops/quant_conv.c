@@ -196,7 +196,9 @@ static wq_status qlinear_conv_run(const wq_node *node, const wq_value *in, wq_va
   return st;
 }
 
-const wq_op wq_op_qlinear_conv = {.op_type = "QLinearConv",
+const wq_op wq_op_qlinear_conv = {.int8 = WQ_INT8_QLINEAR,
+                                  .int8_as = WQ_OPID(int8_conv),
+                                  .op_type = "QLinearConv",
                                   .domain = "",
                                   .min_opset = 10,
                                   .min_inputs = 8,
@@ -257,7 +259,9 @@ static wq_status conv_integer_run(const wq_node *node, const wq_value *in, wq_va
   return st;
 }
 
-const wq_op wq_op_conv_integer = {.op_type = "ConvInteger",
+const wq_op wq_op_conv_integer = {.int8 = WQ_INT8_INTEGER,
+                                  .int8_as = WQ_OPID(int8_conv),
+                                  .op_type = "ConvInteger",
                                   .domain = "",
                                   .min_opset = 10,
                                   .min_inputs = 2,

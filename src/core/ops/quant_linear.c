@@ -135,7 +135,8 @@ static wq_status quantize_run(const wq_node *node, const wq_value *in, wq_value 
   return WQ_OK;
 }
 
-const wq_op wq_op_quantize_linear = {.op_type = "QuantizeLinear",
+const wq_op wq_op_quantize_linear = {.int8 = WQ_INT8_QUANTIZE,
+                                     .op_type = "QuantizeLinear",
                                      .domain = "",
                                      .min_opset = 10,
                                      .min_inputs = 2,
@@ -195,7 +196,8 @@ static wq_status dequantize_run(const wq_node *node, const wq_value *in, wq_valu
   return WQ_OK;
 }
 
-const wq_op wq_op_dequantize_linear = {.op_type = "DequantizeLinear",
+const wq_op wq_op_dequantize_linear = {.int8 = WQ_INT8_DEQUANTIZE,
+                                       .op_type = "DequantizeLinear",
                                        .domain = "",
                                        .min_opset = 10,
                                        .min_inputs = 2,

@@ -129,7 +129,9 @@ static wq_status qlinear_matmul_run(const wq_node *node, const wq_value *in, wq_
   return st;
 }
 
-const wq_op wq_op_qlinear_matmul = {.op_type = "QLinearMatMul",
+const wq_op wq_op_qlinear_matmul = {.int8 = WQ_INT8_QLINEAR,
+                                    .int8_as = WQ_OPID(int8_gemm),
+                                    .op_type = "QLinearMatMul",
                                     .domain = "",
                                     .min_opset = 10,
                                     .min_inputs = 8,
@@ -191,7 +193,9 @@ static wq_status matmul_integer_run(const wq_node *node, const wq_value *in, wq_
   return st;
 }
 
-const wq_op wq_op_matmul_integer = {.op_type = "MatMulInteger",
+const wq_op wq_op_matmul_integer = {.int8 = WQ_INT8_INTEGER,
+                                    .int8_as = WQ_OPID(int8_gemm),
+                                    .op_type = "MatMulInteger",
                                     .domain = "",
                                     .min_opset = 10,
                                     .min_inputs = 2,

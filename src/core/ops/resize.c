@@ -3,6 +3,7 @@
  * Modes nearest (any fixed-size dtype), linear and cubic (float, N-D,
  * separable). Output sizes need the scales/sizes data: without it shape
  * inference gives the rank with unknown (-1) resized dims. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -442,7 +443,29 @@ static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *o
   return run_interpolate(node, &p, &in[0], &out[0], err);
 }
 
+/* On int8 codes only in nearest mode (copies elements) and not with
+ * tf_crop_and_resize (writes an extrapolation value). */
+static void resize_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
+  (void)g;
+  const wq_attr *mode = wq_node_attr(n, "mode");
+  const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
+  if (mode && mode->s && strcmp(mode->s, "nearest") != 0) {
+    a->reason = WQ_REASON_UNSUPPORTED_ATTR;
+    snprintf(a->detail, sizeof a->detail,
+             "Resize mode '%s' interpolates; only nearest moves codes unchanged", mode->s);
+  } else if (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0) {
+    a->reason = WQ_REASON_UNSUPPORTED_ATTR;
+    snprintf(a->detail, sizeof a->detail,
+             "Resize with tf_crop_and_resize writes extrapolated values; only nearest without it "
+             "moves codes unchanged");
+  }
+}
+
 const wq_op wq_op_resize = {
+    .int8 = WQ_INT8_MOVE,
+    .layout = WQ_LCAP_FOLLOW,
+    .nhwc = WQ_OPID(resize_nearest_nhwc),
+    .int8_check = resize_int8_check,
     .quant_role = WQ_QROLE_SHARED,
 
     .op_type = "Resize",

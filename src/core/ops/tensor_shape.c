@@ -186,7 +186,8 @@ static wq_status reshape_infer(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_reshape = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_reshape = {.int8 = WQ_INT8_MOVE,
+                             .quant_role = WQ_QROLE_SHARED,
                              .op_type = "Reshape",
                              .domain = "",
                              .min_opset = 1,
@@ -223,7 +224,8 @@ static wq_status flatten_infer(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_flatten = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_flatten = {.int8 = WQ_INT8_MOVE,
+                             .quant_role = WQ_QROLE_SHARED,
                              .op_type = "Flatten",
                              .domain = "",
                              .min_opset = 1,
@@ -305,7 +307,8 @@ static wq_status squeeze_infer(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_squeeze = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_squeeze = {.int8 = WQ_INT8_MOVE,
+                             .quant_role = WQ_QROLE_SHARED,
                              .op_type = "Squeeze",
                              .domain = "",
                              .min_opset = 1,
@@ -347,7 +350,8 @@ static wq_status unsqueeze_infer(const wq_node *node, const wq_value *in, wq_val
   return WQ_OK;
 }
 
-const wq_op wq_op_unsqueeze = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_unsqueeze = {.int8 = WQ_INT8_MOVE,
+                               .quant_role = WQ_QROLE_SHARED,
                                .op_type = "Unsqueeze",
                                .domain = "",
                                .min_opset = 1,

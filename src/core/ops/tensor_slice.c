@@ -95,7 +95,9 @@ static wq_status concat_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
-const wq_op wq_op_concat = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_concat = {.int8 = WQ_INT8_CONCAT,
+                            .layout = WQ_LCAP_AGNOSTIC_ALL,
+                            .quant_role = WQ_QROLE_SHARED,
                             .op_type = "Concat",
                             .domain = "",
                             .min_opset = 1,
@@ -434,7 +436,8 @@ static wq_status slice_run(const wq_node *node, const wq_value *in, wq_value *ou
   return WQ_OK;
 }
 
-const wq_op wq_op_slice = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_slice = {.int8 = WQ_INT8_MOVE,
+                           .quant_role = WQ_QROLE_SHARED,
                            .op_type = "Slice",
                            .domain = "",
                            .min_opset = 1,
@@ -526,7 +529,8 @@ static wq_status gather_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
-const wq_op wq_op_gather = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_gather = {.int8 = WQ_INT8_MOVE,
+                            .quant_role = WQ_QROLE_SHARED,
                             .op_type = "Gather",
                             .domain = "",
                             .min_opset = 1,

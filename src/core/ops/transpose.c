@@ -61,7 +61,8 @@ static wq_status transpose_run(const wq_node *node, const wq_value *in, wq_value
   return WQ_OK;
 }
 
-const wq_op wq_op_transpose = {.quant_role = WQ_QROLE_SHARED,
+const wq_op wq_op_transpose = {.int8 = WQ_INT8_MOVE,
+                               .quant_role = WQ_QROLE_SHARED,
                                .op_type = "Transpose",
                                .domain = "",
                                .min_opset = 1,

@@ -26,14 +26,11 @@ wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err) {
 
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
 
-static bool is_int8_op(const wq_node *n, const char *op_type) {
-  return n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0 && strcmp(n->op_type, op_type) == 0;
-}
+/* n runs the registry op of this id (ops/ops.inc). */
+static bool is_op(const wq_node *n, int id) { return n->op && n->op == wq_op_by_id(id); }
 
-static bool is_onnx_op(const wq_node *n, const char *op_type) {
-  return (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) &&
-         strcmp(n->op_type, op_type) == 0;
-}
+/* The op's layout capability (ops/op.h wq_layout_cap). */
+static int lcap(const wq_node *n) { return n->op ? n->op->layout : WQ_LCAP_NCHW; }
 
 /* A tensor that may move: 8-bit, rank 3 or 4, static shape (a symbolic
  * batch, dim 0, is fine: both layouts keep it first), no or per-tensor
@@ -117,7 +114,7 @@ static wq_status push_node(layout_ctx *c, wq_node *n, wq_error *err) {
 
 /* Appends a wasmq.ToNHWC / ToNCHW node from tensor `from` to `to`. */
 static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, wq_error *err) {
-  const char *op_type = to_nhwc ? "ToNHWC" : "ToNCHW";
+  const wq_op *op = wq_op_by_id(to_nhwc ? WQ_OPID(to_nhwc) : WQ_OPID(to_nchw));
   wq_node n;
   memset(&n, 0, sizeof n);
   char name[300], note[400];
@@ -127,17 +124,15 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
            to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW", c->g->tensors[from].name,
            (long long)bytes, c->g->tensors[from].dims[0] < 0 ? " per batch item" : "");
   n.name = wq_strdup(name);
-  n.op_type = wq_strdup(op_type);
-  n.domain = wq_strdup(WQ_INT8_DOMAIN);
+  n.op_type = wq_strdup(op->op_type);
+  n.domain = wq_strdup(op->domain);
   n.opset = 1;
   n.inputs = malloc(sizeof(int));
   n.outputs = malloc(sizeof(int));
-  n.op = wq_op_find(WQ_INT8_DOMAIN, op_type);
+  n.op = op;
   wq_status st = WQ_OK;
   if (!n.name || !n.op_type || !n.domain || !n.inputs || !n.outputs)
     st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
-  else if (!n.op)
-    st = wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "layout: op wasmq.%s is not registered", op_type);
   if (st == WQ_OK) {
     n.inputs[0] = from;
     n.n_inputs = 1;
@@ -180,13 +175,11 @@ static wq_status ensure_nchw(layout_ctx *c, int t, wq_error *err) {
   return WQ_OK;
 }
 
-/* Switches node n to (domain wasmq, op_type) and prepares it again. */
-static wq_status retarget(wq_node *n, const char *op_type, wq_error *err) {
-  const wq_op *op = wq_op_find(WQ_INT8_DOMAIN, op_type);
-  if (!op)
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name, "layout: op wasmq.%s is not registered",
-                   op_type);
-  char *type = wq_strdup(op_type), *domain = wq_strdup(WQ_INT8_DOMAIN);
+/* Switches node n to the registry op of this id (its channels-last
+ * variant, a fused boundary) and prepares it again. */
+static wq_status retarget(wq_node *n, int id, wq_error *err) {
+  const wq_op *op = wq_op_by_id(id);
+  char *type = wq_strdup(op->op_type), *domain = wq_strdup(op->domain);
   if (!type || !domain) {
     free(type);
     free(domain);
@@ -210,20 +203,18 @@ static wq_status add_note(wq_node *n, const char *extra, wq_error *err) {
   return wq_layout_set_note(n, text, err);
 }
 
-/* The channels-last op for a node with such a kernel, or NULL. */
-static const char *nhwc_kernel_op(const wq_graph *g, const wq_node *n) {
-  if (n->n_inputs < 1 || !movable(g, n->inputs[0]) || n->n_outputs < 1 || n->outputs[0] < 0 ||
-      !movable(g, n->outputs[0]))
-    return NULL;
-  if (is_int8_op(n, "QConv"))
-    return "QConvNHWC";
-  if (is_int8_op(n, "QGlobalAveragePool"))
-    return "QGlobalAveragePoolNHWC";
-  if (is_int8_op(n, "QAveragePool"))
-    return "QAveragePoolNHWC";
-  if (is_onnx_op(n, "MaxPool") && (n->n_outputs == 1 || n->outputs[1] < 0))
-    return "MaxPoolNHWC";
-  return NULL;
+/* The channels-last variant (op id) of a node whose op always switches to
+ * it (WQ_LCAP_NHWC_KERNEL: QConv, QAveragePool, QGlobalAveragePool,
+ * MaxPool on codes), or 0. Outputs the variant lacks must be omitted
+ * (MaxPool's Indices). */
+static int nhwc_kernel_op(const wq_graph *g, const wq_node *n) {
+  if (lcap(n) != WQ_LCAP_NHWC_KERNEL || n->n_inputs < 1 || !movable(g, n->inputs[0]) ||
+      n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
+    return 0;
+  for (int k = wq_op_by_id(n->op->nhwc)->max_outputs; k < n->n_outputs; k++)
+    if (n->outputs[k] >= 0)
+      return 0;
+  return n->op->nhwc;
 }
 
 /* True when tensor t holds a single element: it broadcasts the same way in
@@ -241,9 +232,10 @@ static bool has_twin(const layout_ctx *c, int t) {
   return t >= 0 && t < c->n_original && c->twin[t] >= 0 && movable(c->g, t);
 }
 
-static bool is_concat(const wq_node *n) {
-  return is_int8_op(n, "QConcat") || is_onnx_op(n, "Concat");
-}
+/* QConcat, and Concat on int8 codes: every input agrees, the axis follows. */
+static bool is_concat(const wq_node *n) { return lcap(n) == WQ_LCAP_AGNOSTIC_ALL; }
+
+static bool is_binary(const wq_node *n) { return lcap(n) == WQ_LCAP_AGNOSTIC_BIN; }
 
 /* Input t of agnostic node n has a channels-last twin of the output's rank. */
 static bool follows_as_twin(const layout_ctx *c, const wq_node *n, int t) {
@@ -272,8 +264,8 @@ static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   if (n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
     return 0;
   int count = 0;
-  const bool binary = is_int8_op(n, "QAdd") || is_int8_op(n, "QMul");
-  if (is_int8_op(n, "QLookup") || is_onnx_op(n, "Identity"))
+  const bool binary = is_binary(n);
+  if (lcap(n) == WQ_LCAP_AGNOSTIC) /* QLookup, Identity */
     count = 1;
   else if (binary)
     count = 2;
@@ -320,31 +312,28 @@ static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   return count;
 }
 
-/* The channels-last op for a data-movement node whose input is already
- * channels-last (Resize nearest, DepthToSpace on int8 codes), or NULL. */
-static const char *follower_op(const layout_ctx *c, const wq_node *n) {
+/* The channels-last variant (op id) of a data-movement node whose input is
+ * already channels-last (WQ_LCAP_FOLLOW: Resize nearest, DepthToSpace on
+ * int8 codes), or 0. */
+static int follower_op(const layout_ctx *c, const wq_node *n) {
   const wq_graph *g = c->g;
-  if (n->n_inputs < 1 || !has_twin(c, n->inputs[0]) || n->n_outputs != 1 || n->outputs[0] < 0 ||
-      !movable(g, n->outputs[0]))
-    return NULL;
+  if (lcap(n) != WQ_LCAP_FOLLOW || n->n_inputs < 1 || !has_twin(c, n->inputs[0]) ||
+      n->n_outputs != 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
+    return 0;
   const wq_tensor *x = &g->tensors[n->inputs[0]], *y = &g->tensors[n->outputs[0]];
   if (x->rank != y->rank)
-    return NULL;
-  if (is_onnx_op(n, "DepthToSpace"))
-    return x->rank == 4 ? "DepthToSpaceNHWC" : NULL;
-  if (!is_onnx_op(n, "Resize"))
-    return NULL;
-  const wq_attr *mode = wq_node_attr(n, "mode");
-  const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
-  if ((mode && mode->s && strcmp(mode->s, "nearest") != 0) ||
-      (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0))
-    return NULL;
+    return 0;
+  if (is_op(n, WQ_OPID(depth_to_space)))
+    return x->rank == 4 ? n->op->nhwc : 0;
+  wq_int8_answer a; /* Resize: nearest, not tf_crop_and_resize */
+  if (wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
+    return 0;
   if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) /* N and C stay */
-    return NULL;
+    return 0;
   for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: known when planned */
     if (n->inputs[k] >= 0 && !g->tensors[n->inputs[k]].is_constant)
-      return NULL;
-  return "ResizeNearestNHWC";
+      return 0;
+  return n->op->nhwc;
 }
 
 /* Rewrites QConcat's axis from C (1) to last, then prepares it again. */
@@ -387,12 +376,12 @@ static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
     spatial_ones = spatial_ones && x->dims[d] == 1;
   if (!spatial_ones && x->dims[1] != 1)
     return false;
-  if (is_onnx_op(n, "Flatten")) {
+  if (is_op(n, WQ_OPID(flatten))) {
     int64_t axis = 1;
     return wq_attr_int(n, "axis", 1, &axis, NULL) == WQ_OK &&
            (axis == 0 || axis == 1 || axis == -x->rank);
   }
-  if (!is_onnx_op(n, "Reshape") || n->n_inputs < 2 || n->inputs[1] < 0)
+  if (!is_op(n, WQ_OPID(reshape)) || n->n_inputs < 2 || n->inputs[1] < 0)
     return false;
   const wq_tensor *shape = &g->tensors[n->inputs[1]];
   if (!shape->is_constant || !shape->data || shape->dtype != WQ_DT_INT64)
@@ -405,8 +394,8 @@ static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
 }
 
 static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
-  const char *kernel_op = nhwc_kernel_op(c->g, n);
-  const char *follow_op = kernel_op ? NULL : follower_op(c, n);
+  int kernel_op = nhwc_kernel_op(c->g, n);
+  int follow_op = kernel_op ? 0 : follower_op(c, n);
   int agnostic = kernel_op || follow_op ? 0 : agnostic_inputs(c, n);
   if (follow_op) {
     n->inputs[0] = c->twin[n->inputs[0]];
@@ -425,7 +414,7 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
     WQ_TRY(retarget(n, kernel_op, err));
     WQ_TRY(add_note(n, "channels-last (NHWC)", err));
   } else if (agnostic) {
-    const bool binary = is_int8_op(n, "QAdd") || is_int8_op(n, "QMul");
+    const bool binary = is_binary(n);
     for (int k = 0; k < n->n_inputs; k++) {
       int t = n->inputs[k];
       if (k < agnostic && (follows_as_twin(c, n, t) || !(binary && single_element(c->g, t))))
@@ -456,8 +445,8 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
  * kernel's 4 KB tile then holds >= 64 pixels (with more channels its short
  * quantize/transpose calls cost more than the separate passes: mobilenetv2's
  * 1280-channel DequantizeLinear ran 0.3 ms slower fused). */
-static bool plain_boundary(const wq_graph *g, const wq_node *n, const char *op_type, int t) {
-  return n && is_onnx_op(n, op_type) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
+static bool plain_boundary(const wq_graph *g, const wq_node *n, int id, int t) {
+  return n && is_op(n, id) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
          g->tensors[n->inputs[1]].is_constant && g->tensors[n->inputs[2]].is_constant &&
          single_element(g, n->inputs[1]) && g->tensors[t].dims[1] <= 64;
 }
@@ -484,13 +473,14 @@ static wq_status fold_boundaries(wq_graph *g, wq_layout_stats *stats, wq_error *
       if (in && o->n_outputs == 1 && o->outputs[0] == t)
         b = o;
     }
-    if (readers != 1 || !plain_boundary(g, b, in ? "QuantizeLinear" : "DequantizeLinear", t))
+    if (readers != 1 ||
+        !plain_boundary(g, b, in ? WQ_OPID(quantize_linear) : WQ_OPID(dequantize_linear), t))
       continue;
     if (in)
       b->outputs[0] = tr->outputs[0];
     else
       b->inputs[0] = tr->inputs[0];
-    WQ_TRY(retarget(b, in ? "QuantizeLinearNHWC" : "DequantizeLinearNHWC", err));
+    WQ_TRY(retarget(b, in ? WQ_OPID(quantize_linear_nhwc) : WQ_OPID(dequantize_linear_nhwc), err));
     stats->transition_bytes -= tensor_bytes(&g->tensors[t]);
     wq_graph_remove_node(g, i--);
   }

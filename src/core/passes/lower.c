@@ -59,33 +59,33 @@ wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_err
   return WQ_OK;
 }
 
+/* The op's capability record picks the rule (ops/op.h wq_int8_kind) after
+ * its check said yes. */
 static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
   const wq_node *n = &c->g->nodes[i];
-  if (lower_is_op(n, "Conv"))
-    return lower_conv(c, i, done, err);
-  if (lower_is_op(n, "Gemm") || lower_is_op(n, "MatMul"))
-    return lower_gemm(c, i, done, err);
-  if (lower_is_op(n, "QLinearConv") || lower_is_op(n, "QLinearMatMul"))
-    return lower_qlinear(c, i, done, err);
+  wq_int8_answer a;
+  if (wq_op_int8_check(c->g, n, &a) != WQ_REASON_INT8)
+    return lower_why(c, a.reason, "%s", a.detail);
   lower_qlinear_operand contrib[LOWER_CONTRIB_MAX_OPERANDS];
-  if (lower_contrib_operands(n, contrib) > 0)
-    return lower_contrib(c, i, done, err);
-  if (lower_is_op(n, "ConvInteger") || lower_is_op(n, "MatMulInteger")) {
+  switch (n->op->int8) {
+  case WQ_INT8_CONV: return lower_conv(c, i, done, err);
+  case WQ_INT8_GEMM: return lower_gemm(c, i, done, err);
+  case WQ_INT8_QLINEAR: return lower_qlinear(c, i, done, err);
+  case WQ_INT8_CONTRIB:
+    if (lower_contrib_operands(n, contrib) > 0)
+      return lower_contrib(c, i, done, err);
+    break;
+  case WQ_INT8_INTEGER:
     WQ_TRY(lower_integer(c, i, done, err));
     return *done ? lower_float_rescale(c, i, err) : WQ_OK;
+  case WQ_INT8_BINARY: return lower_binary(c, i, done, err);
+  case WQ_INT8_POOL: return lower_pool(c, i, done, err);
+  case WQ_INT8_CONCAT: return lower_concat(c, i, done, err);
+  case WQ_INT8_REDUCE: return lower_reduce_mean(c, i, done, err);
+  case WQ_INT8_LOOKUP: return lower_lookup(c, i, done, err);
+  case WQ_INT8_MOVE: return lower_data_movement(c, i, done, err);
+  default: break;
   }
-  if (lower_is_op(n, "Add") || lower_is_op(n, "Mul"))
-    return lower_binary(c, i, done, err);
-  if (lower_is_op(n, "AveragePool") || lower_is_op(n, "GlobalAveragePool"))
-    return lower_pool(c, i, done, err);
-  if (lower_is_op(n, "Concat"))
-    return lower_concat(c, i, done, err);
-  if (lower_is_op(n, "ReduceMean"))
-    return lower_reduce_mean(c, i, done, err);
-  if (lower_is_lookup_op(n))
-    return lower_lookup(c, i, done, err);
-  if (lower_is_data_movement_op(n))
-    return lower_data_movement(c, i, done, err);
   return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "no int8 lowering for %s", n->op_type);
 }
 

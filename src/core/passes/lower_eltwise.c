@@ -15,23 +15,6 @@
 #include "../runtime/executor.h"
 #include "lower_internal.h"
 
-static bool op_in(const wq_node *n, const char *const *names) {
-  for (int k = 0; names[k]; k++)
-    if (lower_is_op(n, names[k]))
-      return true;
-  return false;
-}
-
-static const char *const LOOKUP_OPS[] = {
-    "Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Softplus",
-    "Gelu", "Exp",  "Sqrt",    "Add",  "Sub",         "Mul",       "Div",       NULL};
-static const char *const MOVEMENT_OPS[] = {"MaxPool", "Reshape",   "Transpose",    "Flatten",
-                                           "Squeeze", "Unsqueeze", "DepthToSpace", "Resize",
-                                           "Slice",   "Gather",    "Identity",     NULL};
-
-bool lower_is_lookup_op(const wq_node *n) { return op_in(n, LOOKUP_OPS); }
-bool lower_is_data_movement_op(const wq_node *n) { return op_in(n, MOVEMENT_OPS); }
-
 /* The int8 operand behind float tensor t: an activation, or a quantized
  * constant with per-tensor parameters. -1 with a reason. */
 static int quantized_operand(lower_ctx *c, int t, const char *what) {
@@ -82,30 +65,14 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
   /* Exactly one input varies; every other one is a constant (Clip bounds,
-   * the scalar of x * 0.5). */
-  int act_k = -1;
-  for (int k = 0; k < n->n_inputs; k++) {
-    int t = n->inputs[k];
-    if (t < 0)
-      continue;
-    const wq_tensor *tt = &g->tensors[t];
-    bool constant = tt->is_constant && tt->data && lower_producer(c, t) < 0;
-    if (constant) {
-      wq_value v = wq_tensor_value(tt);
-      if (wq_value_numel(&v) != 1)
-        return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
-                         "operand '%s' is a constant of %lld elements; a lookup table needs a "
-                         "single varying input and scalar constants",
-                         tt->name, (long long)wq_value_numel(&v));
-      continue;
-    }
-    if (act_k >= 0)
-      return lower_why(c, WQ_REASON_UNSUPPORTED_OP,
-                       "both operands vary and %s has no int8 binary kernel", n->op_type);
-    act_k = k;
-  }
-  if (act_k < 0)
-    return lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED, "no varying input");
+   * the scalar of x * 0.5): the registry's lookup condition. */
+  wq_int8_answer a = {.reason = WQ_REASON_INT8};
+  wq_op_lookup_check(g, n, &a);
+  if (a.reason != WQ_REASON_INT8)
+    return lower_why(c, a.reason, "%s", a.detail);
+  int act_k = 0;
+  while (act_k < n->n_inputs && (n->inputs[act_k] < 0 || wq_op_is_constant(g, n->inputs[act_k])))
+    act_k++;
   int x = lower_activation_input(c, n->inputs[act_k], "input");
   if (x < 0)
     return WQ_OK;
@@ -307,16 +274,8 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err) {
 wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  if (lower_is_op(n, "MaxPool") && n->n_outputs > 1 && n->outputs[1] >= 0 &&
-      (lower_consumers(c, n->outputs[1], NULL) > 0 || g->tensors[n->outputs[1]].is_output))
-    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "MaxPool's Indices output is used");
-  if (lower_is_op(n, "Resize")) {
-    const wq_attr *mode = wq_node_attr(n, "mode");
-    if (mode && mode->s && strcmp(mode->s, "nearest") != 0)
-      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
-                       "Resize mode '%s' interpolates; only nearest moves codes unchanged",
-                       mode->s);
-  }
+  /* The op's own conditions (Resize nearest, MaxPool's Indices unread)
+   * were checked by the caller (wq_op_int8_check). */
   for (int k = 1; k < n->n_inputs; k++) {
     int t = n->inputs[k];
     int p = t >= 0 ? lower_producer(c, t) : -1;

@@ -194,7 +194,4 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err);
  * requantizing QLookup. */
 wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err);
 
-bool lower_is_lookup_op(const wq_node *n);
-bool lower_is_data_movement_op(const wq_node *n);
-
 #endif

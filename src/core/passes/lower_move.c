@@ -16,28 +16,13 @@
 #include "lower_internal.h"
 
 /* Ops whose every output element is a copy of an input element, or the
- * largest of some (no padding value, no interpolation, no extrapolation). */
+ * largest of some (no padding value, no interpolation, no extrapolation):
+ * the registry's pure data-movement ops (WQ_INT8_MOVE) whose check says yes
+ * (Resize nearest, MaxPool without a read Indices output). */
 static bool moves_elements(lower_ctx *c, const wq_node *n) {
-  static const char *const OPS[] = {"MaxPool", "Reshape",   "Transpose",    "Flatten",
-                                    "Squeeze", "Unsqueeze", "DepthToSpace", "Resize",
-                                    "Slice",   "Gather",    "Identity",     NULL};
-  bool listed = false;
-  for (int k = 0; OPS[k]; k++)
-    listed = listed || lower_is_op(n, OPS[k]);
-  if (!listed || n->n_outputs < 1 || n->outputs[0] < 0)
-    return false;
-  if (lower_is_op(n, "MaxPool") && n->n_outputs > 1 && n->outputs[1] >= 0 &&
-      (lower_consumers(c, n->outputs[1], NULL) > 0 || c->g->tensors[n->outputs[1]].is_output))
-    return false;
-  if (lower_is_op(n, "Resize")) {
-    const wq_attr *mode = wq_node_attr(n, "mode");
-    const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
-    if (mode && mode->s && strcmp(mode->s, "nearest") != 0)
-      return false;
-    if (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0)
-      return false;
-  }
-  return true;
+  wq_int8_answer a;
+  return n->op && n->op->int8 == WQ_INT8_MOVE && n->n_outputs >= 1 && n->outputs[0] >= 0 &&
+         wq_op_int8_check(c->g, n, &a) == WQ_REASON_INT8;
 }
 
 /* Moves node `from` to position `to` keeping the others' order. */

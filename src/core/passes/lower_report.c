@@ -13,13 +13,13 @@ typedef enum { KIND_INT8, KIND_BOUNDARY, KIND_FLOAT } node_kind;
 
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
 
+/* From the registry's int8 kinds (ops/op.h), then the data types. */
 static node_kind kind_of(const wq_graph *g, const wq_node *n) {
-  if (wq_fused_boundary(n))
+  int k = n->op ? n->op->int8 : WQ_INT8_NONE;
+  if (k == WQ_INT8_QUANTIZE || k == WQ_INT8_DEQUANTIZE)
     return KIND_BOUNDARY;
-  if (n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0)
+  if (k == WQ_INT8_KERNEL)
     return KIND_INT8;
-  if (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0)
-    return KIND_BOUNDARY;
   if (n->n_inputs > 0 && n->inputs[0] >= 0 && n->n_outputs > 0 && n->outputs[0] >= 0 &&
       is_8bit(g->tensors[n->inputs[0]].dtype) && is_8bit(g->tensors[n->outputs[0]].dtype))
     return KIND_INT8;

@@ -58,17 +58,15 @@ int64_t wq_transition_bytes(const wq_tensor *t) {
   return n * (int64_t)wq_dtype_size(t->dtype);
 }
 
-static bool is_onnx(const wq_node *n, const char *op_type) {
-  return (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) &&
-         strcmp(n->op_type, op_type) == 0;
-}
-
 bool wq_fused_boundary(const wq_node *n) {
   return n->op && (n->op->flags & WQ_OP_FLAG_FUSED_BOUNDARY);
 }
 
+static int kind_of(const wq_node *n) { return n->op ? n->op->int8 : WQ_INT8_NONE; }
+
+/* Quantize/DequantizeLinear, fused ones included (the registry's kinds). */
 static bool is_boundary(const wq_node *n) {
-  return is_onnx(n, "QuantizeLinear") || is_onnx(n, "DequantizeLinear") || wq_fused_boundary(n);
+  return kind_of(n) == WQ_INT8_QUANTIZE || kind_of(n) == WQ_INT8_DEQUANTIZE;
 }
 
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
@@ -76,11 +74,8 @@ static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8;
 /* An op of the file that computes on quantized data itself (run by its
  * scalar reference kernel when the lowering left it as it is). */
 static bool is_quantized_file_op(const wq_node *n) {
-  if (is_onnx(n, "QLinearConv") || is_onnx(n, "QLinearMatMul") || is_onnx(n, "ConvInteger") ||
-      is_onnx(n, "MatMulInteger"))
-    return true;
-  return n->domain && strcmp(n->domain, "com.microsoft") == 0 &&
-         (strncmp(n->op_type, "QLinear", 7) == 0 || strcmp(n->op_type, "QGemm") == 0);
+  int k = kind_of(n);
+  return k == WQ_INT8_QLINEAR || k == WQ_INT8_INTEGER || k == WQ_INT8_CONTRIB;
 }
 
 /* Every output is a 64-bit integer tensor: Shape -> Gather -> Concat
@@ -102,7 +97,7 @@ static bool moves_int8(const wq_graph *g, const wq_node *n) {
 static wq_backend backend_of(const wq_graph *g, const wq_node *n) {
   if (n->reason == WQ_REASON_MODE_FP || n->reason == WQ_REASON_SHAPE)
     return is_quantized_file_op(n) ? WQ_BACKEND_INT8_REF : WQ_BACKEND_FLOAT;
-  if ((n->domain && strcmp(n->domain, WQ_INT8_DOMAIN) == 0) || is_boundary(n))
+  if (kind_of(n) == WQ_INT8_KERNEL || is_boundary(n))
     return WQ_BACKEND_INT8_SIMD;
   if (is_quantized_file_op(n))
     return WQ_BACKEND_INT8_REF;
@@ -130,7 +125,7 @@ static bool on_quantized_path(const wq_graph *g, const wq_node *n, const int *pr
                               const bool *quantized_by) {
   for (int k = 0; k < n->n_inputs; k++) {
     int t = n->inputs[k];
-    if (t >= 0 && producer[t] >= 0 && is_onnx(&g->nodes[producer[t]], "DequantizeLinear"))
+    if (t >= 0 && producer[t] >= 0 && kind_of(&g->nodes[producer[t]]) == WQ_INT8_DEQUANTIZE)
       return true;
   }
   for (int k = 0; k < n->n_outputs; k++)
@@ -139,21 +134,54 @@ static bool on_quantized_path(const wq_graph *g, const wq_node *n, const int *pr
   return false;
 }
 
+/* producer[t] and quantized_by[t] (t is read by a QuantizeLinear), both
+ * malloc'ed. */
+static wq_status path_maps(const wq_graph *g, int **producer, bool **quantized_by, wq_error *err) {
+  *producer = producers(g);
+  *quantized_by = calloc((size_t)g->n_tensors + 1, sizeof **quantized_by);
+  if (!*producer || !*quantized_by) {
+    free(*producer);
+    free(*quantized_by);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition: out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (kind_of(&g->nodes[i]) == WQ_INT8_QUANTIZE && g->nodes[i].n_inputs > 0 &&
+        g->nodes[i].inputs[0] >= 0)
+      (*quantized_by)[g->nodes[i].inputs[0]] = true;
+  return WQ_OK;
+}
+
+static wq_status fail_int_mode(const wq_node *n, int reason, const char *why, wq_error *err) {
+  return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
+                 "partition mode int: %s '%s' is quantized but cannot run in int8 [%s]: %s",
+                 n->op_type, n->name, wq_reason_name(reason), why ? why : "");
+}
+
+wq_status wq_partition_check_int(const wq_graph *g, wq_error *err) {
+  int *producer;
+  bool *quantized_by;
+  WQ_TRY(path_maps(g, &producer, &quantized_by, err));
+  wq_status st = WQ_OK;
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    const wq_node *n = &g->nodes[i];
+    wq_int8_answer a;
+    if (is_boundary(n) || computes_shapes(g, n) || !on_quantized_path(g, n, producer, quantized_by))
+      continue;
+    if (wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
+      st = fail_int_mode(n, a.reason, a.detail, err);
+  }
+  free(producer);
+  free(quantized_by);
+  return st;
+}
+
 wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
                             wq_error *err) {
   wq_partition_stats s;
   memset(&s, 0, sizeof s);
-  int *producer = producers(g);
-  bool *quantized_by = calloc((size_t)g->n_tensors + 1, sizeof *quantized_by);
-  if (!producer || !quantized_by) {
-    free(producer);
-    free(quantized_by);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition: out of memory");
-  }
-  for (int i = 0; i < g->n_nodes; i++)
-    if (is_onnx(&g->nodes[i], "QuantizeLinear") && g->nodes[i].n_inputs > 0 &&
-        g->nodes[i].inputs[0] >= 0)
-      quantized_by[g->nodes[i].inputs[0]] = true;
+  int *producer;
+  bool *quantized_by;
+  WQ_TRY(path_maps(g, &producer, &quantized_by, err));
   wq_status st = WQ_OK;
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     wq_node *n = &g->nodes[i];
@@ -183,12 +211,8 @@ wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_st
       if (n->reason == WQ_REASON_NOT_QUANTIZED || n->reason == WQ_REASON_INT8)
         n->reason = WQ_REASON_UNSUPPORTED_OP;
       s.on_path++;
-      if (mode == WQ_PARTITION_INT) {
-        const char *why = wq_lower_why(n);
-        st = wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
-                     "partition mode int: %s '%s' is quantized but cannot run in int8 [%s]: %s",
-                     n->op_type, n->name, wq_reason_name(n->reason), why ? why : "");
-      }
+      if (mode == WQ_PARTITION_INT)
+        st = fail_int_mode(n, n->reason, wq_lower_why(n), err);
     }
   }
   free(producer);

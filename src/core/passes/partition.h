@@ -30,32 +30,9 @@
 #include <stdint.h>
 
 #include "../ir/graph.h"
+#include "../ops/op.h"
 
-/* Reason codes; names (wq_reason_name) are the JSON's reason.code. Append
- * only: codes are compared by programs. */
-#define WQ_REASON_LIST(X)                                                                          \
-  X(NONE)                   /* not decided (no partition pass ran) */                              \
-  X(INT8)                   /* runs on an int8 kernel */                                           \
-  X(INT8_REFERENCE)         /* int8, on the file op's scalar reference kernel */                   \
-  X(BOUNDARY)               /* Quantize/DequantizeLinear at a region's edge */                     \
-  X(TRANSITION)             /* layout conversion inserted by the layout pass */                    \
-  X(SHAPE)                  /* computes shapes or indices as integers */                           \
-  X(NOT_QUANTIZED)          /* float op off the quantized path */                                  \
-  X(MODE_FP)                /* fp mode ran it in float */                                          \
-  X(UNSUPPORTED_OP)         /* the int8 backend has no kernel for this op */                       \
-  X(UNSUPPORTED_ATTR)       /* attributes or operand shapes the int8 kernel does not take */       \
-  X(UNSUPPORTED_DTYPE)      /* quantized to a type other than int8/uint8 */                        \
-  X(NO_QPARAMS)             /* quantization parameters missing or of an unusable form */           \
-  X(QPARAMS_MISMATCH)       /* read with other parameters than written with */                     \
-  X(PER_CHANNEL_ACTIVATION) /* activations quantized per channel */                                \
-  X(NOT_CONSTANT)           /* a weight, bias, scale or zero point computed at run time */         \
-  X(UNKNOWN_SHAPE)          /* a shape the kernel needs is not known at load */                    \
-  X(INPUT_NOT_QUANTIZED)    /* an input does not come from a DequantizeLinear */                   \
-  X(OUTPUT_NOT_QUANTIZED)   /* the result is not quantized (or read by others too) */
-
-#define WQ_REASON_ENUM_(name) WQ_REASON_##name,
-typedef enum { WQ_REASON_LIST(WQ_REASON_ENUM_) WQ_REASON_COUNT } wq_reason;
-#undef WQ_REASON_ENUM_
+/* Reason codes: WQ_REASON_LIST in ops/op.h. */
 
 /* "INT8", "UNSUPPORTED_OP", ...; "NONE" for an out-of-range code. */
 const char *wq_reason_name(int code);
@@ -89,6 +66,14 @@ typedef struct {
  * NULL. */
 wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
                             wq_error *err);
+
+/* int mode, before the int8 lowering rewrites anything (on the folded
+ * graph): fails on the first node on the quantized path whose op the int8
+ * backend cannot take as it stands — no int8 kind, or its capability check
+ * says no (ops/op.h wq_op_int8_check) — naming it and the reason code. What
+ * depends on the quantized neighbours (qparams, sinks) is found by
+ * wq_pass_partition after the lowering, as before. */
+wq_status wq_partition_check_int(const wq_graph *g, wq_error *err);
 
 /* The backends and regions of the final graph. */
 typedef struct {

@@ -70,9 +70,12 @@ static void unite(int *parent, int a, int b) {
 /* Inputs that carry data to quantize: all of them for Add/Sub/Mul/Div and
  * Concat, else input 0 only (shapes, indices, Clip bounds, Resize scales
  * stay as they are). */
+/* Every float input is data (Add/Mul, Concat, and the two-operand lookups
+ * Sub/Div): from the registry's int8 kinds. */
 static bool all_inputs_are_data(const wq_node *n) {
-  return is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") ||
-         is_op(n, "Concat");
+  int k = n->op ? n->op->int8 : WQ_INT8_NONE;
+  return k == WQ_INT8_BINARY || k == WQ_INT8_CONCAT ||
+         (k == WQ_INT8_LOOKUP && n->op->min_inputs == 2);
 }
 
 static bool has_float_output(const ann_ctx *c, const wq_node *n) {
@@ -144,6 +147,7 @@ static wq_quant_role node_role(const ann_ctx *c, int i, wq_ann_node *an) {
   const wq_node *n = &c->g->nodes[i];
   wq_quant_role role = n->op ? n->op->quant_role : WQ_QROLE_NONE;
   if (role == WQ_QROLE_NONE) {
+    an->code = WQ_REASON_UNSUPPORTED_OP;
     set_reason(an, "no int8 kernel for %s", n->op_type);
     return role;
   }
@@ -152,25 +156,19 @@ static wq_quant_role node_role(const ann_ctx *c, int i, wq_ann_node *an) {
     set_reason(an, "data is not float");
     return WQ_QROLE_NONE;
   }
+  /* The op's own conditions for an int8 form: the registry's capability
+   * check (a lookup of one varying input against scalar constants, Resize
+   * nearest, MaxPool's Indices unread, ...), as the lowering asks it. */
+  wq_int8_answer ans;
+  if (wq_op_int8_check(c->g, n, &ans) != WQ_REASON_INT8) {
+    an->code = ans.reason;
+    set_reason(an, "%s", ans.detail);
+    return WQ_QROLE_NONE;
+  }
   switch (role) {
   case WQ_QROLE_LINEAR: return linear_ok(c, n, an) ? role : WQ_QROLE_NONE;
-  case WQ_QROLE_CLAMP:
-    for (int k = 1; k < n->n_inputs; k++)
-      if (n->inputs[k] >= 0 && !is_constant(c, n->inputs[k])) {
-        set_reason(an, "Clip bounds computed at run time");
-        return WQ_QROLE_NONE;
-      }
-    return role;
+  case WQ_QROLE_CLAMP: return role;
   case WQ_QROLE_OWN_OUTPUT:
-    if (is_op(n, "Sub") || is_op(n, "Div")) {
-      /* int8 only as a lookup of x op constant: one operand a scalar constant. */
-      int other = is_constant(c, n->inputs[1]) ? n->inputs[1] : n->inputs[0];
-      int x = other == n->inputs[1] ? n->inputs[0] : n->inputs[1];
-      if (!is_constant(c, other) || is_constant(c, x) || numel(&c->g->tensors[other]) != 1) {
-        set_reason(an, "%s has an int8 form only with a scalar constant operand", n->op_type);
-        return WQ_QROLE_NONE;
-      }
-    }
     if (all_inputs_are_data(n))
       for (int k = 0; k < n->n_inputs; k++)
         if (!is_float(c, n->inputs[k])) {
@@ -179,20 +177,7 @@ static wq_quant_role node_role(const ann_ctx *c, int i, wq_ann_node *an) {
         }
     return role;
   case WQ_QROLE_SHARED:
-    if (is_op(n, "Resize")) {
-      const wq_attr *mode = wq_node_attr(n, "mode");
-      const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
-      if ((mode && mode->s && strcmp(mode->s, "nearest") != 0) ||
-          (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0)) {
-        set_reason(an, "Resize moves codes unchanged only in nearest mode");
-        return WQ_QROLE_NONE;
-      }
-    }
-    if (is_op(n, "MaxPool") && n->n_outputs > 1 && n->outputs[1] >= 0) {
-      set_reason(an, "MaxPool with an indices output");
-      return WQ_QROLE_NONE;
-    }
-    if (is_op(n, "Concat"))
+    if (n->op->int8 == WQ_INT8_CONCAT)
       for (int k = 0; k < n->n_inputs; k++)
         if (!is_float(c, n->inputs[k])) {
           set_reason(an, "an input is not float");
@@ -336,16 +321,14 @@ static void mark_tensors(ann_ctx *c) {
 }
 
 /* Quantize/Dequantize, QLinear*, *Integer ops, onnxruntime's quantized
- * contrib ops and wasmq's own int8 ops. */
+ * contrib ops (WQ_OP_FLAG_INT8) and wasmq's own int8 ops (the registry's
+ * int8 kinds); by name for an op the registry does not know. */
 static bool is_quantized_family(const wq_node *n) {
-  if (wq_op_is_int8_family(n->op_type))
-    return true;
-  if (n->domain && strcmp(n->domain, "wasmq") == 0)
-    return true;
-  return n->domain && strcmp(n->domain, "com.microsoft") == 0 &&
-         (strncmp(n->op_type, "QLinear", 7) == 0 || strcmp(n->op_type, "QGemm") == 0 ||
-          strcmp(n->op_type, "DynamicQuantizeMatMul") == 0 ||
-          strcmp(n->op_type, "MatMulIntegerToFloat") == 0);
+  if (!n->op)
+    return wq_op_is_int8_family(n->op_type);
+  int k = n->op->int8;
+  return (n->op->flags & WQ_OP_FLAG_INT8) || k == WQ_INT8_KERNEL || k == WQ_INT8_QUANTIZE ||
+         k == WQ_INT8_DEQUANTIZE;
 }
 
 wq_status wq_annotate_check_float(const wq_graph *g, wq_error *err) {

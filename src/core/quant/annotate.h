@@ -49,6 +49,9 @@ typedef struct wq_ann_node {
    * (-1: none) and the node whose input it is (the Add for MatMul + Add). */
   int bias, bias_node;
   int linear; /* absorbed nodes: the linear they belong to; else -1 */
+  /* wq_reason (ops/op.h) when the op's capability check refused the node
+   * (UNSUPPORTED_OP, UNSUPPORTED_ATTR, ...), else WQ_REASON_NONE. */
+  int code;
   char reason[128];
 } wq_ann_node;
 
