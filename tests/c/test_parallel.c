@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/wasmq.h"
 #include "runtime/parallel.h"
@@ -77,6 +78,24 @@ static void test_parallel_for(void) {
   for (int round = 0; round < 20; round++) /* the pool is reused loop after loop */
     check_coverage(visit, "bound");
   check_coverage(visit_with_nested_loop, "nested");
+  /* Back-to-back loops (workers still spinning, a late worker meeting the
+   * next loop) and loops after pauses longer than the spin (workers asleep). */
+  atomic_int total;
+  atomic_init(&total, 0);
+  int expected = 0;
+  for (int round = 0; round < 3000; round++) {
+    wq_parallel_for(2 + round % 7, 1, count_chunk, &total);
+    expected += 2 + round % 7;
+    if (round % 500 == 499) {
+      struct timespec t0, t;
+      timespec_get(&t0, TIME_UTC);
+      do
+        timespec_get(&t, TIME_UTC);
+      while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
+    }
+  }
+  CHECK_MSG(atomic_load(&total) == expected, "back-to-back loops: %d items of %d",
+            atomic_load(&total), expected);
   CHECK(wq_pool_bind(NULL) == pool);
   wq_pool_free(pool);
 }

@@ -5,6 +5,37 @@
 #ifdef WQ_THREADS
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#endif
+#endif
+
+#ifdef WQ_THREADS
+/* A loop's ticket: one 64-bit word holding the loop's generation (bits
+ * 40-63), its chunk count (bits 20-39) and the next unclaimed chunk (bits
+ * 0-19). A thread claims a chunk by a compare-exchange on the whole word, so
+ * a claim can only succeed for the loop the thread read: a worker waking
+ * late never runs a chunk of a loop it did not see published, and the
+ * caller never waits for a worker that took no chunk (it waits for its
+ * loop's chunks to be done, whoever ran them). */
+#define TICKET_BITS 20
+#define TICKET_MASK ((UINT64_C(1) << TICKET_BITS) - 1)
+#define TICKET_GEN(t) ((uint32_t)((t) >> (2 * TICKET_BITS)))
+#define TICKET_CHUNKS(t) ((int64_t)(((t) >> TICKET_BITS) & TICKET_MASK))
+#define TICKET_NEXT(t) ((int64_t)((t)&TICKET_MASK))
+#define GEN_MASK ((UINT32_C(1) << (64 - 2 * TICKET_BITS)) - 1)
+
+/* How long a thread spins before it sleeps on a condition variable:
+ * workers after their last chunk (a model's next parallel region usually
+ * follows within this), the caller for the loop's last chunks. Waking a
+ * sleeping worker costs 10-25 us in wasm (bench/pool_overhead.c). */
+#ifndef WQ_POOL_SPIN_US
+#define WQ_POOL_SPIN_US 200
+#endif
+#ifndef WQ_POOL_CALLER_SPIN_US
+#define WQ_POOL_CALLER_SPIN_US 50
+#endif
 #endif
 
 struct wq_pool {
@@ -13,17 +44,20 @@ struct wq_pool {
   pthread_t *workers;
   int n_workers;
   pthread_mutex_t lock;
-  pthread_cond_t wake; /* a new loop (generation) or stop */
-  pthread_cond_t idle; /* busy_workers reached 0 */
-  unsigned long generation;
-  int stop;
-  int busy_workers;
-  int in_loop; /* touched by the bound (calling) thread only */
-  /* The loop in progress. */
+  pthread_cond_t wake; /* a new loop or stop */
+  pthread_cond_t idle; /* the loop's chunks are done */
+  atomic_uint_least64_t ticket;
+  atomic_llong done;         /* chunks of the current loop finished */
+  atomic_int sleepers;       /* workers blocked (or blocking) on wake */
+  atomic_int caller_waiting; /* the caller is blocked (or blocking) on idle */
+  atomic_int stop;
+  uint32_t generation; /* touched by the bound (calling) thread only */
+  int in_loop;         /* likewise */
+  /* The loop in progress: written before its ticket is published, read by
+   * a thread only after it claimed one of its chunks. */
   wq_range_fn fn;
   void *ctx;
-  int64_t n, grain, chunks;
-  atomic_llong next_chunk;
+  int64_t n, grain;
 #endif
 };
 
@@ -40,7 +74,9 @@ wq_pool *wq_pool_current(void) { return bound_pool; }
 
 int wq_pool_threads(const wq_pool *pool) { return pool ? pool->threads : 1; }
 
+#ifdef WQ_THREADS
 int wq_parallel_threads(void) { return wq_pool_threads(bound_pool); }
+#endif
 
 static void run_serial(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
   for (int64_t b = 0; b < n; b += grain)
@@ -48,34 +84,67 @@ static void run_serial(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
 }
 
 #ifdef WQ_THREADS
-static void run_chunks(wq_pool *p) {
+static double now_us(void) {
+#ifdef __EMSCRIPTEN__
+  return emscripten_get_now() * 1e3; /* timespec_get has ms steps there */
+#else
+  struct timespec t;
+  timespec_get(&t, TIME_UTC); /* C11; a clock jump only cuts one spin short */
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+#endif
+}
+
+/* Runs chunks of loop `gen` until none is left unclaimed (or another loop
+ * was published). */
+static void run_chunks(wq_pool *p, uint32_t gen) {
   for (;;) {
-    long long i = atomic_fetch_add(&p->next_chunk, 1);
-    if (i >= p->chunks)
+    uint64_t t = atomic_load(&p->ticket);
+    if (TICKET_GEN(t) != gen || TICKET_NEXT(t) >= TICKET_CHUNKS(t))
       return;
-    int64_t b = (int64_t)i * p->grain;
+    if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1))
+      continue;
+    /* Chunk TICKET_NEXT(t) is ours: the loop cannot end (nor its fields
+     * change) before it is done. */
+    const int64_t chunks = TICKET_CHUNKS(t), b = TICKET_NEXT(t) * p->grain;
     p->fn(p->ctx, b, p->n - b < p->grain ? p->n : b + p->grain);
+    if (atomic_fetch_add(&p->done, 1) + 1 == chunks && atomic_load(&p->caller_waiting)) {
+      pthread_mutex_lock(&p->lock);
+      pthread_cond_signal(&p->idle);
+      pthread_mutex_unlock(&p->lock);
+    }
   }
 }
 
 static void *worker_main(void *arg) {
   wq_pool *p = arg;
-  unsigned long seen = 0;
-  pthread_mutex_lock(&p->lock);
+  uint32_t seen = 0;
   for (;;) {
-    while (!p->stop && p->generation == seen)
-      pthread_cond_wait(&p->wake, &p->lock);
-    if (p->stop)
-      break;
-    seen = p->generation;
-    pthread_mutex_unlock(&p->lock);
-    run_chunks(p);
-    pthread_mutex_lock(&p->lock);
-    if (--p->busy_workers == 0)
-      pthread_cond_signal(&p->idle);
+    /* Spin for a while, then sleep until a new loop (or stop). */
+    uint32_t gen = TICKET_GEN(atomic_load(&p->ticket));
+    double deadline = 0;
+    for (unsigned spins = 1; gen == seen && !atomic_load(&p->stop); spins++) {
+      if ((spins & 255) == 0) {
+        double t = now_us();
+        if (deadline == 0)
+          deadline = t + WQ_POOL_SPIN_US;
+        else if (t > deadline)
+          break;
+      }
+      gen = TICKET_GEN(atomic_load(&p->ticket));
+    }
+    if (gen == seen && !atomic_load(&p->stop)) {
+      pthread_mutex_lock(&p->lock);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (!atomic_load(&p->stop) && (gen = TICKET_GEN(atomic_load(&p->ticket))) == seen)
+        pthread_cond_wait(&p->wake, &p->lock);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->lock);
+    }
+    if (atomic_load(&p->stop))
+      return NULL;
+    seen = gen;
+    run_chunks(p, gen);
   }
-  pthread_mutex_unlock(&p->lock);
-  return NULL;
 }
 
 void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
@@ -84,27 +153,46 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
   if (grain < 1)
     grain = 1;
   wq_pool *p = bound_pool;
-  if (!p || p->n_workers == 0 || p->in_loop || n <= grain) {
+  const int64_t chunks = (n + grain - 1) / grain;
+  if (!p || p->n_workers == 0 || p->in_loop || chunks < 2 || chunks > (int64_t)TICKET_MASK) {
     run_serial(n, grain, fn, ctx);
     return;
   }
   p->in_loop = 1;
-  pthread_mutex_lock(&p->lock);
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;
   p->grain = grain;
-  p->chunks = (n + grain - 1) / grain;
-  atomic_store(&p->next_chunk, 0);
-  p->busy_workers = p->n_workers;
-  p->generation++;
-  pthread_cond_broadcast(&p->wake);
-  pthread_mutex_unlock(&p->lock);
-  run_chunks(p);
-  pthread_mutex_lock(&p->lock);
-  while (p->busy_workers > 0)
-    pthread_cond_wait(&p->idle, &p->lock);
-  pthread_mutex_unlock(&p->lock);
+  atomic_store(&p->done, 0);
+  p->generation = (p->generation + 1) & GEN_MASK;
+  if (p->generation == 0) /* workers start having seen generation 0 */
+    p->generation = 1;
+  atomic_store(&p->ticket,
+               (uint64_t)p->generation << (2 * TICKET_BITS) | (uint64_t)chunks << TICKET_BITS);
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->lock);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+  }
+  run_chunks(p, p->generation);
+  /* Chunks the workers claimed may still run: spin, then sleep. */
+  double deadline = 0;
+  for (unsigned spins = 1; atomic_load(&p->done) < chunks; spins++) {
+    if ((spins & 255) == 0) {
+      double t = now_us();
+      if (deadline == 0) {
+        deadline = t + WQ_POOL_CALLER_SPIN_US;
+      } else if (t > deadline) {
+        pthread_mutex_lock(&p->lock);
+        atomic_store(&p->caller_waiting, 1);
+        while (atomic_load(&p->done) < chunks)
+          pthread_cond_wait(&p->idle, &p->lock);
+        atomic_store(&p->caller_waiting, 0);
+        pthread_mutex_unlock(&p->lock);
+        break;
+      }
+    }
+  }
   p->in_loop = 0;
 }
 
@@ -126,7 +214,11 @@ wq_status wq_pool_new(int threads, wq_pool **out, wq_error *err) {
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->idle, NULL);
-  atomic_init(&p->next_chunk, 0);
+  atomic_init(&p->ticket, 0);
+  atomic_init(&p->done, 0);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->caller_waiting, 0);
+  atomic_init(&p->stop, 0);
   /* As many workers as the environment gives (a browser has a fixed set). */
   while (p->n_workers < threads - 1 &&
          pthread_create(&p->workers[p->n_workers], NULL, worker_main, p) == 0)
@@ -139,8 +231,8 @@ wq_status wq_pool_new(int threads, wq_pool **out, wq_error *err) {
 void wq_pool_free(wq_pool *p) {
   if (!p)
     return;
+  atomic_store(&p->stop, 1);
   pthread_mutex_lock(&p->lock);
-  p->stop = 1;
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
   for (int i = 0; i < p->n_workers; i++)

@@ -36,7 +36,13 @@ wq_pool *wq_pool_current(void);
 typedef void (*wq_range_fn)(void *ctx, int64_t begin, int64_t end);
 void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx);
 
-/* Threads of the bound pool (1 without one). */
+/* Threads of the bound pool (1 without one). Without WQ_THREADS a constant
+ * 1: the compiler drops every split behind `wq_parallel_threads() > 1` from
+ * the single-threaded build. */
+#ifdef WQ_THREADS
 int wq_parallel_threads(void);
+#else
+static inline int wq_parallel_threads(void) { return 1; }
+#endif
 
 #endif
