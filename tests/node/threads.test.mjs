@@ -8,7 +8,7 @@ import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { load, threadsSupported, WasmqError } from '../../src/js/index.mjs';
 import { randomInput } from '../../bench/common.mjs';
-import { MODELS } from './helpers.mjs';
+import { MODELS, SHARED } from './helpers.mjs';
 
 const CASES = [
   ['synthetic/smallcnn_qdq.onnx', {}],
@@ -19,6 +19,11 @@ const CASES = [
   ['mnist-8/model.onnx', {}],
   ['mnist-8-dynamic-int8/model.onnx', {}],
   ['super-resolution-10/model.onnx', { input: [1, 1, 224, 224] }],
+  // The shared int8 models: 1x1 convs of 7x7 and 14x14 maps split by column
+  // tiles too, depthwise by rows (batch 2: shares across images).
+  [path.join(SHARED, 'models-int8/mobilenetv2-12-int8/model.onnx'), { input: [1, 3, 224, 224] }],
+  [path.join(SHARED, 'models-int8/mobilenetv2-12-int8/model.onnx'), { input: [2, 3, 224, 224] }],
+  [path.join(SHARED, 'models-int8/mlperftiny-kws-dscnn-int8/model.onnx'), {}],
 ];
 
 function feedsFor(model, inputShapes, seed) {
@@ -38,7 +43,7 @@ test('Node can run the threaded build', () => {
 
 for (const [rel, inputShapes] of CASES) {
   const file = path.isAbsolute(rel) ? rel : path.join(MODELS, rel);
-  test(`${path.basename(path.dirname(file))}/${path.basename(file)}: 2 threads equal 1 thread bit for bit`, { skip: !existsSync(file) && 'model not in shared/' }, async () => {
+  test(`${path.basename(path.dirname(file))}/${path.basename(file)}${Object.keys(inputShapes).length ? ` ${JSON.stringify(inputShapes)}` : ''}: 2 threads equal 1 thread bit for bit`, { skip: !existsSync(file) && 'model not in shared/' }, async () => {
     const one = await load(file, { inputShapes, threads: 1 });
     const two = await load(file, { inputShapes, threads: 2 });
     try {

@@ -249,13 +249,16 @@ static int64_t dw_same_source(const uint8_t *row, int64_t iw, int64_t in_w) {
  * (x - 128; pack_depthwise lowers the zero point to match), so one signed
  * widening load serves both types. */
 static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, const uint8_t *image,
-                              int64_t ih, int8_t *row) {
+                              int64_t ih, int8_t *row, int64_t k0, int64_t k1) {
   const int64_t C = p->in_channels;
   const int64_t ih1 = ih + (dp->vertical ? p->dil_h : 0), dw = dp->vertical ? 0 : p->dil_w;
   const uint8_t *row0 = ih >= 0 && ih < p->in_h ? image + ih * p->in_w * C : NULL;
   const uint8_t *row1 = ih1 >= 0 && ih1 < p->in_h ? image + ih1 * p->in_w * C : NULL;
   const v128_t flip = wasm_i8x16_splat(p->x_dtype == WQ_DT_UINT8 ? -128 : 0);
-  for (int64_t c0 = 0; c0 < C; c0 += DW_LANES, row += dp->stride * 2 * DW_LANES) {
+  /* 16-channel chunks [k0, k1) only. */
+  row += k0 * dp->stride * 2 * DW_LANES;
+  for (int64_t c0 = k0 * DW_LANES; c0 < C && c0 < k1 * DW_LANES;
+       c0 += DW_LANES, row += dp->stride * 2 * DW_LANES) {
     const bool tail = c0 + DW_LANES > C; /* lanes past C meet zero weights */
     for (int64_t col = 0, n; col < dp->cols; col += n) {
       const int64_t iw0 = col - p->pad_left, iw1 = iw0 + dw;
@@ -371,17 +374,20 @@ typedef struct {
   const wq_qconv_plan *p;
   const uint8_t *x;
   uint8_t *y;
+  /* Shares: row blocks of row_grain output rows x blocks of chunk_grain
+   * 16-channel chunks (share s: row block s / chunk_blocks). */
+  int64_t row_grain, chunk_grain, chunk_blocks;
   atomic_int status;
 } dw_job;
 
-/* Output rows [r0, r1) of the flattened (image, row) space, with this
- * share's own pair-row cache (which only decides what gets rebuilt). */
-static void dw_share(void *ctx, int64_t r0, int64_t r1) {
-  dw_job *job = ctx;
+/* Output rows [r0, r1) of the flattened (image, row) space, 16-channel
+ * chunks [k0, k1), with this block's own pair-row cache (which only decides
+ * what gets rebuilt: every output is computed the same way in any block). */
+static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1) {
   const wq_qconv_plan *p = job->p;
   const uint8_t *x = job->x;
   uint8_t *y = job->y;
-  const int64_t C = p->in_channels, c16 = round_up(C, DW_LANES), chunks = c16 / DW_LANES;
+  const int64_t C = p->in_channels, c16 = round_up(C, DW_LANES);
   const dw_pairing dp = dw_pairing_of(p);
   /* A cache of 2 * rows pair rows tagged by input row: with stride 1 each
    * pair row is built once and serves every output row that needs it. */
@@ -427,12 +433,12 @@ static void dw_share(void *ctx, int64_t r0, int64_t r1) {
             pick = s;
         }
         const int64_t ih = ih0 + r * dp.row_step;
-        dw_build_pair_row(p, &dp, image, ih, pair_rows + pick * row_len);
+        dw_build_pair_row(p, &dp, image, ih, pair_rows + pick * row_len, k0, k1);
         tag[pick] = ih;
         slot_of[r] = pick;
       }
       uint8_t *out = y + (n * p->out_h + oh) * p->out_w * C;
-      for (int64_t k = 0; k < chunks; k++) {
+      for (int64_t k = k0; k < k1; k++) {
         for (int64_t r = 0; r < dp.rows; r++)
           rows[r] = pair_rows + slot_of[r] * row_len + k * dp.stride * 2 * DW_LANES;
         const int64_t c0 = k * DW_LANES;
@@ -447,17 +453,48 @@ static void dw_share(void *ctx, int64_t r0, int64_t r1) {
   free((void *)rows);
 }
 
+static void dw_share(void *ctx, int64_t s0, int64_t s1) {
+  dw_job *job = ctx;
+  const int64_t rows = job->p->batch * job->p->out_h;
+  const int64_t chunks = round_up(job->p->in_channels, DW_LANES) / DW_LANES;
+  for (int64_t s = s0; s < s1; s++) {
+    const int64_t r0 = s / job->chunk_blocks * job->row_grain;
+    const int64_t k0 = s % job->chunk_blocks * job->chunk_grain;
+    dw_block(job, r0, r0 + job->row_grain < rows ? r0 + job->row_grain : rows, k0,
+             k0 + job->chunk_grain < chunks ? k0 + job->chunk_grain : chunks);
+  }
+}
+
+/* Depthwise layers below this many multiply-adds run on one thread; a share
+ * holds at least a quarter of it, at most 16 shares per layer. */
+#define DW_PARALLEL_MIN_MACS ((int64_t)1 << 18)
+#define DW_SHARE_MIN_MACS ((int64_t)1 << 16)
+
 static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t *y,
                                wq_error *err) {
   dw_job job = {.p = p, .x = x, .y = y};
   atomic_init(&job.status, (int)WQ_OK);
   const int64_t rows = p->batch * p->out_h;
-  /* Shares of whole output rows, at most 8, when the layer is big enough. */
+  const int64_t chunks = round_up(p->in_channels, DW_LANES) / DW_LANES;
   const int64_t work = rows * p->out_w * p->in_channels * p->kernel_h * p->kernel_w;
-  if (wq_parallel_threads() > 1 && rows >= 8 && work >= ((int64_t)1 << 18))
-    wq_parallel_for(rows, (rows + 7) / 8, dw_share, &job);
-  else
-    dw_share(&job, 0, rows);
+  if (wq_parallel_threads() > 1 && work >= DW_PARALLEL_MIN_MACS) {
+    /* Blocks of >= 4 output rows (a block rebuilds its first pair rows),
+     * then channel chunks for small maps (7x7, 14x14 of many channels).
+     * The cut depends on the layer's shape alone. */
+    int64_t target = work / DW_SHARE_MIN_MACS;
+    target = target > 16 ? 16 : target;
+    int64_t row_blocks = rows / 4 < target ? rows / 4 : target;
+    row_blocks = row_blocks < 1 ? 1 : row_blocks;
+    job.row_grain = (rows + row_blocks - 1) / row_blocks;
+    row_blocks = (rows + job.row_grain - 1) / job.row_grain;
+    int64_t chunk_blocks = (target + row_blocks - 1) / row_blocks;
+    chunk_blocks = chunk_blocks > chunks ? chunks : chunk_blocks;
+    job.chunk_grain = (chunks + chunk_blocks - 1) / chunk_blocks;
+    job.chunk_blocks = (chunks + job.chunk_grain - 1) / job.chunk_grain;
+    wq_parallel_for(row_blocks * job.chunk_blocks, 1, dw_share, &job);
+  } else {
+    dw_block(&job, 0, rows, 0, chunks);
+  }
   wq_status st = (wq_status)atomic_load(&job.status);
   return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
 }
@@ -517,9 +554,9 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
   }
   im2col_job job = {.p = p, .x = x, .y = y};
   atomic_init(&job.status, (int)WQ_OK);
-  int64_t share = wq_parallel_threads() > 1 ? wq_simd_qgemm_split_rows(&p->gemms[0], pixels) : 0;
-  if (share > 0)
-    wq_parallel_for(pixels, share, im2col_share, &job);
+  wq_simd_qgemm_split split;
+  if (wq_parallel_threads() > 1 && wq_simd_qgemm_split_plan(&p->gemms[0], pixels, 0, &split) > 1)
+    wq_parallel_for(pixels, split.row_grain, im2col_share, &job);
   else
     im2col_share(&job, 0, pixels);
   wq_status st = (wq_status)atomic_load(&job.status);

@@ -36,8 +36,24 @@ wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_
 wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t r1,
                                  wq_simd_panel_fn fill, const void *ctx, void *y, int64_t ldy,
                                  wq_error *err);
-/* Rows per share when a product of m rows is split over threads (0: too
- * small to split); depends on the shape alone, never on the thread count. */
-int64_t wq_simd_qgemm_split_rows(const wq_qgemm_packed *p, int64_t m);
+/* Rows [r0, r1) x column tiles [t0, t1) (of WQ_QGEMM_NR columns) only. */
+wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t r1, int64_t t0,
+                                  int64_t t1, wq_simd_panel_fn fill, const void *ctx, void *y,
+                                  int64_t ldy, wq_error *err);
+
+/* How a product of m rows is cut into shares for threads: row blocks of
+ * row_grain rows times column blocks of tile_grain tiles; share c is row
+ * block c / col_chunks, column block c % col_chunks. Depends on the shape
+ * alone, never on the thread count; each output is computed the same way
+ * in any share, so results are bit-identical for any number of threads. */
+typedef struct {
+  int64_t m, tiles;
+  int64_t row_grain, tile_grain;
+  int64_t row_chunks, col_chunks, chunks;
+} wq_simd_qgemm_split;
+/* Fills *s and returns its share count (1: too small to split); `columns`
+ * 0 keeps whole rows (im2col: a row's packing is its costly part). */
+int64_t wq_simd_qgemm_split_plan(const wq_qgemm_packed *p, int64_t m, int columns,
+                                 wq_simd_qgemm_split *s);
 
 #endif

@@ -146,17 +146,24 @@ typedef struct {
   dense_rows rows;
   void *y;
   int64_t ldy;
+  wq_simd_qgemm_split split;
   atomic_int status;
 } dense_job;
 
-/* One thread's rows of a dense product. */
-static void dense_share(void *ctx, int64_t r0, int64_t r1) {
+/* Output blocks [c0, c1) of a dense product (row block, column block). */
+static void dense_share(void *ctx, int64_t c0, int64_t c1) {
   dense_job *job = ctx;
+  const wq_simd_qgemm_split *s = &job->split;
   wq_error err;
   wq_error_clear(&err);
-  if (wq_simd_qgemm_run_rows(job->p, r0, r1, fill_dense_panel, &job->rows, job->y, job->ldy,
-                             &err) != WQ_OK)
-    atomic_store(&job->status, (int)err.code);
+  for (int64_t c = c0; c < c1; c++) {
+    const int64_t r0 = c / s->col_chunks * s->row_grain, t0 = c % s->col_chunks * s->tile_grain;
+    const int64_t r1 = r0 + s->row_grain < s->m ? r0 + s->row_grain : s->m;
+    const int64_t t1 = t0 + s->tile_grain < s->tiles ? t0 + s->tile_grain : s->tiles;
+    if (wq_simd_qgemm_run_block(job->p, r0, r1, t0, t1, fill_dense_panel, &job->rows, job->y,
+                                job->ldy, &err) != WQ_OK)
+      atomic_store(&job->status, (int)err.code);
+  }
 }
 
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
@@ -173,11 +180,10 @@ wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
     return WQ_OK;
   }
   dense_rows rows = {p, a, lda};
-  int64_t share = wq_parallel_threads() > 1 ? wq_simd_qgemm_split_rows(p, m) : 0;
-  if (share > 0) {
-    dense_job job = {.p = p, .rows = rows, .y = y, .ldy = ldy};
+  dense_job job = {.p = p, .rows = rows, .y = y, .ldy = ldy};
+  if (wq_parallel_threads() > 1 && wq_simd_qgemm_split_plan(p, m, 1, &job.split) > 1) {
     atomic_init(&job.status, (int)WQ_OK);
-    wq_parallel_for(m, share, dense_share, &job);
+    wq_parallel_for(job.split.chunks, 1, dense_share, &job);
     wq_status st = (wq_status)atomic_load(&job.status);
     return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qgemm: out of memory for scratch");
   }
@@ -187,7 +193,13 @@ wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
 wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t m,
                                  wq_simd_panel_fn fill, const void *ctx, void *y, int64_t ldy,
                                  wq_error *err) {
-  if (m <= r0)
+  return wq_simd_qgemm_run_block(p, r0, m, 0, p->n_padded / WQ_QGEMM_NR, fill, ctx, y, ldy, err);
+}
+
+wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t m, int64_t t0,
+                                  int64_t t1, wq_simd_panel_fn fill, const void *ctx, void *y,
+                                  int64_t ldy, wq_error *err) {
+  if (m <= r0 || t1 <= t0)
     return WQ_OK;
   /* Row blocks of up to 16 panels are widened into scratch that stays in L1
    * (~16 KB) while every column tile's weights pass over them once. */
@@ -204,7 +216,6 @@ wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t m
   uint8_t *y8 = y;
   const wq_simd_requant q = wq_simd_requant_init(p);
   const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
-  const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
   const int64_t block_rows = block_panels * WQ_QGEMM_MR;
   v128_t row_sums[16];
   for (int64_t b0 = r0; b0 < m; b0 += block_rows) {
@@ -219,7 +230,7 @@ wq_status wq_simd_qgemm_run_rows(const wq_qgemm_packed *p, int64_t r0, int64_t m
                          ? wq_simd_panel_centered_sums(panel, p->k_padded, p->a_zero_point)
                          : wasm_i32x4_splat(0);
     }
-    for (int64_t t = 0; t < tiles; t++) {
+    for (int64_t t = t0; t < t1; t++) {
       int64_t j0 = t * WQ_QGEMM_NR;
       int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
       wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
@@ -246,12 +257,44 @@ wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_
   return wq_simd_qgemm_run_rows(p, 0, m, fill, ctx, y, ldy, err);
 }
 
-/* Products below this many multiply-adds run on one thread. */
+/* Products below this many multiply-adds run on one thread, and a share
+ * holds at least a quarter of it (bench/pool_overhead.c: a region costs a few
+ * us; 2^19 MACs take ~15 us at the measured 35 G MAC/s). */
 #define QGEMM_PARALLEL_MIN_MACS ((int64_t)1 << 19)
+#define QGEMM_SHARE_MIN_MACS ((int64_t)1 << 17)
+/* Shares per product at most: enough that a thread arriving late still
+ * finds work and two threads end within 1/16 of each other. */
+#define QGEMM_MAX_SHARES 16
 
-int64_t wq_simd_qgemm_split_rows(const wq_qgemm_packed *p, int64_t m) {
-  if (m * p->n * p->k < QGEMM_PARALLEL_MIN_MACS || m < 128)
-    return 0;
-  /* At most 8 shares, whole 64-row blocks. */
-  return (m / 8 + 63) / 64 * 64;
+int64_t wq_simd_qgemm_split_plan(const wq_qgemm_packed *p, int64_t m, int columns,
+                                 wq_simd_qgemm_split *s) {
+  const int64_t macs = m * p->n * p->k, tiles = p->n_padded / WQ_QGEMM_NR;
+  const int64_t panels = (m + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
+  *s = (wq_simd_qgemm_split){.m = m,
+                             .tiles = tiles,
+                             .row_grain = m,
+                             .tile_grain = tiles,
+                             .row_chunks = 1,
+                             .col_chunks = 1,
+                             .chunks = 1};
+  if (macs < QGEMM_PARALLEL_MIN_MACS)
+    return 1;
+  int64_t target = macs / QGEMM_SHARE_MIN_MACS;
+  target = target > QGEMM_MAX_SHARES ? QGEMM_MAX_SHARES : target;
+  /* Whole panels of rows while there are two or more per share (or column
+   * splitting is not allowed: im2col rows cost their packing once only). */
+  int64_t row_chunks = panels >= 2 * target || !columns ? target : panels / 2;
+  row_chunks = row_chunks < 1 ? 1 : (row_chunks > panels ? panels : row_chunks);
+  s->row_grain = (panels + row_chunks - 1) / row_chunks * WQ_QGEMM_MR;
+  s->row_chunks = (m + s->row_grain - 1) / s->row_grain;
+  if (columns && s->row_chunks < target) {
+    /* Few rows (7x7, 14x14 feature maps, small batches): column tiles too,
+     * each share packing its rows' panels itself. */
+    int64_t col_chunks = (target + s->row_chunks - 1) / s->row_chunks;
+    col_chunks = col_chunks > tiles ? tiles : col_chunks;
+    s->tile_grain = (tiles + col_chunks - 1) / col_chunks;
+    s->col_chunks = (tiles + s->tile_grain - 1) / s->tile_grain;
+  }
+  s->chunks = s->row_chunks * s->col_chunks;
+  return s->chunks;
 }
