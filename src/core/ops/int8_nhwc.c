@@ -20,6 +20,7 @@
 #include "../kernels/quantize.h"
 #include "../passes/layout_int8.h"
 #include "../passes/lower.h"
+#include "../runtime/parallel.h"
 #include "int8_common.h"
 #include "nn_window.h"
 
@@ -55,32 +56,57 @@ static wq_status transition_infer(const wq_node *node, const wq_value *in, wq_va
 /* The fused conversion in tiles of pixels through a small buffer: quantized
  * channel by channel, then transposed into place (or transposed out, then
  * dequantized) with the kernels of the two nodes it replaces, so the same
- * bits, in one pass over memory. */
-static void boundary_run(bool to_nhwc, const wq_value *in, wq_value *out, int64_t n, int64_t c,
-                         int64_t s) {
+ * bits, in one pass over memory. Tiles are independent: threads take
+ * shares of them. */
+typedef struct {
+  bool to_nhwc;
+  const wq_value *in;
+  wq_value *out;
+  int64_t c, s, step, tiles_per_image;
+} boundary_job;
+
+static void boundary_tiles(void *ctx, int64_t t0, int64_t t1) {
+  const boundary_job *j = ctx;
+  const bool to_nhwc = j->to_nhwc;
+  const wq_value *in = j->in, *out = j->out;
+  const int64_t c = j->c, s = j->s;
   const wq_dtype dt = to_nhwc ? out[0].dtype : in[0].dtype;
   const float scale = *(const float *)in[1].data;
   const int32_t zp = (int32_t)wq_value_get_int(&in[2], 0), qmin = dt == WQ_DT_INT8 ? -128 : 0;
-  const int64_t step = BOUNDARY_TILE / c;
   uint8_t tile[BOUNDARY_TILE];
   float *f = to_nhwc ? in[0].data : out[0].data;
   uint8_t *codes = to_nhwc ? out[0].data : in[0].data;
-  for (int64_t b = 0; b < n; b++)
-    for (int64_t p = 0; p < s; p += step) {
-      const int64_t len = s - p < step ? s - p : step;
-      uint8_t *at = codes + (b * s + p) * c;
-      if (!to_nhwc)
-        wq_nhwc_to_nchw_u8(1, c, len, at, tile);
-      for (int64_t k = 0; k < c; k++) {
-        float *fk = f + (b * c + k) * s + p;
-        if (to_nhwc)
-          wq_quantize_f32_q8(fk, len, scale, zp, dt, qmin, qmin + 255, tile + k * len);
-        else
-          wq_dequantize_q8_f32(tile + k * len, len, scale, zp, dt, fk);
-      }
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t b = t / j->tiles_per_image, p = t % j->tiles_per_image * j->step;
+    const int64_t len = s - p < j->step ? s - p : j->step;
+    uint8_t *at = codes + (b * s + p) * c;
+    if (!to_nhwc)
+      wq_nhwc_to_nchw_u8(1, c, len, at, tile);
+    for (int64_t k = 0; k < c; k++) {
+      float *fk = f + (b * c + k) * s + p;
       if (to_nhwc)
-        wq_nchw_to_nhwc_u8(1, c, len, tile, at);
+        wq_quantize_f32_q8(fk, len, scale, zp, dt, qmin, qmin + 255, tile + k * len);
+      else
+        wq_dequantize_q8_f32(tile + k * len, len, scale, zp, dt, fk);
     }
+    if (to_nhwc)
+      wq_nchw_to_nhwc_u8(1, c, len, tile, at);
+  }
+}
+
+/* Conversions of fewer elements stay on one thread (~1 element per ns: a
+ * region's few us of overhead would eat the gain); shares of >= 8 tiles. */
+#define BOUNDARY_PARALLEL_MIN ((int64_t)1 << 16)
+
+static void boundary_run(bool to_nhwc, const wq_value *in, wq_value *out, int64_t n, int64_t c,
+                         int64_t s) {
+  const int64_t step = BOUNDARY_TILE / c;
+  boundary_job job = {to_nhwc, in, out, c, s, step, (s + step - 1) / step};
+  const int64_t tiles = n * job.tiles_per_image;
+  if (wq_parallel_threads() > 1 && n * c * s >= BOUNDARY_PARALLEL_MIN)
+    wq_parallel_for(tiles, tiles / 16 > 8 ? (tiles + 15) / 16 : 8, boundary_tiles, &job);
+  else
+    boundary_tiles(&job, 0, tiles);
 }
 
 static wq_status transition_run(const wq_node *node, const wq_value *in, wq_value *out,
