@@ -209,15 +209,21 @@ static int64_t chunk_columns(int64_t rows, int64_t total) {
   return chunk < total ? chunk : total;
 }
 
-/* Conv column chunks: within the scratch budget and at most about an
- * eighth of the output (whole 64-column blocks), so threads get balanced
- * shares (super-resolution's 1->64 5x5 conv made 2 chunks of 41943 and 8233
- * columns). Depends on the shape alone. */
+/* Conv column chunks: within the scratch budget and at most about a
+ * sixteenth of the output (whole 64-column blocks), so threads get balanced
+ * shares even when one starts late (super-resolution's 1->64 5x5 conv made
+ * 2 chunks of 41943 and 8233 columns; eighths left one thread 5 of 8).
+ * Depends on the shape alone. */
 static int64_t conv_chunk_columns(int64_t rows, int64_t total) {
   int64_t chunk = chunk_columns(rows, total);
-  int64_t eighth = ((total + 7) / 8 + 63) / 64 * 64;
-  return chunk > eighth ? eighth : chunk;
+  int64_t share = ((total + 15) / 16 + 63) / 64 * 64;
+  return chunk > share ? share : chunk;
 }
+
+/* Convolutions below this many multiply-adds run on one thread (as
+ * kernels/sgemm.c's products: mnist-8's 5x5 convs, 0.16M and 0.63M MACs,
+ * ran slower on 2 threads). */
+#define CONV_PARALLEL_MIN_MACS ((int64_t)1 << 21)
 
 typedef struct {
   const wq_conv_geometry *g;
@@ -309,8 +315,11 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
                   .y = y,
                   .chunk = conv_chunk_columns(kdim, out_size)};
   atomic_init(&job.status, (int)WQ_OK);
-  int64_t chunks_per_plane = (out_size + job.chunk - 1) / job.chunk;
-  wq_parallel_for(batch * group * chunks_per_plane, 1, conv_chunks, &job);
+  int64_t chunks = batch * group * ((out_size + job.chunk - 1) / job.chunk);
+  if (wq_parallel_threads() > 1 && batch * out_channels * kdim * out_size >= CONV_PARALLEL_MIN_MACS)
+    wq_parallel_for(chunks, 1, conv_chunks, &job);
+  else
+    conv_chunks(&job, 0, chunks);
   return (wq_status)atomic_load(&job.status);
 }
 
