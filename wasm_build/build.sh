@@ -136,12 +136,19 @@ cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
 # Size matters as much as speed in a browser: the hot kernels are built at
 # -O3, everything else (parsing, passes, per-dtype reference ops whose -O3
 # unrolling tripled the .wasm) at -Os. The auto-vectorized float loops
-# (elementwise, pooling, batchnorm) and the float conv's im2col/depthwise are
-# built at -O3 without compiler unrolling and interleaving: it bought nothing
-# measurable on the float models and cost 24 KB. The SIMD kernels keep it:
-# without it qgemm 256^3 drops from 88% to 83% of the dot peak and small
-# float GEMMs (openwakeword) run 60% slower. The int8 GEMM/conv entry points
-# (kernels/qgemm.c, qconv.c) only check, plan at load and dispatch: -Os.
+# (elementwise, pooling, batchnorm) are built at -O3 without compiler
+# unrolling and interleaving: it bought nothing measurable on the float models
+# and cost 24 KB. So are the int8 conv's im2col/depthwise loops and the NHWC
+# transitions/pools (simd/qconv_wasmsimd.c, nhwc_wasmsimd.c: -4.8 KB;
+# bench/profile_nodes.mjs A/B, 3 interleaved rounds: mobilenetv2-12-int8
+# 10.86-10.93 ms before, 10.83-10.90 after, smallcnn_qdq 1.895-1.900 both).
+# The float conv's im2col/depthwise (ref/ref_conv_f32.c) at -O2: -O3's loop
+# unswitching doubled it (+3 KB) for nothing measurable (super-resolution-10
+# Conv 167-168 ms, ppocr-mobile-v2-cls Conv 1.40 ms either way). The GEMM
+# kernels keep unrolling: without it qgemm 256^3 drops from 88% to 83% of the
+# dot peak and small float GEMMs (openwakeword) run 60% slower. The int8
+# GEMM/conv entry points (kernels/qgemm.c, qconv.c) only check, plan at load
+# and dispatch: -Os.
 # Prints the flags.
 opt_level() {
   if [[ -n "${WQ_WASM_OPT:-}" ]]; then # one level for every file, for comparisons
@@ -152,12 +159,16 @@ opt_level() {
   src/core/kernels/ref/ew_unary.c | src/core/kernels/ref/ew_binary_float.c | \
     src/core/kernels/ref/ref_pool.c | src/core/kernels/ref/ew_norm*.c | \
     src/core/kernels/ref/ew_batchnorm.c | src/core/kernels/ref/ref_gemm_f32.c | \
-    src/core/kernels/ref/ref_conv_f32.c)
+    src/core/kernels/simd/nhwc_wasmsimd.c | src/core/kernels/simd/qconv_wasmsimd.c)
     echo -O3 -fno-unroll-loops
     ;;
+  src/core/kernels/ref/ref_conv_f32.c) echo -O2 -fno-unroll-loops ;;
   # Binary ops on the other dtypes (integers, double: index arithmetic, rare
   # in models) instantiate one loop per op and dtype: -Oz halves them.
   src/core/kernels/ref/ew_binary.c) echo -Oz ;;
+  # Likewise Relu/Clip on the integer dtypes and the NCHW int8/uint8 MaxPool
+  # (int8 models pool in NHWC): split from their -O3 float files, -Oz.
+  src/core/kernels/ref/ew_unary_int.c | src/core/kernels/ref/ref_pool_int.c) echo -Oz ;;
   src/core/kernels/ref/* | src/core/kernels/qgemm.c | src/core/kernels/qconv.c) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
   # Load-time only (import, IR, passes, API glue, reports): smallest code.
@@ -168,6 +179,9 @@ opt_level() {
   esac
 }
 # emmalloc instead of dlmalloc: 7 KB smaller; runs allocate little (arena).
+# Link at -Os, not -Oz: -Oz saves 1.1 KB only by linking emscripten's
+# byte-at-a-time memcpy/memset (mobilenetv2-12-int8 5% slower, its NHWC->NCHW
+# output transition 10x).
 ldflags=(
   -Os -msimd128
   -sMALLOC=emmalloc

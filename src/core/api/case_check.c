@@ -14,8 +14,8 @@
 #define CASE_ATOL 1e-7
 
 static int is_dtype_unsupported(const wq_error *e) {
-  return e->code == WQ_ERR_UNSUPPORTED && strstr(e->message, "dtype") &&
-         strstr(e->message, "not supported");
+  return e->code == WQ_ERR_UNSUPPORTED && wq_strfind(e->message, "dtype") &&
+         wq_strfind(e->message, "not supported");
 }
 
 /* Copies into `name` the first int8-family op of the model that has no

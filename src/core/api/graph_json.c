@@ -41,7 +41,7 @@ static const char *node_role(const wq_node *n) {
 /* The kernel variant a plan hook chose, as it appended it to the node's
  * note ("... kernel NAME ..."), or "". */
 static void put_kernel(wq_text *t, const char *why) {
-  const char *k = why ? strstr(why, "kernel ") : NULL;
+  const char *k = why ? wq_strfind(why, "kernel ") : NULL;
   size_t len = 0;
   if (k) {
     k += 7;

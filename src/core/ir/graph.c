@@ -17,6 +17,14 @@ char *wq_strdup(const char *s) {
   return d;
 }
 
+const char *wq_strfind(const char *s, const char *sub) {
+  size_t n = strlen(sub);
+  for (; *s; s++)
+    if (strncmp(s, sub, n) == 0)
+      return s;
+  return n == 0 ? s : NULL;
+}
+
 wq_graph *wq_graph_new(void) { return calloc(1, sizeof(wq_graph)); }
 
 void wq_tensor_clear(wq_tensor *t) {

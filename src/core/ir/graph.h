@@ -156,4 +156,8 @@ wq_status wq_attr_floats(const wq_node *n, const char *name, const float **out, 
 
 char *wq_strdup(const char *s);
 
+/* strstr for short texts (messages, node notes): the first occurrence of sub
+ * in s, or NULL. A plain scan; libc's two-way strstr is 1.6 KB of wasm. */
+const char *wq_strfind(const char *s, const char *sub);
+
 #endif

@@ -27,8 +27,7 @@ size_t wq_arena_lower_bound(const wq_lifetime *tensors, int n) {
   return best;
 }
 
-/* Sort context: qsort has no user pointer, so orders are sorted as records
- * carrying their keys. */
+/* Orders are sorted as records carrying their keys. */
 typedef struct {
   size_t size;
   long long key2;
@@ -36,8 +35,7 @@ typedef struct {
   int index;
 } order_record;
 
-static int compare_records(const void *pa, const void *pb) {
-  const order_record *a = pa, *b = pb;
+static int compare_records(const order_record *a, const order_record *b) {
   if (a->size != b->size)
     return a->size > b->size ? -1 : 1;
   if (a->key2 != b->key2)
@@ -45,6 +43,32 @@ static int compare_records(const void *pa, const void *pb) {
   if (a->key3 != b->key3)
     return a->key3 < b->key3 ? -1 : 1;
   return a->index - b->index;
+}
+
+/* Heapsort by compare_records. The order is total (index breaks ties), so
+ * the result is the one any correct sort gives; libc's qsort (smoothsort)
+ * was 1.4 KB of the shipped .wasm. */
+static void sift_down(order_record *r, int root, int n) {
+  for (int child; (child = 2 * root + 1) < n; root = child) {
+    if (child + 1 < n && compare_records(&r[child], &r[child + 1]) < 0)
+      child++;
+    if (compare_records(&r[root], &r[child]) >= 0)
+      return;
+    order_record tmp = r[root];
+    r[root] = r[child];
+    r[child] = tmp;
+  }
+}
+
+static void sort_records(order_record *r, int n) {
+  for (int i = n / 2 - 1; i >= 0; i--)
+    sift_down(r, i, n);
+  for (int end = n - 1; end > 0; end--) {
+    order_record tmp = r[0];
+    r[0] = r[end];
+    r[end] = tmp;
+    sift_down(r, 0, end);
+  }
 }
 
 /* Largest first; among equals the earlier-born and then the longer-lived. */
@@ -55,7 +79,7 @@ static void order_by_size(const wq_lifetime *t, int n, order_record *scratch, in
     scratch[i].key3 = -(long long)(t[i].last - t[i].first);
     scratch[i].index = i;
   }
-  qsort(scratch, (size_t)n, sizeof *scratch, compare_records);
+  sort_records(scratch, n);
   for (int i = 0; i < n; i++)
     order[i] = scratch[i].index;
 }
@@ -77,7 +101,7 @@ static void order_by_breadth(const wq_lifetime *t, int n, order_record *scratch,
     scratch[i].index = i;
     taken[i] = false;
   }
-  qsort(scratch, (size_t)n, sizeof *scratch, compare_records);
+  sort_records(scratch, n);
   /* scratch is now steps (named by a tensor born there) by breadth; collect
    * each step's live tensors into a second record list sorted by size. */
   order_record *step_tensors = scratch + n;
@@ -94,7 +118,7 @@ static void order_by_breadth(const wq_lifetime *t, int n, order_record *scratch,
       step_tensors[m].index = j;
       m++;
     }
-    qsort(step_tensors, (size_t)m, sizeof *step_tensors, compare_records);
+    sort_records(step_tensors, m);
     for (int k = 0; k < m; k++) {
       taken[step_tensors[k].index] = true;
       order[count++] = step_tensors[k].index;

@@ -3,8 +3,6 @@
 #include <float.h>
 #include <math.h>
 
-#include "ew_types.h"
-
 static inline float sigmoid(float x) {
   /* e^-|x| never overflows; both branches are the same function. */
   if (x >= 0.0f)
@@ -70,63 +68,19 @@ void ew_unary_float(ew_unary_kind kind, float alpha, float beta, const float *x,
   }
 }
 
-#define EW_RELU_SIGNED(E, name, T, U, W)                                                           \
-  case E: {                                                                                        \
-    const T *xs = x;                                                                               \
-    T *ys = y;                                                                                     \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      ys[i] = xs[i] < 0 ? 0 : xs[i];                                                               \
-    return true;                                                                                   \
-  }
-#define EW_RELU_UNSIGNED(E, name, T, U, W)                                                         \
-  case E: {                                                                                        \
-    const T *xs = x;                                                                               \
-    T *ys = y;                                                                                     \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      ys[i] = xs[i];                                                                               \
-    return true;                                                                                   \
-  }
-
-bool ew_relu_int(wq_dtype dtype, const void *x, void *y, int64_t n) {
-  switch (dtype) {
-    EW_SIGNED_INT_TYPES(EW_RELU_SIGNED)
-    EW_UNSIGNED_INT_TYPES(EW_RELU_UNSIGNED)
-  default: return false;
-  }
-}
-
-/* Lowest and highest value of each clip type (ONNX's numeric_limits
- * defaults for an omitted min / max). */
-#define EW_LIMITS_float -FLT_MAX, FLT_MAX
-#define EW_LIMITS_int8 INT8_MIN, INT8_MAX
-#define EW_LIMITS_int16 INT16_MIN, INT16_MAX
-#define EW_LIMITS_int32 INT32_MIN, INT32_MAX
-#define EW_LIMITS_int64 INT64_MIN, INT64_MAX
-#define EW_LIMITS_uint8 0, UINT8_MAX
-#define EW_LIMITS_uint16 0, UINT16_MAX
-#define EW_LIMITS_uint32 0, UINT32_MAX
-#define EW_LIMITS_uint64 0, UINT64_MAX
-#define EW_LOWEST(lo, hi) lo
-#define EW_HIGHEST(lo, hi) hi
-#define EW_APPLY(m, args) m(args)
-
-#define EW_CLIP_CASE(E, name, T, U, W)                                                             \
-  case E: {                                                                                        \
-    const T *xs = x;                                                                               \
-    T *ys = y;                                                                                     \
-    const T l = lo ? *(const T *)lo : (T)EW_APPLY(EW_LOWEST, EW_LIMITS_##name);                    \
-    const T h = hi ? *(const T *)hi : (T)EW_APPLY(EW_HIGHEST, EW_LIMITS_##name);                   \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      T v = xs[i];                                                                                 \
-      v = v < l ? l : v;                                                                           \
-      ys[i] = v > h ? h : v;                                                                       \
-    }                                                                                              \
-    return true;                                                                                   \
-  }
-
+/* The float32 clip; the integer types are in ew_unary_int.c (built for
+ * size: integer Clip/Relu are rare in models). NaN passes through. */
 bool ew_clip(wq_dtype dtype, const void *x, void *y, int64_t n, const void *lo, const void *hi) {
-  switch (dtype) {
-    EW_NUMERIC_TYPES(EW_CLIP_CASE)
-  default: return false;
+  if (dtype != WQ_DT_FLOAT)
+    return ew_clip_int(dtype, x, y, n, lo, hi);
+  const float *xs = x;
+  float *ys = y;
+  const float l = lo ? *(const float *)lo : -FLT_MAX;
+  const float h = hi ? *(const float *)hi : FLT_MAX;
+  for (int64_t i = 0; i < n; i++) {
+    float v = xs[i];
+    v = v < l ? l : v;
+    ys[i] = v > h ? h : v;
   }
+  return true;
 }

@@ -36,4 +36,7 @@ bool ew_relu_int(wq_dtype dtype, const void *x, void *y, int64_t n);
  * dtype is not float32 or an integer. */
 bool ew_clip(wq_dtype dtype, const void *x, void *y, int64_t n, const void *lo, const void *hi);
 
+/* ew_clip on the integer dtypes only (false for any other). */
+bool ew_clip_int(wq_dtype dtype, const void *x, void *y, int64_t n, const void *lo, const void *hi);
+
 #endif
