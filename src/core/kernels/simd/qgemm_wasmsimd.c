@@ -50,12 +50,21 @@ static inline void store_row8(const wq_qgemm_packed *p, const wq_simd_requant *q
   }
 }
 
-/* Batch-1 GEMV: the widened row is broadcast once per pair and feeds four
- * column tiles (32 columns) at a time. */
-static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y) {
+/* Products below this many multiply-adds run on one thread, and a share
+ * holds at least a quarter of it (bench/pool_overhead.c: a region costs a few
+ * us; 2^19 MACs take ~15 us at the measured 35 G MAC/s). */
+#define QGEMM_PARALLEL_MIN_MACS ((int64_t)1 << 19)
+#define QGEMM_SHARE_MIN_MACS ((int64_t)1 << 17)
+/* Shares per product at most: enough that a thread arriving late still
+ * finds work and two threads end within 1/16 of each other. */
+#define QGEMM_MAX_SHARES 16
+
+/* Batch-1 GEMV over column tiles [t, tiles): the widened row is broadcast
+ * once per pair and feeds four column tiles (32 columns) at a time. */
+static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y, int64_t t,
+                 int64_t tiles) {
   const wq_simd_requant q = wq_simd_requant_init(p);
   const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
-  const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
   const int64_t y_size = p->y_dtype == WQ_DT_FLOAT ? 4 : 1;
   int32_t row_sum = 0;
   if (p->has_w_zero_point) {
@@ -64,7 +73,6 @@ static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y) {
       s += (uint32_t)(a16[k] - p->a_zero_point);
     row_sum = (int32_t)s;
   }
-  int64_t t = 0;
   for (; t + 4 <= tiles; t += 4) {
     const int8_t *w0 = p->w + t * tile_bytes, *w1 = w0 + tile_bytes, *w2 = w1 + tile_bytes,
                  *w3 = w2 + tile_bytes;
@@ -143,6 +151,17 @@ static void fill_dense_panel(const void *ctx, int64_t row0, int64_t rows, int16_
 
 typedef struct {
   const wq_qgemm_packed *p;
+  const int16_t *a16;
+  uint8_t *y;
+} gemv_job;
+
+static void gemv_share(void *ctx, int64_t t0, int64_t t1) {
+  const gemv_job *job = ctx;
+  gemv(job->p, job->a16, job->y, t0, t1);
+}
+
+typedef struct {
+  const wq_qgemm_packed *p;
   dense_rows rows;
   void *y;
   int64_t ldy;
@@ -175,7 +194,15 @@ wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
                      "qgemm: cannot allocate %lld bytes of scratch", (long long)(p->k_padded * 2));
     widen_row(p, a, row);
-    gemv(p, row, y);
+    const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
+    if (wq_parallel_threads() > 1 && p->n * p->k >= QGEMM_PARALLEL_MIN_MACS) {
+      /* Shares of whole 4-tile groups (32 columns), up to 8. */
+      gemv_job job = {p, row, y};
+      wq_parallel_for(tiles, (tiles / 8 + 3) / 4 * 4 < 4 ? 4 : (tiles / 8 + 3) / 4 * 4, gemv_share,
+                      &job);
+    } else {
+      gemv(p, row, y, 0, tiles);
+    }
     free(row);
     return WQ_OK;
   }
@@ -256,15 +283,6 @@ wq_status wq_simd_qgemm_run_panels(const wq_qgemm_packed *p, int64_t m, wq_simd_
                                    const void *ctx, void *y, int64_t ldy, wq_error *err) {
   return wq_simd_qgemm_run_rows(p, 0, m, fill, ctx, y, ldy, err);
 }
-
-/* Products below this many multiply-adds run on one thread, and a share
- * holds at least a quarter of it (bench/pool_overhead.c: a region costs a few
- * us; 2^19 MACs take ~15 us at the measured 35 G MAC/s). */
-#define QGEMM_PARALLEL_MIN_MACS ((int64_t)1 << 19)
-#define QGEMM_SHARE_MIN_MACS ((int64_t)1 << 17)
-/* Shares per product at most: enough that a thread arriving late still
- * finds work and two threads end within 1/16 of each other. */
-#define QGEMM_MAX_SHARES 16
 
 int64_t wq_simd_qgemm_split_plan(const wq_qgemm_packed *p, int64_t m, int columns,
                                  wq_simd_qgemm_split *s) {
