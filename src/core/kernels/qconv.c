@@ -196,3 +196,47 @@ wq_status wq_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error 
   return WQ_OK;
 #endif
 }
+
+/* x with its padding written out (the zero point) and *q the plan for it
+ * (no padding), so every window lies inside the input: windows cut by the
+ * border are otherwise assembled tap by tap, which costs more than this one
+ * copy on small images (mnist's 28x28 5x5 convs: 2.2x and 1.5x faster).
+ * NULL (and the plan as it is) without padding, when fewer than a tenth of
+ * the windows are cut, when the copy would pass 8 MB, or when it cannot be
+ * allocated. */
+uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv_plan *q) {
+  const int64_t C = p->in_channels;
+  const int64_t span_h = (p->kernel_h - 1) * p->dil_h + 1,
+                span_w = (p->kernel_w - 1) * p->dil_w + 1;
+  const int64_t need_h = (p->out_h - 1) * p->stride_h + span_h;
+  const int64_t need_w = (p->out_w - 1) * p->stride_w + span_w;
+  const int64_t h = need_h > p->in_h + p->pad_top ? need_h : p->in_h + p->pad_top;
+  const int64_t w = need_w > p->in_w + p->pad_left ? need_w : p->in_w + p->pad_left;
+  if (p->pad_top == 0 && p->pad_left == 0 && h == p->in_h && w == p->in_w)
+    return NULL;
+  /* Worth it only when at least a tenth of the windows are cut. */
+  int64_t inside_h = 0, inside_w = 0;
+#pragma clang loop vectorize(disable)
+  for (int64_t o = 0, i0 = -p->pad_top; o < p->out_h; o++, i0 += p->stride_h)
+    inside_h += i0 >= 0 && i0 + span_h <= p->in_h;
+#pragma clang loop vectorize(disable)
+  for (int64_t o = 0, i0 = -p->pad_left; o < p->out_w; o++, i0 += p->stride_w)
+    inside_w += i0 >= 0 && i0 + span_w <= p->in_w;
+  if (10 * (p->out_h * p->out_w - inside_h * inside_w) < p->out_h * p->out_w ||
+      p->batch * h * w * C > ((int64_t)8 << 20))
+    return NULL;
+  uint8_t *padded = malloc((size_t)(p->batch * h * w * C));
+  if (!padded)
+    return NULL;
+  memset(padded, p->x_zero_point & 0xFF, (size_t)(p->batch * h * w * C));
+  for (int64_t n = 0; n < p->batch; n++)
+    for (int64_t ih = 0; ih < p->in_h; ih++)
+      memcpy(padded + ((n * h + ih + p->pad_top) * w + p->pad_left) * C,
+             x + (n * p->in_h + ih) * p->in_w * C, (size_t)(p->in_w * C));
+  *q = *p;
+  q->in_h = h;
+  q->in_w = w;
+  q->pad_top = 0;
+  q->pad_left = 0;
+  return padded;
+}

@@ -121,6 +121,11 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
 
 /* Fills weights.{bias, w_zero_point, multiplier} with M entries (n_padded
  * >= M, zero past M) from d. */
+/* x with the plan's padding written out as the zero point, and *q a copy
+ * of the plan for it without padding (same output); NULL when that does
+ * not pay (see qconv.c) or cannot be allocated. The caller frees it. */
+uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv_plan *q);
+
 wq_status wq_qconv_channel_data(wq_qconv_plan *p, const wq_qconv_desc *d, int64_t n_padded,
                                 const char *node, wq_error *err);
 

@@ -107,8 +107,12 @@ void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq
   }
 }
 
+/* Channels run in chunks of 16 lanes. A maximum does not change when
+ * recomputed, so the last chunk of C >= 16 channels overlaps the one before
+ * it (at C - 16), and 8 <= C < 16 runs as two 8-lane halves at 0 and C - 8;
+ * only C < 8 goes through a copy. */
 void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x, void *y) {
-  const int64_t C = p->channels, full = C - C % 16;
+  const int64_t C = p->channels;
   const uint8_t *x8 = x;
   uint8_t *y8 = y;
   const v128_t lowest = is_unsigned ? wasm_i8x16_splat(0) : wasm_i8x16_splat(-128);
@@ -117,9 +121,11 @@ void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x
       for (int64_t ow = 0; ow < p->out_w; ow++) {
         const int64_t h0 = oh * p->stride_h - p->pad_top, w0 = ow * p->stride_w - p->pad_left;
         uint8_t *out = y8 + ((b * p->out_h + oh) * p->out_w + ow) * C;
-        for (int64_t c0 = 0; c0 < C; c0 += 16) {
-          const bool partial = c0 >= full;
-          uint8_t best[16];
+        for (int64_t done = 0; done < C;) {
+          /* width: 16, 8, or C (< 8) lanes from channel c0 */
+          const int64_t width = C >= 16 ? 16 : C >= 8 ? 8 : C;
+          const int64_t c0 = done + width <= C ? done : C - width;
+          done = c0 + width;
           v128_t m = lowest;
           for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             int64_t ih = h0 + kh * p->dil_h;
@@ -131,22 +137,26 @@ void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x
                 continue;
               const uint8_t *src = x8 + ((b * p->in_h + ih) * p->in_w + iw) * C + c0;
               v128_t v;
-              if (partial) {
-                uint8_t tmp[16];
-                memcpy(tmp, src, (size_t)(C - c0));
-                memset(tmp + (C - c0), 0, (size_t)(16 - (C - c0)));
-                v = wasm_v128_load(tmp);
-              } else {
+              if (width == 16) {
                 v = wasm_v128_load(src);
+              } else if (width == 8) {
+                v = wasm_v128_load64_zero(src);
+              } else {
+                uint8_t tmp[16] = {0};
+                memcpy(tmp, src, (size_t)width);
+                v = wasm_v128_load(tmp);
               }
               m = is_unsigned ? wasm_u8x16_max(m, v) : wasm_i8x16_max(m, v);
             }
           }
-          if (partial) {
-            wasm_v128_store(best, m);
-            memcpy(out + c0, best, (size_t)(C - c0));
-          } else {
+          if (width == 16) {
             wasm_v128_store(out + c0, m);
+          } else if (width == 8) {
+            wasm_v128_store64_lane(out + c0, m, 0);
+          } else {
+            uint8_t best[16];
+            wasm_v128_store(best, m);
+            memcpy(out + c0, best, (size_t)width);
           }
         }
       }

@@ -140,6 +140,7 @@ typedef struct {
   int64_t channel_offset;        /* g * cg */
   uint8_t *border;               /* 4 rows of segment_len bytes for windows cut by padding */
   const int64_t *segment_offset; /* segment s of an interior window: base + offset[s] */
+  const uint8_t *x_end;          /* one past the last byte of x */
 } im2col_ctx;
 
 /* Source of segment s of output pixel (n, oh, ow): a pointer into x when
@@ -166,10 +167,13 @@ static const uint8_t *segment_source(const im2col_ctx *c, int64_t n, int64_t oh,
   const int64_t cg = k->segment_len / k->taps_per_segment;
   for (int64_t t = 0; t < k->taps_per_segment; t++) {
     int64_t iw = iw0 + t * p->dil_w;
-    if (iw >= 0 && iw < p->in_w)
-      memcpy(scratch + t * cg, row + iw * C, (size_t)cg);
+    const uint8_t *src = iw >= 0 && iw < p->in_w ? row + iw * C : p->pad_row;
+    if (cg < 16) /* a call to memcpy costs more than a few bytes */
+#pragma clang loop vectorize(disable) unroll(disable)
+      for (int64_t e = 0; e < cg; e++)
+        scratch[t * cg + e] = src[e];
     else
-      memset(scratch + t * cg, p->x_zero_point & 0xFF, (size_t)cg);
+      memcpy(scratch + t * cg, src, (size_t)cg);
   }
   return scratch;
 }
@@ -209,13 +213,27 @@ static void fill_im2col_panel(const void *ctx, int64_t row0, int64_t rows, int16
             ? c->x + ((n[r] * p->in_h + ih0) * p->in_w + iw0) * p->in_channels + c->channel_offset
             : NULL;
   }
+  /* Segments whose length leaves 3 or more past a multiple of 8 end in a
+   * costly scalar tail of the packer (a 5x5 kernel on one channel: every
+   * slot). When all
+   * four windows are inside x and x extends 7 bytes past the last one, the
+   * packer reads whole groups of 8 instead: the extra slots it writes are
+   * overwritten by the next segment or the fill below (the panel scratch
+   * has room past k_padded), and an odd length's spare slot is set back
+   * to the zero point. */
+  const int64_t len = k->segment_len, len8 = (len + 7) & ~(int64_t)7;
+  const bool overread = (len & 7) >= 3 && base[0] && base[1] && base[2] && base[3] &&
+                        c->x_end - base[3] >= c->segment_offset[k->segments - 1] + len8;
   for (int64_t s = 0; s < k->segments; s++) {
     const void *src[4];
     for (int r = 0; r < 4; r++)
       src[r] = base[r] ? base[r] + c->segment_offset[s]
-                       : segment_source(c, n[r], oh[r], ow[r], s, c->border + r * k->segment_len);
-    wq_simd_panel_pack(panel, s * k->segment_stride, src, k->segment_len, p->x_dtype,
-                       p->x_zero_point);
+                       : segment_source(c, n[r], oh[r], ow[r], s, c->border + r * len);
+    const int64_t k0 = s * k->segment_stride;
+    wq_simd_panel_pack(panel, k0, src, overread ? len8 : len, p->x_dtype, p->x_zero_point);
+    if (overread && (len & 1))
+      for (int r = 0; r < 4; r++)
+        panel[(k0 + len) / 2 * 2 * WQ_QGEMM_MR + r * 2 + 1] = (int16_t)p->x_zero_point;
   }
   int64_t written = (k->segments - 1) * k->segment_stride + k->segment_len + (k->segment_len & 1);
   wq_simd_panel_fill(panel, written, c->gemm->k_padded, p->x_zero_point);
@@ -502,6 +520,7 @@ static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t
 typedef struct {
   const wq_qconv_plan *p;
   const void *x;
+  const uint8_t *x_end;
   void *y;
   atomic_int status;
 } im2col_job;
@@ -529,7 +548,7 @@ static void im2col_share(void *ctx, int64_t r0, int64_t r1) {
   wq_error_clear(&err);
   const int64_t y_size = p->y_dtype == WQ_DT_FLOAT ? 4 : 1;
   for (int64_t g = 0; g < p->group; g++) {
-    im2col_ctx c = {p, &p->gemms[g], job->x, g * cg, border, offsets};
+    im2col_ctx c = {p, &p->gemms[g], job->x, g * cg, border, offsets, job->x_end};
     if (wq_simd_qgemm_run_rows(&p->gemms[g], r0, r1, fill_im2col_panel, &c,
                                (uint8_t *)job->y + g * mg * y_size, p->out_channels,
                                &err) != WQ_OK) {
@@ -552,13 +571,23 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
   case WQ_QCONV_IM2COL_GEMM:
   case WQ_QCONV_GROUPED_GEMM: break;
   }
-  im2col_job job = {.p = p, .x = x, .y = y};
+  wq_qconv_plan unpadded;
+  uint8_t *padded = wq_qconv_padded_copy(p, x, &unpadded);
+  if (padded) {
+    p = &unpadded;
+    x = padded;
+  }
+  im2col_job job = {.p = p,
+                    .x = x,
+                    .x_end = (const uint8_t *)x + p->batch * p->in_h * p->in_w * p->in_channels,
+                    .y = y};
   atomic_init(&job.status, (int)WQ_OK);
   wq_simd_qgemm_split split;
   if (wq_parallel_threads() > 1 && wq_simd_qgemm_split_plan(&p->gemms[0], pixels, 0, &split) > 1)
     wq_parallel_for(pixels, split.row_grain, im2col_share, &job);
   else
     im2col_share(&job, 0, pixels);
+  free(padded);
   wq_status st = (wq_status)atomic_load(&job.status);
   return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
 }

@@ -236,7 +236,9 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
   int64_t needed_panels = (m - r0 + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
   if (block_panels > needed_panels)
     block_panels = needed_panels;
-  int16_t *panels = aligned_alloc(16, (size_t)(panel_elems * block_panels) * sizeof(int16_t));
+  /* 32 slots of slack: a panel fill may write up to 7 K slots (4 pairs of
+   * 4 rows) past k_padded before the next panel's fill overwrites them. */
+  int16_t *panels = aligned_alloc(16, (size_t)(panel_elems * block_panels + 32) * sizeof(int16_t));
   if (!panels)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
                    (long long)(panel_elems * block_panels * 2));
