@@ -111,7 +111,8 @@ void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq
  * recomputed, so the last chunk of C >= 16 channels overlaps the one before
  * it (at C - 16), and 8 <= C < 16 runs as two 8-lane halves at 0 and C - 8;
  * only C < 8 goes through a copy. */
-void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x, void *y) {
+__attribute__((minsize)) void wq_simd_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned,
+                                                      const void *x, void *y) {
   const int64_t C = p->channels;
   const uint8_t *x8 = x;
   uint8_t *y8 = y;
