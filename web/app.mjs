@@ -2,7 +2,7 @@
 // same data/render modules as `wasmq render`; layout in a Worker), the side
 // panel, search, overlays, memory lanes, export, and runs in a Worker.
 import svgPanZoom from 'svg-pan-zoom';
-import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum } from '../src/js/graph/data.mjs';
+import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum } from '../src/js/graph/data.mjs';
 import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
 import { startDemo } from './demos.mjs';
@@ -216,6 +216,7 @@ function select(nodeId) {
       <dt>region</dt><dd>${n.region >= 0 ? n.region : 'none (float)'}</dd>
       <dt>reason</dt><dd><code>${escapeXml(n.reason.code)}</code><br>${escapeXml(n.reason.detail)}</dd>
       <dt>kernel</dt><dd class="mono">${escapeXml(n.kernel || '—')}</dd>
+      <dt>op can</dt><dd class="mono">${escapeXml(capabilityLabel(g, n) || '—')}</dd>
       ${time !== undefined ? `<dt>time</dt><dd>${fmtNum(time)} ms (median)</dd>` : ''}
       ${err !== undefined ? `<dt>error</dt><dd>${fmtNum(err)}</dd>` : ''}
     </dl>

@@ -164,7 +164,7 @@ export interface NodeGap {
  */
 export function compare(floatModel: Model, int8Model: Model, feeds: Record<string, Feed | TensorData>): Promise<NodeGap[]>;
 
-/** The core's reason codes (src/core/passes/partition.h WQ_REASON_LIST, docs/graph-json.md). */
+/** The core's reason codes (src/core/ops/op.h WQ_REASON_LIST, docs/graph-json.md). */
 export type ReasonCode =
   | 'NONE'
   | 'INT8'
@@ -231,6 +231,20 @@ export interface GraphTensor {
   arena: { offset: number | null; size: number; first: number; last: number } | null;
 }
 
+/** An op's capability record from the core's registry (src/core/ops/op.h, docs/graph-json.md "legend"). */
+export interface GraphOpCapability {
+  op: string;
+  domain: string;
+  /** How the int8 backend takes it; 'none': runs float. */
+  int8: 'none' | 'conv' | 'gemm' | 'qlinear' | 'integer' | 'contrib' | 'binary' | 'pool' | 'concat' | 'reduce' | 'lookup' | 'move' | 'quantize' | 'dequantize' | 'kernel';
+  /** The wasmq int8 op a node of it becomes ('' : itself, or no int8 form). */
+  as: string;
+  /** The layouts its arguments accept and its output produces. */
+  layout: 'nchw' | 'nhwc-kernel' | 'follow' | 'agnostic' | 'agnostic-binary' | 'agnostic-all' | 'nhwc' | 'to-nhwc' | 'to-nchw';
+  /** Its channels-last variant ('' : none). */
+  nhwc: string;
+}
+
 export interface GraphRecords {
   schema: 1;
   mode: PartitionMode;
@@ -244,6 +258,8 @@ export interface GraphRecords {
   memory: { arena_bytes: number; lower_bound_bytes: number; planned: boolean };
   /** The load pipeline's passes in order: whether each ran and its counters. */
   passes: Array<{ name: string; ran: boolean; stats: Record<string, number> }>;
+  /** The capability record of each op the graph runs, in the registry's order (domain, then op type). */
+  legend: { ops: GraphOpCapability[] };
 }
 
 export interface Model {

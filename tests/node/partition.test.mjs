@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import { load, WasmqError } from '../../src/js/index.mjs';
 import { CLI, MODELS, NATIVE_CLI, REPO, SHARED } from './helpers.mjs';
 import { randomArray } from '../../src/js/random.mjs';
+import { capabilityLabel } from '../../src/js/graph/data.mjs';
 
 const ort = createRequire(import.meta.url)('onnxruntime-node');
 const EDGE = path.join(REPO, 'tests/models/edge_qdq.onnx');
@@ -43,6 +44,41 @@ test("partition 'int' fails the load naming the node and its reason code", async
     m.dispose();
   }
   await assert.rejects(load(SMALLCNN, { partition: 'int8' }), /partition must be 'int', 'int\+fp' or 'fp'/);
+});
+
+test('legend.ops: the registry capability record of every op the graph runs, once, in the registry order', async () => {
+  const m = await load(EDGE);
+  try {
+    const g = m.graph();
+    const key = (o) => `${o.domain}.${o.op}`;
+    // one entry per op the nodes run, sorted by (domain, op) as the registry (src/core/ops/ops.inc)
+    const ops = [...new Set(g.nodes.map((n) => `${n.domain}.${n.op}`))];
+    const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+    ops.sort((a, b) => cmp(a.split('.')[0], b.split('.')[0]) || cmp(a.split('.')[1], b.split('.')[1]));
+    assert.deepEqual(g.legend.ops.map(key), ops);
+    const cap = (op, domain = '') => g.legend.ops.find((o) => o.op === op && o.domain === domain);
+    // Float ops with no int8 form, and what the int8 ones are.
+    assert.deepEqual(cap('Softmax'), { op: 'Softmax', domain: '', int8: 'none', as: '', layout: 'nchw', nhwc: '' });
+    assert.deepEqual(cap('Conv'), { op: 'Conv', domain: '', int8: 'conv', as: 'QConv', layout: 'nchw', nhwc: '' });
+    assert.equal(cap('QuantizeLinear').int8, 'quantize');
+    assert.equal(cap('DequantizeLinear').int8, 'dequantize');
+    const conv = cap('QConvNHWC', 'wasmq');
+    assert.equal(conv.int8, 'kernel');
+    assert.equal(conv.layout, 'nhwc');
+    // the inspector's details line reads the same record
+    assert.equal(capabilityLabel(g, byName(g, 'Softmax_sm')), 'int8: none (runs float); layout: nchw');
+    assert.equal(capabilityLabel(g, byName(g, 'Conv_c1')), 'int8: conv -> QConv; layout: nchw');
+    assert.equal(capabilityLabel({ nodes: g.nodes }, byName(g, 'Conv_c1')), '');
+    // every float node's op is in the legend; a node that stayed float for want of a kernel has int8 'none'
+    for (const n of g.nodes) {
+      const c = cap(n.op, n.domain);
+      assert.ok(c, n.op);
+      if (n.reason.code === 'UNSUPPORTED_OP') assert.equal(c.int8, 'none', n.name);
+      if (n.backend === 'int8-simd' && n.domain === 'wasmq') assert.ok(['kernel', 'quantize', 'dequantize'].includes(c.int8), n.name);
+    }
+  } finally {
+    m.dispose();
+  }
 });
 
 test("partition 'int+fp': every node's backend, region and reason code on the edge-case graph", async () => {

@@ -261,6 +261,30 @@ static void put_passes(wq_text *t, const wq_model *m) {
   wq_text_put(t, "]");
 }
 
+/* The capability record (ops/op.h) of each op the graph runs, in the
+ * registry's order (domain, op type): what the viewer's legend and programs
+ * read instead of their own lists of op names. */
+static void put_legend(wq_text *t, const wq_graph *g) {
+  wq_text_put(t, "\"legend\":{\"ops\":[");
+  const char *sep = "";
+  for (int id = 1; id < WQ_OPID_COUNT; id++) {
+    const wq_op *op = wq_op_registry[id];
+    int i = 0;
+    while (i < g->n_nodes && g->nodes[i].op != op)
+      i++;
+    if (i == g->n_nodes)
+      continue;
+    const wq_op *as = wq_op_by_id(op->int8_as), *nhwc = wq_op_by_id(op->nhwc);
+    wq_text_put(t,
+                "%s{\"op\":\"%s\",\"domain\":\"%s\",\"int8\":\"%s\",\"as\":\"%s\","
+                "\"layout\":\"%s\",\"nhwc\":\"%s\"}",
+                sep, op->op_type, op->domain, wq_int8_kind_name(op->int8), as ? as->op_type : "",
+                wq_layout_cap_name(op->layout), nhwc ? nhwc->op_type : "");
+    sep = ",";
+  }
+  wq_text_put(t, "]}");
+}
+
 char *wq_model_graph_json(const wq_model *m) {
   const wq_graph *g = m->ir->graph;
   wq_partition_report r;
@@ -297,6 +321,8 @@ char *wq_model_graph_json(const wq_model *m) {
   wq_text_put(&t, ",\"memory\":{\"arena_bytes\":%zu,\"lower_bound_bytes\":%zu,\"planned\":%s},",
               mem.arena_bytes, mem.lower_bound_bytes, mem.planned ? "true" : "false");
   put_passes(&t, m);
+  wq_text_put(&t, ",");
+  put_legend(&t, g);
   wq_text_put(&t, "}\n");
   free(producer);
   free(last);

@@ -77,7 +77,7 @@ static wq_status a_codes(const wq_node *node, const wq_value *in, wq_value *code
     *zero_point = zp ? wq_ref_q_load(zp->data, zp->dtype, 0) : 0;
     return WQ_OK;
   }
-  const wq_op *dql = wq_op_find("", "DynamicQuantizeLinear");
+  const wq_op *dql = wq_op_by_id(WQ_OPID(dynamic_quantize_linear));
   int64_t n = wq_value_numel(&in[0]);
   uint8_t zp8 = 0;
   *codes = in[0];

@@ -59,7 +59,7 @@ static wq_status resize_nhwc_prepare(wq_node *node, wq_error *err) {
   resize_nhwc_state *s = calloc(1, sizeof *s);
   if (!s)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "ResizeNearestNHWC: out of memory");
-  s->resize = wq_op_find("", "Resize");
+  s->resize = wq_op_by_id(WQ_OPID(resize));
   if (!s->resize) {
     free(s);
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,

@@ -180,6 +180,13 @@ typedef struct wq_op {
 /* Registry entry for (domain, op_type), or NULL (a binary search of the
  * sorted registry). "ai.onnx" and "" are the same domain. */
 const wq_op *wq_op_find(const char *domain, const char *op_type);
+/* The registry by id (ops.inc's order); [WQ_OPID_NONE] is NULL. */
+extern const wq_op *const wq_op_registry[WQ_OPID_COUNT];
+/* Node n runs the registry op of this id (a pointer compare: an op is
+ * told by its id, not by comparing names). */
+static inline bool wq_node_is(const wq_node *n, int id) {
+  return n->op && n->op == wq_op_registry[id];
+}
 /* Registry entry of an id, NULL for WQ_OPID_NONE or out of range. */
 const wq_op *wq_op_by_id(int id);
 /* The id of a registry entry (WQ_OPID_NONE for NULL or a foreign op). */
@@ -191,6 +198,14 @@ int wq_op_id_of(const wq_op *op);
  * it runs as. Returns a->reason. The lowering decides the rest from the
  * quantized neighbours (qparams, sinks), which this does not see. */
 int wq_op_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a);
+
+/* An int8_check's "no": sets a->reason and the detail sentence (printf
+ * style). */
+void wq_int8_no(wq_int8_answer *a, int reason, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* The condition of a lookup (WQ_INT8_LOOKUP, and Add/Mul against a scalar
  * constant): exactly one varying input; every other one a constant of one
@@ -218,8 +233,10 @@ const char *wq_quant_role_name(wq_quant_role role);
 int wq_op_count(void);
 const wq_op *wq_op_at(int i);
 
-/* True when `op_type` is one of ONNX's int8 ops (QuantizeLinear,
- * DequantizeLinear, QLinear*, *Integer, DynamicQuantizeLinear). */
+/* True when `op_type` names one of the int8 ops (QuantizeLinear,
+ * DequantizeLinear, QLinear*, *Integer, DynamicQuantizeLinear, and
+ * onnxruntime's quantized contrib ops): a registry entry of that name in
+ * the default or com.microsoft domain carrying WQ_OP_FLAG_INT8. */
 int wq_op_is_int8_family(const char *op_type);
 
 /* Resolves node->op for every node, checks input/output counts and opset

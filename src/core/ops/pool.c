@@ -109,8 +109,7 @@ static wq_status pool_run(const wq_node *node, const wq_value *in, wq_value *out
 /* On int8 codes while nothing reads its Indices output. */
 static void max_pool_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
   if (n->n_outputs > 1 && wq_op_readers(g, n->outputs[1]) > 0) {
-    a->reason = WQ_REASON_UNSUPPORTED_ATTR;
-    snprintf(a->detail, sizeof a->detail, "MaxPool's Indices output is used");
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR, "MaxPool's Indices output is used");
   }
 }
 

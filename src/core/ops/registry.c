@@ -1,5 +1,6 @@
 /* The registry table (ops.inc, sorted by domain and op type), its lookup
  * and the int8 capability check. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,14 +11,14 @@
 #undef WQ_OP_ENTRY
 
 /* Indexed by wq_op_id: [WQ_OPID_NONE] is NULL. */
-static const wq_op *const registry[] = {
+const wq_op *const wq_op_registry[] = {
     NULL,
 #define WQ_OP_ENTRY(name) &wq_op_##name,
 #include "ops.inc"
 #undef WQ_OP_ENTRY
 };
 
-_Static_assert(sizeof registry / sizeof registry[0] == WQ_OPID_COUNT,
+_Static_assert(sizeof wq_op_registry / sizeof wq_op_registry[0] == WQ_OPID_COUNT,
                "one registry entry per op id");
 _Static_assert(WQ_OPID_COUNT < 32767, "op ids fit wq_op.int8_as and wq_op.nhwc");
 _Static_assert(WQ_INT8_KIND_COUNT < 256 && WQ_LCAP_COUNT < 256,
@@ -38,7 +39,7 @@ static int find_index(const char *domain, const char *op_type) {
   int lo = 1, hi = WQ_OPID_COUNT - 1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
-    int c = compare_key(registry[mid], domain, op_type);
+    int c = compare_key(wq_op_registry[mid], domain, op_type);
     if (c == 0)
       return mid;
     if (c < 0)
@@ -50,14 +51,16 @@ static int find_index(const char *domain, const char *op_type) {
 }
 
 const wq_op *wq_op_find(const char *domain, const char *op_type) {
-  return registry[find_index(domain, op_type)];
+  return wq_op_registry[find_index(domain, op_type)];
 }
 
-const wq_op *wq_op_by_id(int id) { return id > 0 && id < WQ_OPID_COUNT ? registry[id] : NULL; }
+const wq_op *wq_op_by_id(int id) {
+  return id > 0 && id < WQ_OPID_COUNT ? wq_op_registry[id] : NULL;
+}
 
 int wq_op_id_of(const wq_op *op) {
   int id = op ? find_index(op->domain, op->op_type) : 0;
-  return registry[id] == op ? id : WQ_OPID_NONE;
+  return wq_op_registry[id] == op ? id : WQ_OPID_NONE;
 }
 
 int wq_op_count(void) { return WQ_OPID_COUNT - 1; }
@@ -65,27 +68,8 @@ int wq_op_count(void) { return WQ_OPID_COUNT - 1; }
 const wq_op *wq_op_at(int i) { return wq_op_by_id(i + 1); }
 
 int wq_op_is_int8_family(const char *op_type) {
-  static const char *const names[] = {"QuantizeLinear",
-                                      "DequantizeLinear",
-                                      "DynamicQuantizeLinear",
-                                      "QLinearConv",
-                                      "QLinearMatMul",
-                                      "QLinearAdd",
-                                      "QLinearMul",
-                                      "QLinearSigmoid",
-                                      "QLinearConcat",
-                                      "QLinearAveragePool",
-                                      "QLinearGlobalAveragePool",
-                                      "QLinearLeakyRelu",
-                                      "QLinearSoftmax",
-                                      "MatMulInteger",
-                                      "ConvInteger",
-                                      "QGemm",
-                                      NULL};
-  for (int i = 0; names[i]; i++)
-    if (strcmp(names[i], op_type) == 0)
-      return 1;
-  return 0;
+  const wq_op *onnx = wq_op_find("", op_type), *ms = wq_op_find("com.microsoft", op_type);
+  return (onnx && (onnx->flags & WQ_OP_FLAG_INT8)) || (ms && (ms->flags & WQ_OP_FLAG_INT8));
 }
 
 wq_status wq_graph_resolve_ops(wq_graph *g, wq_error *err) {
@@ -157,6 +141,14 @@ int wq_op_readers(const wq_graph *g, int t) {
   return readers;
 }
 
+void wq_int8_no(wq_int8_answer *a, int reason, const char *fmt, ...) {
+  a->reason = reason;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->detail, sizeof a->detail, fmt, ap);
+  va_end(ap);
+}
+
 void wq_op_lookup_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
   int varying = -1;
   for (int k = 0; k < n->n_inputs; k++) {
@@ -168,25 +160,21 @@ void wq_op_lookup_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) 
       wq_value v = wq_tensor_value(tt);
       if (wq_value_numel(&v) == 1)
         continue;
-      a->reason = WQ_REASON_UNSUPPORTED_ATTR;
-      snprintf(a->detail, sizeof a->detail,
-               "operand '%s' is a constant of %lld elements; a lookup table needs a single "
-               "varying input and scalar constants",
-               tt->name, (long long)wq_value_numel(&v));
+      wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR,
+                 "operand '%s' is a constant of %lld elements; a lookup table needs a single "
+                 "varying input and scalar constants",
+                 tt->name, (long long)wq_value_numel(&v));
       return;
     }
     if (varying >= 0) {
-      a->reason = WQ_REASON_UNSUPPORTED_OP;
-      snprintf(a->detail, sizeof a->detail, "both operands vary and %s has no int8 binary kernel",
-               n->op_type);
+      wq_int8_no(a, WQ_REASON_UNSUPPORTED_OP, "both operands vary and %s has no int8 binary kernel",
+                 n->op_type);
       return;
     }
     varying = k;
   }
-  if (varying < 0) {
-    a->reason = WQ_REASON_INPUT_NOT_QUANTIZED;
-    snprintf(a->detail, sizeof a->detail, "no varying input");
-  }
+  if (varying < 0)
+    wq_int8_no(a, WQ_REASON_INPUT_NOT_QUANTIZED, "no varying input");
 }
 
 int wq_op_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
@@ -194,8 +182,7 @@ int wq_op_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
   memset(a, 0, sizeof *a);
   a->reason = WQ_REASON_INT8;
   if (!op || op->int8 == WQ_INT8_NONE) {
-    a->reason = WQ_REASON_UNSUPPORTED_OP;
-    snprintf(a->detail, sizeof a->detail, "no int8 lowering for %s", n->op_type);
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_OP, "no int8 lowering for %s", n->op_type);
     return a->reason;
   }
   const wq_op *as = wq_op_by_id(op->int8_as);

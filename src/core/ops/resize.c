@@ -449,16 +449,11 @@ static void resize_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answe
   (void)g;
   const wq_attr *mode = wq_node_attr(n, "mode");
   const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
-  if (mode && mode->s && strcmp(mode->s, "nearest") != 0) {
-    a->reason = WQ_REASON_UNSUPPORTED_ATTR;
-    snprintf(a->detail, sizeof a->detail,
-             "Resize mode '%s' interpolates; only nearest moves codes unchanged", mode->s);
-  } else if (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0) {
-    a->reason = WQ_REASON_UNSUPPORTED_ATTR;
-    snprintf(a->detail, sizeof a->detail,
-             "Resize with tf_crop_and_resize writes extrapolated values; only nearest without it "
-             "moves codes unchanged");
-  }
+  if (mode && mode->s && strcmp(mode->s, "nearest") != 0)
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR,
+               "Resize mode '%s' interpolates; only nearest moves codes unchanged", mode->s);
+  else if (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0)
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR, "Resize tf_crop_and_resize extrapolates");
 }
 
 const wq_op wq_op_resize = {

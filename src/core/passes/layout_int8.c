@@ -26,9 +26,6 @@ wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err) {
 
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
 
-/* n runs the registry op of this id (ops/ops.inc). */
-static bool is_op(const wq_node *n, int id) { return n->op && n->op == wq_op_by_id(id); }
-
 /* The op's layout capability (ops/op.h wq_layout_cap). */
 static int lcap(const wq_node *n) { return n->op ? n->op->layout : WQ_LCAP_NCHW; }
 
@@ -323,7 +320,7 @@ static int follower_op(const layout_ctx *c, const wq_node *n) {
   const wq_tensor *x = &g->tensors[n->inputs[0]], *y = &g->tensors[n->outputs[0]];
   if (x->rank != y->rank)
     return 0;
-  if (is_op(n, WQ_OPID(depth_to_space)))
+  if (wq_node_is(n, WQ_OPID(depth_to_space)))
     return x->rank == 4 ? n->op->nhwc : 0;
   wq_int8_answer a; /* Resize: nearest, not tf_crop_and_resize */
   if (wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
@@ -376,12 +373,12 @@ static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
     spatial_ones = spatial_ones && x->dims[d] == 1;
   if (!spatial_ones && x->dims[1] != 1)
     return false;
-  if (is_op(n, WQ_OPID(flatten))) {
+  if (wq_node_is(n, WQ_OPID(flatten))) {
     int64_t axis = 1;
     return wq_attr_int(n, "axis", 1, &axis, NULL) == WQ_OK &&
            (axis == 0 || axis == 1 || axis == -x->rank);
   }
-  if (!is_op(n, WQ_OPID(reshape)) || n->n_inputs < 2 || n->inputs[1] < 0)
+  if (!wq_node_is(n, WQ_OPID(reshape)) || n->n_inputs < 2 || n->inputs[1] < 0)
     return false;
   const wq_tensor *shape = &g->tensors[n->inputs[1]];
   if (!shape->is_constant || !shape->data || shape->dtype != WQ_DT_INT64)
@@ -446,7 +443,7 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
  * quantize/transpose calls cost more than the separate passes: mobilenetv2's
  * 1280-channel DequantizeLinear ran 0.3 ms slower fused). */
 static bool plain_boundary(const wq_graph *g, const wq_node *n, int id, int t) {
-  return n && is_op(n, id) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
+  return n && wq_node_is(n, id) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
          g->tensors[n->inputs[1]].is_constant && g->tensors[n->inputs[2]].is_constant &&
          single_element(g, n->inputs[1]) && g->tensors[t].dims[1] <= 64;
 }

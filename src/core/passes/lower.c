@@ -32,7 +32,7 @@ wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_err
   }
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
-    if (!lower_is_op(n, "DequantizeLinear") || n->n_inputs < 2 || n->n_outputs < 1 ||
+    if (!wq_node_is(n, WQ_OPID(dequantize_linear)) || n->n_inputs < 2 || n->n_outputs < 1 ||
         n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0)
       continue;
     wq_lower_dq_record *r = &c->records[c->n_records];
@@ -100,12 +100,12 @@ static bool on_quantized_path(const lower_ctx *c, int i) {
   const wq_node *n = &g->nodes[i];
   for (int k = 0; k < n->n_inputs; k++) {
     int p = n->inputs[k] >= 0 ? lower_producer(c, n->inputs[k]) : -1;
-    if (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear"))
+    if (p >= 0 && wq_node_is(&g->nodes[p], WQ_OPID(dequantize_linear)))
       return true;
   }
   for (int k = 0; k < n->n_outputs; k++)
     for (int j = i + 1; j < g->n_nodes; j++) {
-      if (c->absorbed[j] || !lower_is_op(&g->nodes[j], "QuantizeLinear"))
+      if (c->absorbed[j] || !wq_node_is(&g->nodes[j], WQ_OPID(quantize_linear)))
         continue;
       if (n->outputs[k] >= 0 && g->nodes[j].inputs[0] == n->outputs[k])
         return true;
@@ -118,7 +118,7 @@ static void boundary_why(const lower_ctx *c, int i, char *buf, size_t cap) {
   const wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
   int t = n->outputs[0];
-  if (lower_is_op(n, "QuantizeLinear")) {
+  if (wq_node_is(n, WQ_OPID(quantize_linear))) {
     int p = lower_producer(c, n->inputs[0]);
     snprintf(buf, cap, "stays: quantizes float '%s' (%s) into the int8 path",
              g->tensors[n->inputs[0]].name,
@@ -144,11 +144,13 @@ static wq_status merge_duplicate_quantize(lower_ctx *c, wq_error *err) {
   wq_graph *g = c->g;
   for (int j = 0; j < g->n_nodes; j++) {
     const wq_node *b = &g->nodes[j];
-    if (c->absorbed[j] || !lower_is_op(b, "QuantizeLinear") || g->tensors[b->outputs[0]].is_output)
+    if (c->absorbed[j] || !wq_node_is(b, WQ_OPID(quantize_linear)) ||
+        g->tensors[b->outputs[0]].is_output)
       continue;
     for (int i = 0; i < j; i++) {
       const wq_node *a = &g->nodes[i];
-      if (c->absorbed[i] || !lower_is_op(a, "QuantizeLinear") || a->inputs[0] != b->inputs[0])
+      if (c->absorbed[i] || !wq_node_is(a, WQ_OPID(quantize_linear)) ||
+          a->inputs[0] != b->inputs[0])
         continue;
       const wq_tensor *ya = &g->tensors[a->outputs[0]], *yb = &g->tensors[b->outputs[0]];
       if (!ya->qparams || !yb->qparams || !lower_qparams_equal(ya->qparams, yb->qparams))
@@ -252,7 +254,8 @@ static wq_status sources_attach(const lower_sources *s, lower_ctx *c, const bool
     for (int k = 0; k < s->n_inputs[i]; k++) {
       int t = s->inputs[i][k];
       int p = t >= 0 ? lower_producer(c, t) : -1;
-      if (p >= 0 && p < s->n && lower_is_op(&g->nodes[p], "DequantizeLinear") && !reads(n, t)) {
+      if (p >= 0 && p < s->n && wq_node_is(&g->nodes[p], WQ_OPID(dequantize_linear)) &&
+          !reads(n, t)) {
         list[count++] = s->op_type[p];
         list[count++] = g->nodes[p].name;
       }
@@ -299,9 +302,9 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
     c.why[0] = '\0';
     c.reason = WQ_REASON_NONE;
     bool done = false;
-    if (lower_is_op(&g->nodes[i], "DequantizeLinear"))
+    if (wq_node_is(&g->nodes[i], WQ_OPID(dequantize_linear)))
       continue; /* explained once the others are done */
-    if (lower_is_op(&g->nodes[i], "QuantizeLinear")) {
+    if (wq_node_is(&g->nodes[i], WQ_OPID(quantize_linear))) {
       st = lower_requantize(&c, i, &done, err);
       sources_note(&sources, &c, i);
       if (st == WQ_OK && done && !c.absorbed[i]) {
@@ -335,8 +338,8 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
   /* Nodes on the quantized path that stayed float (counted only). */
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     const wq_node *n = &g->nodes[i];
-    if (c.absorbed[i] || lowered[i] || lower_is_op(n, "QuantizeLinear") ||
-        lower_is_op(n, "DequantizeLinear") || !on_quantized_path(&c, i))
+    if (c.absorbed[i] || lowered[i] || wq_node_is(n, WQ_OPID(quantize_linear)) ||
+        wq_node_is(n, WQ_OPID(dequantize_linear)) || !on_quantized_path(&c, i))
       continue;
     c.stats.nodes_kept_float++;
   }

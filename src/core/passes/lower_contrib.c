@@ -40,7 +40,7 @@ static wq_status lower_contrib_lookup(lower_ctx *c, int i, bool *done, wq_error 
   snprintf(why, sizeof why, "QLookup from %s (com.microsoft, table of its 256 codes)", n->op_type);
   int inputs[2] = {x, t};
   lower_attrs none = {0};
-  WQ_TRY(lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QLookup", inputs, 2, &y, 1, &none, err));
+  WQ_TRY(lower_rewrite_node(c, i, WQ_OPID(int8_lookup), inputs, 2, &y, 1, &none, err));
   lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
@@ -84,7 +84,7 @@ static wq_status lower_contrib_reduce_mean(lower_ctx *c, int i, bool *done, wq_e
     st = lower_attrs_int(&attrs, "keepdims", keep && keep->type == WQ_ATTR_INT ? keep->i != 0 : 1,
                          err);
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QReduceMean", &x, 1, &y, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_reduce_mean), &x, 1, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8,
@@ -108,7 +108,7 @@ static wq_status lower_contrib_concat(lower_ctx *c, int i, int n_x, const lower_
   if (st == WQ_OK)
     st = lower_attrs_copy(&attrs, n, "axis", err);
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConcat", inputs, n_x, &y, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_concat), inputs, n_x, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "QConcat from QLinearConcat (com.microsoft, same arithmetic)");
@@ -189,8 +189,8 @@ static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QGemm", inputs, bias >= 0 ? 3 : 2, &y, 1, &attrs,
-                            err);
+    st =
+        lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8,
@@ -207,28 +207,30 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   for (int k = 0; k < count; k++)
     if (!lower_contrib_operand_matches(c, n, &ops[k]))
       return WQ_OK;
-  if (lower_is_contrib(n, "QLinearSigmoid") || lower_is_contrib(n, "QLinearLeakyRelu"))
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_sigmoid)) ||
+      wq_node_is(n, WQ_OPID(contrib_qlinear_leaky_relu)))
     return lower_contrib_lookup(c, i, done, err);
-  if (lower_is_contrib(n, "QLinearReduceMean"))
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_reduce_mean)))
     return lower_contrib_reduce_mean(c, i, done, err);
-  if (lower_is_contrib(n, "QLinearSoftmax")) {
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_softmax))) {
     /* Codes in, codes out with its parameters on the tensors: the op's own
      * kernel is the int8 one (no layout of its own: channels-first data). */
     lower_why(c, WQ_REASON_INT8, "QLinearSoftmax runs as is (com.microsoft; its own int8 kernel)");
     *done = true;
     return WQ_OK;
   }
-  if (lower_is_contrib(n, "QGemm"))
+  if (wq_node_is(n, WQ_OPID(contrib_qgemm)))
     return lower_contrib_qgemm(c, i, done, err);
-  if (lower_is_contrib(n, "QLinearConcat"))
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_concat)))
     return lower_contrib_concat(c, i, count - 1, ops + 1, done, err);
   const int y = n->outputs[0];
   const wq_dtype y_dtype = g->tensors[y].dtype;
-  const char *op_type;
+  const int as = n->op->int8_as; /* QAveragePool, QGlobalAveragePool, QAdd, QMul */
+  const char *op_type = wq_op_by_id(as)->op_type;
   int inputs[2];
   int n_inputs;
   lower_attrs attrs = {0};
-  if (lower_is_contrib(n, "QLinearAveragePool")) {
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_average_pool))) {
     static const char *const POOL_ATTRS[] = {
         "kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad", NULL};
     for (int k = 0; POOL_ATTRS[k]; k++)
@@ -236,19 +238,16 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
         lower_attrs_free(&attrs);
         return WQ_ERR_OUT_OF_MEMORY;
       }
-    op_type = "QAveragePool";
     inputs[0] = n->inputs[0];
     n_inputs = 1;
-  } else if (lower_is_contrib(n, "QLinearGlobalAveragePool")) {
+  } else if (wq_node_is(n, WQ_OPID(contrib_qlinear_global_average_pool))) {
     const wq_attr *a = wq_node_attr(n, "channels_last");
     if (a && a->type == WQ_ATTR_INT && a->i != 0)
       return lower_why(c, WQ_REASON_INT8_REFERENCE,
                        "channels-last input: runs on the contrib op's reference kernel");
-    op_type = "QGlobalAveragePool";
     inputs[0] = n->inputs[0];
     n_inputs = 1;
   } else {
-    op_type = lower_is_contrib(n, "QLinearAdd") ? "QAdd" : "QMul";
     inputs[0] = n->inputs[0];
     inputs[1] = n->inputs[3];
     n_inputs = 2;
@@ -257,7 +256,7 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   snprintf(why, sizeof why, "%s from %s (com.microsoft, same arithmetic)", op_type, n->op_type);
   wq_status st = lower_attrs_int(&attrs, "y_dtype", y_dtype, err);
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, op_type, inputs, n_inputs, &y, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, as, inputs, n_inputs, &y, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);

@@ -56,7 +56,7 @@ static wq_status rewrite_as_lookup(lower_ctx *c, int i, int x, int y, wq_dtype y
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, c->g->nodes[i].name, "lowering: out of memory");
   int inputs[2] = {x, t};
   lower_attrs none = {0};
-  return lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QLookup", inputs, 2, &y, 1, &none, err);
+  return lower_rewrite_node(c, i, WQ_OPID(int8_lookup), inputs, 2, &y, 1, &none, err);
 }
 
 /* ---- QLookup ---------------------------------------------------------------- */
@@ -166,14 +166,13 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err) {
     st = lower_attrs_int(&attrs, "act_min", sink.act_min, err);
   if (st == WQ_OK && sink.act_max != qmax)
     st = lower_attrs_int(&attrs, "act_max", sink.act_max, err);
-  const bool add = lower_is_op(n, "Add");
+  const int as = n->op->int8_as; /* QAdd, QMul */
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s from %s", add ? "QAdd" : "QMul", n->op_type);
+  snprintf(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   int inputs[2] = {a, b};
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, add ? "QAdd" : "QMul", inputs, 2, &sink.tensor, 1,
-                            &attrs, err);
+    st = lower_rewrite_node(c, i, as, inputs, 2, &sink.tensor, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);
@@ -189,7 +188,7 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err) {
                                            "count_include_pad", NULL};
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  const bool global = lower_is_op(n, "GlobalAveragePool");
+  const bool global = wq_node_is(n, WQ_OPID(global_average_pool));
   int x = lower_activation_input(c, n->inputs[0], "input X");
   if (x < 0)
     return WQ_OK;
@@ -200,12 +199,12 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_status st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);
   for (int k = 0; !global && POOL_ATTRS[k] && st == WQ_OK; k++)
     st = lower_attrs_copy(&attrs, n, POOL_ATTRS[k], err);
-  const char *op = global ? "QGlobalAveragePool" : "QAveragePool";
+  const int as = n->op->int8_as; /* QAveragePool, QGlobalAveragePool */
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s from %s", op, n->op_type);
+  snprintf(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, op, &x, 1, &sink.tensor, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, as, &x, 1, &sink.tensor, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);
@@ -258,8 +257,8 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err) {
              n->n_inputs);
     lower_absorb_sink(c, &sink, why, sizeof why);
     if (st == WQ_OK)
-      st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConcat", xs, n->n_inputs, &sink.tensor, 1,
-                              &attrs, err);
+      st = lower_rewrite_node(c, i, WQ_OPID(int8_concat), xs, n->n_inputs, &sink.tensor, 1, &attrs,
+                              err);
     lower_attrs_free(&attrs);
   }
   free(xs);
@@ -279,7 +278,7 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   for (int k = 1; k < n->n_inputs; k++) {
     int t = n->inputs[k];
     int p = t >= 0 ? lower_producer(c, t) : -1;
-    if (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear"))
+    if (p >= 0 && wq_node_is(&g->nodes[p], WQ_OPID(dequantize_linear)))
       return lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED,
                        "its parameter input %d is itself quantized data", k);
   }

@@ -41,11 +41,6 @@ int lower_consumers(const lower_ctx *c, int t, int *first) {
   return count;
 }
 
-bool lower_is_op(const wq_node *n, const char *op_type) {
-  bool default_domain = !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
-  return default_domain && strcmp(n->op_type, op_type) == 0;
-}
-
 /* ---- attributes ------------------------------------------------------------ */
 
 static wq_attr *attrs_push(lower_attrs *a, const char *name, wq_error *err) {
@@ -136,17 +131,13 @@ static void clear_attrs(wq_node *n) {
   n->n_attrs = 0;
 }
 
-wq_status lower_rewrite_node(lower_ctx *c, int i, const char *domain, const char *op_type,
-                             const int *inputs, int n_inputs, const int *outputs, int n_outputs,
-                             lower_attrs *attrs, wq_error *err) {
+wq_status lower_rewrite_node(lower_ctx *c, int i, int op_id, const int *inputs, int n_inputs,
+                             const int *outputs, int n_outputs, lower_attrs *attrs, wq_error *err) {
   wq_node *n = &c->g->nodes[i];
-  const wq_op *op = wq_op_find(domain, op_type);
-  if (!op)
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name, "lowering: op %s in domain %s is missing",
-                   op_type, domain);
+  const wq_op *op = wq_op_by_id(op_id);
   int *in = malloc((size_t)(n_inputs > 0 ? n_inputs : 1) * sizeof *in);
   int *out = malloc((size_t)(n_outputs > 0 ? n_outputs : 1) * sizeof *out);
-  char *type = wq_strdup(op_type), *dom = wq_strdup(domain);
+  char *type = wq_strdup(op->op_type), *dom = wq_strdup(op->domain);
   if (!in || !out || !type || !dom) {
     free(in), free(out), free(type), free(dom);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
@@ -160,7 +151,7 @@ wq_status lower_rewrite_node(lower_ctx *c, int i, const char *domain, const char
   n->inputs = in, n->n_inputs = n_inputs;
   n->outputs = out, n->n_outputs = n_outputs;
   n->op_type = type, n->domain = dom;
-  if (strcmp(domain, "") != 0)
+  if (op->domain[0])
     n->opset = 1;
   clear_attrs(n);
   n->attrs = attrs->items;
@@ -283,7 +274,7 @@ void lower_remove_dead(lower_ctx *c) {
    * one can free its producer, so sweep from the back. */
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     const wq_node *n = &g->nodes[i];
-    if (!lower_is_op(n, "DequantizeLinear") && !lower_is_op(n, "QuantizeLinear"))
+    if (!wq_node_is(n, WQ_OPID(dequantize_linear)) && !wq_node_is(n, WQ_OPID(quantize_linear)))
       continue;
     bool read = false;
     for (int k = 0; k < n->n_outputs; k++)

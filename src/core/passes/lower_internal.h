@@ -45,7 +45,6 @@ int lower_producer(const lower_ctx *c, int t);
 /* Number of live nodes reading t (each reading node counted once);
  * *first gets the first of them. Graph outputs are not counted. */
 int lower_consumers(const lower_ctx *c, int t, int *first);
-bool lower_is_op(const wq_node *n, const char *op_type); /* default (ai.onnx) domain */
 
 /* A growing attribute list for a rewritten node. */
 typedef struct {
@@ -58,12 +57,12 @@ wq_status lower_attrs_int(lower_attrs *a, const char *name, int64_t v, wq_error 
 wq_status lower_attrs_copy(lower_attrs *a, const wq_node *from, const char *name, wq_error *err);
 void lower_attrs_free(lower_attrs *a);
 
-/* Turns node i into (domain, op_type) with the given inputs, outputs and
- * attributes (moved into the node; *attrs is emptied), frees the old op
- * state, resolves the new op and prepares it. The node keeps its name. */
-wq_status lower_rewrite_node(lower_ctx *c, int i, const char *domain, const char *op_type,
-                             const int *inputs, int n_inputs, const int *outputs, int n_outputs,
-                             lower_attrs *attrs, wq_error *err);
+/* Turns node i into the registry op op_id (WQ_OPID(...), usually the
+ * op's int8_as) with the given inputs, outputs and attributes (moved into
+ * the node; *attrs is emptied), frees the old op state and prepares the new
+ * op. The node keeps its name. */
+wq_status lower_rewrite_node(lower_ctx *c, int i, int op_id, const int *inputs, int n_inputs,
+                             const int *outputs, int n_outputs, lower_attrs *attrs, wq_error *err);
 
 /* Adds a tensor named after `base` + `suffix` (made unique) and returns its
  * index, or -1 out of memory. Tensor pointers are invalidated. */
@@ -113,7 +112,6 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err);
 typedef struct {
   int data, scale, zp;
 } lower_qlinear_operand;
-bool lower_is_contrib(const wq_node *n, const char *op_type);
 /* QLinearConcat has one operand per input plus its output. */
 #define LOWER_CONTRIB_MAX_OPERANDS 32
 /* The operands of a contrib QLinear op (the count), 0 for any other node

@@ -257,8 +257,8 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
   snprintf(why + len, sizeof why - len, "%s", note);
   int inputs[3] = {x, w, bias};
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConv", inputs, bias >= 0 ? 3 : 2, &sink.tensor,
-                            1, &attrs, err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1,
+                            &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);
@@ -276,13 +276,13 @@ static int bias_add_after(lower_ctx *c, int t) {
   if (g->tensors[t].is_output || lower_consumers(c, t, &reader) != 1 || reader < 0)
     return -1;
   const wq_node *add = &g->nodes[reader];
-  if (!lower_is_op(add, "Add") || add->n_inputs != 2 || add->inputs[0] == add->inputs[1])
+  if (!wq_node_is(add, WQ_OPID(add)) || add->n_inputs != 2 || add->inputs[0] == add->inputs[1])
     return -1;
   int other = add->inputs[add->inputs[0] == t ? 1 : 0];
   const wq_tensor *ot = &g->tensors[other];
   int p = lower_producer(c, other);
   bool constant = (ot->is_constant && ot->data && ot->dtype == WQ_DT_FLOAT && p < 0) ||
-                  (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear") &&
+                  (p >= 0 && wq_node_is(&g->nodes[p], WQ_OPID(dequantize_linear)) &&
                    g->tensors[g->nodes[p].inputs[0]].is_constant);
   return constant ? reader : -1;
 }
@@ -290,7 +290,7 @@ static int bias_add_after(lower_ctx *c, int t) {
 wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  const bool is_gemm = lower_is_op(n, "Gemm");
+  const bool is_gemm = wq_node_is(n, WQ_OPID(gemm));
   int64_t trans_a = 0, trans_b = 0;
   float alpha = 1.0f, beta = 1.0f;
   if (is_gemm) {
@@ -362,8 +362,8 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   snprintf(why + len, sizeof why - len, "%s", note);
   int inputs[3] = {a, w, bias};
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QGemm", inputs, bias >= 0 ? 3 : 2, &sink.tensor,
-                            1, &attrs, err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1,
+                            &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);
@@ -407,7 +407,7 @@ static bool operand_matches(lower_ctx *c, const wq_node *n, int t, int scale_k, 
 wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  const bool conv = lower_is_op(n, "QLinearConv");
+  const bool conv = wq_node_is(n, WQ_OPID(qlinear_conv));
   const int y = n->outputs[0];
   if (!operand_matches(c, n, n->inputs[0], 1, 2, 1) ||
       !operand_matches(c, n, n->inputs[3], 4, 5, conv ? 0 : -1) ||
@@ -446,7 +446,7 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
       st = lower_attrs_copy(&attrs, n, CONV_ATTRS[k], err);
     snprintf(why, sizeof why, "QConv from QLinearConv (same arithmetic)");
     if (st == WQ_OK)
-      st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConv", inputs, n_inputs, &y, 1, &attrs, err);
+      st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, n_inputs, &y, 1, &attrs, err);
   } else {
     int w = -1;
     if (st == WQ_OK)
@@ -457,7 +457,7 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
     }
     inputs[1] = w;
     snprintf(why, sizeof why, "QGemm from QLinearMatMul (weight as [N, K], same arithmetic)");
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QGemm", inputs, 2, &y, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, 2, &y, 1, &attrs, err);
   }
   lower_attrs_free(&attrs);
   WQ_TRY(st);
@@ -534,7 +534,7 @@ static wq_status adopt_zero_point(lower_ctx *c, int t, const wq_qparams *qp, boo
 wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  const bool conv = lower_is_op(n, "ConvInteger");
+  const bool conv = wq_node_is(n, WQ_OPID(conv_integer));
   int x = n->inputs[0], w = n->inputs[1];
   int x_zp = n->n_inputs > 2 ? n->inputs[2] : -1, w_zp = n->n_inputs > 3 ? n->inputs[3] : -1;
   const wq_tensor *wt = &g->tensors[w];
@@ -575,7 +575,7 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
     snprintf(why, sizeof why,
              "QConv (int32 output) from ConvInteger; the float rescale after it stays float");
     if (st == WQ_OK)
-      st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QConv", inputs, 2, &y, 1, &attrs, err);
+      st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, 2, &y, 1, &attrs, err);
   } else {
     int wc = -1;
     if (st == WQ_OK)
@@ -588,7 +588,7 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
     snprintf(why, sizeof why,
              "QGemm (int32 output) from MatMulInteger (weight as [N, K]); the float rescale "
              "after it stays float");
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QGemm", inputs, 2, &y, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, 2, &y, 1, &attrs, err);
   }
   lower_attrs_free(&attrs);
   WQ_TRY(st);

@@ -149,9 +149,9 @@ wq_status lower_move_quantization(lower_ctx *c, wq_error *err) {
   for (int round = 0; round < 4 * g->n_nodes + 4; round++) {
     bool moved = false;
     for (int i = 0; i < g->n_nodes && !moved; i++) {
-      if (lower_is_op(&g->nodes[i], "QuantizeLinear"))
+      if (wq_node_is(&g->nodes[i], WQ_OPID(quantize_linear)))
         WQ_TRY(try_hoist(c, i, &moved, err));
-      else if (lower_is_op(&g->nodes[i], "DequantizeLinear"))
+      else if (wq_node_is(&g->nodes[i], WQ_OPID(dequantize_linear)))
         WQ_TRY(try_sink(c, i, &moved, err));
     }
     if (!moved)

@@ -125,27 +125,26 @@ static wq_status attach_from_parts(lower_ctx *c, const char *node_name, int data
   return st;
 }
 
-bool lower_is_contrib(const wq_node *n, const char *op_type) {
-  return n->domain && strcmp(n->domain, "com.microsoft") == 0 && strcmp(n->op_type, op_type) == 0;
-}
-
 int lower_contrib_operands(const wq_node *n,
                            lower_qlinear_operand out[LOWER_CONTRIB_MAX_OPERANDS]) {
   /* Inputs (data, scale, zero point) and the output's (scale, zero point). */
-  if (lower_is_contrib(n, "QLinearAdd") || lower_is_contrib(n, "QLinearMul")) {
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_add)) || wq_node_is(n, WQ_OPID(contrib_qlinear_mul))) {
     out[0] = (lower_qlinear_operand){0, 1, 2};
     out[1] = (lower_qlinear_operand){3, 4, 5};
     out[2] = (lower_qlinear_operand){-1, 6, 7};
     return 3;
   }
-  if (lower_is_contrib(n, "QLinearGlobalAveragePool") || lower_is_contrib(n, "QLinearSigmoid") ||
-      lower_is_contrib(n, "QLinearLeakyRelu") || lower_is_contrib(n, "QLinearReduceMean") ||
-      lower_is_contrib(n, "QLinearAveragePool") || lower_is_contrib(n, "QLinearSoftmax")) {
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_global_average_pool)) ||
+      wq_node_is(n, WQ_OPID(contrib_qlinear_sigmoid)) ||
+      wq_node_is(n, WQ_OPID(contrib_qlinear_leaky_relu)) ||
+      wq_node_is(n, WQ_OPID(contrib_qlinear_reduce_mean)) ||
+      wq_node_is(n, WQ_OPID(contrib_qlinear_average_pool)) ||
+      wq_node_is(n, WQ_OPID(contrib_qlinear_softmax))) {
     out[0] = (lower_qlinear_operand){0, 1, 2};
     out[1] = (lower_qlinear_operand){-1, 3, 4};
     return 2;
   }
-  if (lower_is_contrib(n, "QGemm")) {
+  if (wq_node_is(n, WQ_OPID(contrib_qgemm))) {
     /* A, and Y when quantized (y_scale present); B is attached on its own
      * (per-column parameters along its N axis). */
     out[0] = (lower_qlinear_operand){0, 1, 2};
@@ -154,7 +153,7 @@ int lower_contrib_operands(const wq_node *n,
     out[1] = (lower_qlinear_operand){-1, 7, 8};
     return 2;
   }
-  if (lower_is_contrib(n, "QLinearConcat")) {
+  if (wq_node_is(n, WQ_OPID(contrib_qlinear_concat))) {
     /* Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input. */
     int inputs = (n->n_inputs - 2) / 3;
     if (n->n_inputs < 5 || (n->n_inputs - 2) % 3 != 0 || inputs + 1 > LOWER_CONTRIB_MAX_OPERANDS)
@@ -202,16 +201,16 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
   /* Producers first: a tensor's parameters are those it was written with. */
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
-    if (lower_is_op(n, "QuantizeLinear")) {
+    if (wq_node_is(n, WQ_OPID(quantize_linear))) {
       wq_qparams qp;
       if (lower_node_qparams(c, n, n->outputs[0], &qp)) {
         wq_status st = attach(c, n->outputs[0], &qp, err);
         wq_qparams_free(&qp);
         WQ_TRY(st);
       }
-    } else if (lower_is_op(n, "QLinearConv")) {
+    } else if (wq_node_is(n, WQ_OPID(qlinear_conv))) {
       WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], n->inputs[6], n->inputs[7], 1, 0, err));
-    } else if (lower_is_op(n, "QLinearMatMul")) {
+    } else if (wq_node_is(n, WQ_OPID(qlinear_matmul))) {
       WQ_TRY(attach_from_parts(c, n->name, n->outputs[0], n->inputs[6], n->inputs[7], 1, 0, err));
     } else {
       lower_qlinear_operand ops[LOWER_CONTRIB_MAX_OPERANDS];
@@ -224,23 +223,23 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
   /* Then readers, for int8 tensors no node writes (graph inputs, constants). */
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
-    if (lower_is_op(n, "DequantizeLinear")) {
+    if (wq_node_is(n, WQ_OPID(dequantize_linear))) {
       wq_qparams qp;
       if (g->tensors[n->inputs[0]].qparams || !lower_node_qparams(c, n, n->inputs[0], &qp))
         continue;
       wq_status st = attach(c, n->inputs[0], &qp, err);
       wq_qparams_free(&qp);
       WQ_TRY(st);
-    } else if (lower_is_op(n, "QLinearConv")) {
+    } else if (wq_node_is(n, WQ_OPID(qlinear_conv))) {
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[0], n->inputs[1], n->inputs[2], 1, 0, err));
       /* Conv weights [M, C, k...]: a 1-D scale is per output channel. */
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[3], n->inputs[4], n->inputs[5], 0, 0, err));
-    } else if (lower_is_op(n, "QLinearMatMul")) {
+    } else if (wq_node_is(n, WQ_OPID(qlinear_matmul))) {
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[0], n->inputs[1], n->inputs[2], 1, 0, err));
       /* b [K, N]: a 1-D scale is per column (the last axis). */
       WQ_TRY(attach_from_parts(c, n->name, n->inputs[3], n->inputs[4], n->inputs[5], -1, 0, err));
     } else {
-      if (lower_is_contrib(n, "QGemm") && n->n_inputs > 4) {
+      if (wq_node_is(n, WQ_OPID(contrib_qgemm)) && n->n_inputs > 4) {
         /* B [K, N] ([N, K] with transB): a 1-D scale is per column. */
         const wq_attr *tb = wq_node_attr(n, "transB");
         int axis = tb && tb->type == WQ_ATTR_INT && tb->i != 0 ? 0 : 1;
@@ -268,7 +267,7 @@ wq_status lower_attach_qparams(lower_ctx *c, wq_error *err) {
 int lower_activation_input(lower_ctx *c, int t, const char *what) {
   const wq_graph *g = c->g;
   int p = lower_producer(c, t);
-  if (p < 0 || !lower_is_op(&g->nodes[p], "DequantizeLinear")) {
+  if (p < 0 || !wq_node_is(&g->nodes[p], WQ_OPID(dequantize_linear))) {
     if (p < 0)
       lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED,
                 "%s '%s' is %s, not the output of a DequantizeLinear", what, tensor_name(c, t),
@@ -323,7 +322,7 @@ int lower_constant_input(lower_ctx *c, int t, const char *what) {
   const wq_graph *g = c->g;
   int p = lower_producer(c, t);
   int q = -1;
-  if (p >= 0 && lower_is_op(&g->nodes[p], "DequantizeLinear")) {
+  if (p >= 0 && wq_node_is(&g->nodes[p], WQ_OPID(dequantize_linear))) {
     q = g->nodes[p].inputs[0];
   } else if (p < 0 && g->tensors[t].is_constant) {
     const wq_lower_dq_record *rec = captured(c, t);
@@ -373,7 +372,7 @@ static bool activation_clamp(lower_ctx *c, const wq_node *act, const wq_qparams 
   int32_t zp = qp->zero_point[0];
   float lo = 0.0f, hi = 0.0f;
   bool has_lo = true, has_hi = false;
-  if (lower_is_op(act, "Clip")) {
+  if (wq_node_is(act, WQ_OPID(clip))) {
     has_lo = has_hi = false;
     if (act->opset < 11) {
       const wq_attr *a = wq_node_attr(act, "min");
@@ -420,7 +419,7 @@ static bool activation_clamp(lower_ctx *c, const wq_node *act, const wq_qparams 
 static bool quantize_reader(lower_ctx *c, int t, int reader, lower_sink *out) {
   const wq_graph *g = c->g;
   const wq_node *q = &g->nodes[reader];
-  if (!lower_is_op(q, "QuantizeLinear")) {
+  if (!wq_node_is(q, WQ_OPID(quantize_linear))) {
     lower_why(c, WQ_REASON_OUTPUT_NOT_QUANTIZED,
               "its result '%s' feeds %s '%s', not a QuantizeLinear", tensor_name(c, t), q->op_type,
               q->name);
@@ -478,7 +477,7 @@ bool lower_output_sink(lower_ctx *c, int t, bool fuse_activation, lower_sink *ou
   if (!single_reader(c, t, &reader))
     return false;
   const wq_node *r = &c->g->nodes[reader];
-  bool is_act = lower_is_op(r, "Relu") || lower_is_op(r, "Clip");
+  bool is_act = wq_node_is(r, WQ_OPID(relu)) || wq_node_is(r, WQ_OPID(clip));
   if (!is_act || !fuse_activation)
     return quantize_reader(c, t, reader, out);
   int act_out = r->outputs[0], q_reader;

@@ -97,7 +97,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
     chain[n_chain++] = j;
     int t = n->outputs[0], reader = -1;
     if (g->tensors[t].is_output || lower_consumers(c, t, &reader) != 1 || reader < 0 ||
-        !lower_is_op(&g->nodes[reader], "ReduceMean") || n_chain == WQ_MAX_RANK * 2)
+        !wq_node_is(&g->nodes[reader], WQ_OPID(reduce_mean)) || n_chain == WQ_MAX_RANK * 2)
       break;
     j = reader;
   }
@@ -134,8 +134,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
   }
   lower_absorb_sink(c, &sink, why, sizeof why);
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, "QReduceMean", &x, 1, &sink.tensor, 1, &attrs,
-                            err);
+    st = lower_rewrite_node(c, i, WQ_OPID(int8_reduce_mean), &x, 1, &sink.tensor, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);

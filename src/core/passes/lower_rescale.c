@@ -19,11 +19,11 @@ static const char *const CONV_ATTRS[] = {"kernel_shape", "strides",  "pads", "di
 
 /* The only live reader of t when it is not a graph output and is op_type,
  * else -1. */
-static int sole_reader(const lower_ctx *c, int t, const char *op_type) {
+static int sole_reader(const lower_ctx *c, int t, int op_id) {
   int first;
   if (t < 0 || c->g->tensors[t].is_output || lower_consumers(c, t, &first) != 1)
     return -1;
-  return lower_is_op(&c->g->nodes[first], op_type) ? first : -1;
+  return wq_node_is(&c->g->nodes[first], op_id) ? first : -1;
 }
 
 /* The input of binary node b that is not `from`, when it is a float
@@ -59,23 +59,23 @@ wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err) {
     return WQ_OK;
   const int rank = out->rank, axis = conv ? 1 : rank - 1;
   const int64_t channels = w->dims[0];
-  const int cast = sole_reader(c, n->outputs[0], "Cast");
+  const int cast = sole_reader(c, n->outputs[0], WQ_OPID(cast));
   const wq_attr *to = cast >= 0 ? wq_node_attr(&g->nodes[cast], "to") : NULL;
   if (!to || to->i != WQ_DT_FLOAT)
     return WQ_OK;
   const int cast_out = g->nodes[cast].outputs[0];
-  const int mul = sole_reader(c, cast_out, "Mul");
+  const int mul = sole_reader(c, cast_out, WQ_OPID(mul));
   const int scale =
       mul >= 0 ? channel_constant(c, &g->nodes[mul], cast_out, rank, axis, channels) : -1;
   if (scale < 0)
     return WQ_OK;
   int last = g->nodes[mul].outputs[0], bias = -1;
-  const int add = sole_reader(c, last, "Add");
+  const int add = sole_reader(c, last, WQ_OPID(add));
   if (add >= 0)
     bias = channel_constant(c, &g->nodes[add], last, rank, axis, channels);
   if (bias >= 0)
     last = g->nodes[add].outputs[0];
-  const int relu = sole_reader(c, last, "Relu");
+  const int relu = sole_reader(c, last, WQ_OPID(relu));
   if (relu >= 0)
     last = g->nodes[relu].outputs[0];
 
@@ -91,8 +91,8 @@ wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err) {
            g->nodes[mul].name, bias >= 0 ? ", Add '" : "", bias >= 0 ? g->nodes[add].name : "",
            bias >= 0 ? "'" : "", relu >= 0 ? ", Relu" : "");
   if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_INT8_DOMAIN, conv ? "QConvToFloat" : "QGemmToFloat", inputs,
-                            bias >= 0 ? 4 : 3, &last, 1, &attrs, err);
+    st = lower_rewrite_node(c, i, conv ? WQ_OPID(int8_conv_to_float) : WQ_OPID(int8_gemm_to_float),
+                            inputs, bias >= 0 ? 4 : 3, &last, 1, &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   c->absorbed[cast] = c->absorbed[mul] = true;

@@ -136,55 +136,42 @@ static bool on_quantized_path(const wq_graph *g, const wq_node *n, const int *pr
 
 /* producer[t] and quantized_by[t] (t is read by a QuantizeLinear), both
  * malloc'ed. */
-static wq_status path_maps(const wq_graph *g, int **producer, bool **quantized_by, wq_error *err) {
-  *producer = producers(g);
-  *quantized_by = calloc((size_t)g->n_tensors + 1, sizeof **quantized_by);
-  if (!*producer || !*quantized_by) {
-    free(*producer);
-    free(*quantized_by);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition: out of memory");
-  }
-  for (int i = 0; i < g->n_nodes; i++)
-    if (kind_of(&g->nodes[i]) == WQ_INT8_QUANTIZE && g->nodes[i].n_inputs > 0 &&
-        g->nodes[i].inputs[0] >= 0)
-      (*quantized_by)[g->nodes[i].inputs[0]] = true;
-  return WQ_OK;
-}
-
 static wq_status fail_int_mode(const wq_node *n, int reason, const char *why, wq_error *err) {
   return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
                  "partition mode int: %s '%s' is quantized but cannot run in int8 [%s]: %s",
                  n->op_type, n->name, wq_reason_name(reason), why ? why : "");
 }
 
-wq_status wq_partition_check_int(const wq_graph *g, wq_error *err) {
-  int *producer;
-  bool *quantized_by;
-  WQ_TRY(path_maps(g, &producer, &quantized_by, err));
-  wq_status st = WQ_OK;
-  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
-    const wq_node *n = &g->nodes[i];
-    wq_int8_answer a;
-    if (is_boundary(n) || computes_shapes(g, n) || !on_quantized_path(g, n, producer, quantized_by))
-      continue;
-    if (wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
-      st = fail_int_mode(n, a.reason, a.detail, err);
-  }
-  free(producer);
-  free(quantized_by);
-  return st;
-}
-
-wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
-                            wq_error *err) {
+/* The partition walk. before_lowering (int mode's first step): only asks
+ * each node on the quantized path the op's capability check, changing
+ * nothing; else codes every node and, in int mode, fails on a float one on
+ * the path. */
+static wq_status walk(wq_graph *g, wq_partition_mode mode, bool before_lowering,
+                      wq_partition_stats *stats, wq_error *err) {
   wq_partition_stats s;
   memset(&s, 0, sizeof s);
-  int *producer;
-  bool *quantized_by;
-  WQ_TRY(path_maps(g, &producer, &quantized_by, err));
+  int *producer = producers(g);
+  bool *quantized_by = calloc((size_t)g->n_tensors + 1, sizeof *quantized_by);
+  if (!producer || !quantized_by) {
+    free(producer);
+    free(quantized_by);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition: out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (kind_of(&g->nodes[i]) == WQ_INT8_QUANTIZE && g->nodes[i].n_inputs > 0 &&
+        g->nodes[i].inputs[0] >= 0)
+      quantized_by[g->nodes[i].inputs[0]] = true;
   wq_status st = WQ_OK;
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     wq_node *n = &g->nodes[i];
+    if (before_lowering) {
+      wq_int8_answer a;
+      if (!is_boundary(n) && !computes_shapes(g, n) &&
+          on_quantized_path(g, n, producer, quantized_by) &&
+          wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
+        st = fail_int_mode(n, a.reason, a.detail, err);
+      continue;
+    }
     if (computes_shapes(g, n) && !is_boundary(n))
       n->reason = WQ_REASON_SHAPE;
     else if (mode == WQ_PARTITION_FP)
@@ -220,6 +207,15 @@ wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_st
   if (stats)
     *stats = s;
   return st;
+}
+
+wq_status wq_partition_check_int(wq_graph *g, wq_error *err) {
+  return walk(g, WQ_PARTITION_INT, true, NULL, err);
+}
+
+wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
+                            wq_error *err) {
+  return walk(g, mode, false, stats, err);
 }
 
 void wq_partition_report_free(wq_partition_report *r) {

@@ -73,7 +73,7 @@ wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_st
  * says no (ops/op.h wq_op_int8_check) — naming it and the reason code. What
  * depends on the quantized neighbours (qparams, sinks) is found by
  * wq_pass_partition after the lowering, as before. */
-wq_status wq_partition_check_int(const wq_graph *g, wq_error *err);
+wq_status wq_partition_check_int(wq_graph *g, wq_error *err);
 
 /* The backends and regions of the final graph. */
 typedef struct {

@@ -548,7 +548,7 @@ static wq_status try_fuse_hardswish(wq_graph *g, int i, bool raise_opset, bool *
     return WQ_OK;
   /* The last node becomes HardSwish(x); the three before it go. */
   wq_node *h = &g->nodes[last];
-  const wq_op *op = wq_op_find("", "HardSwish");
+  const wq_op *op = wq_op_by_id(WQ_OPID(hard_swish));
   char *type = wq_strdup("HardSwish");
   if (!op || !type) {
     free(type);

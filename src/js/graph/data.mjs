@@ -33,6 +33,19 @@ const HEAT = [
 const fmtNum = (x) => (x === 0 ? '0' : Math.abs(x) >= 0.01 && Math.abs(x) < 1000 ? String(+x.toPrecision(3)) : x.toExponential(2));
 const fmtBytes = (b) => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KB` : `${b} B`);
 
+/**
+ * What the core's op registry says about a node's op (graph.legend.ops,
+ * docs/graph-json.md): "int8: conv -> QConv; layout: nchw", "int8: none
+ * (runs float); layout: nchw", "int8: kernel; layout: nhwc-kernel -> QConvNHWC".
+ * '' when the records carry no legend (an older core).
+ */
+export function capabilityLabel(graph, node) {
+  const c = graph.legend?.ops?.find((o) => o.op === node.op && o.domain === node.domain);
+  if (!c) return '';
+  const int8 = c.int8 === 'none' ? 'none (runs float)' : c.as ? `${c.int8} -> ${c.as}` : c.int8;
+  return `int8: ${int8}; layout: ${c.layout}${c.nhwc ? ` -> ${c.nhwc}` : ''}`;
+}
+
 /** "int8 NHWC s=0.0235 zp=-3", "int8 per-channel[32]", "float32 NCHW 1x16x28x28". */
 export function tensorLabel(t) {
   const parts = [t.dtype];
