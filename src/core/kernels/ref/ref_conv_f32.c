@@ -140,19 +140,35 @@ void wq_ref_im2col_f32(const wq_conv_geometry *g, const float *x, int64_t channe
 
 /* Depthwise (one input channel per group, any channel multiplier), 1-D/2-D:
  * a direct loop is far cheaper than a GEMM with a single reduction row. */
-static void depthwise_plane(const plane_geometry *p, int64_t batch, int64_t channels,
-                            int64_t multiplier, const float *x, const float *w, const float *bias,
-                            float *y) {
+static void output_stage(float *y, int64_t rows, int64_t ld, int64_t j0, int64_t j1,
+                         const float *bias, bool relu);
+
+typedef struct {
+  const plane_geometry *p;
+  int64_t channels, multiplier;
+  const float *x, *w, *bias;
+  bool relu;
+  float *y;
+} depthwise_job;
+
+/* Input planes [c0, c1) of the flattened (image, channel) space, each with
+ * its `multiplier` output planes (and their relu): planes are independent,
+ * so threads take shares of them. */
+static void depthwise_planes(void *ctx, int64_t c0, int64_t c1) {
+  const depthwise_job *j = ctx;
+  const plane_geometry *p = j->p;
+  const int64_t channels = j->channels, multiplier = j->multiplier;
   int64_t in_plane = p->in_h * p->in_w, out_plane = p->out_h * p->out_w;
   int64_t ksize = p->k_h * p->k_w;
-  for (int64_t n = 0; n < batch; n++) {
-    for (int64_t c = 0; c < channels; c++) {
-      const float *xc = x + (n * channels + c) * in_plane;
+  for (int64_t nc = c0; nc < c1; nc++) {
+    const int64_t n = nc / channels, c = nc % channels;
+    {
+      const float *xc = j->x + nc * in_plane;
       for (int64_t mm = 0; mm < multiplier; mm++) {
         int64_t m = c * multiplier + mm;
-        float *ym = y + (n * channels * multiplier + m) * out_plane;
-        const float *wm = w + m * ksize;
-        float b = bias ? bias[m] : 0.0f;
+        float *ym = j->y + (n * channels * multiplier + m) * out_plane;
+        const float *wm = j->w + m * ksize;
+        float b = j->bias ? j->bias[m] : 0.0f;
         for (int64_t i = 0; i < out_plane; i++)
           ym[i] = b;
         for (int64_t ki = 0; ki < p->k_h; ki++) {
@@ -182,6 +198,9 @@ static void depthwise_plane(const plane_geometry *p, int64_t batch, int64_t chan
         }
       }
     }
+    if (j->relu)
+      output_stage(j->y + nc * multiplier * out_plane, multiplier, out_plane, 0, out_plane, NULL,
+                   true);
   }
 }
 
@@ -224,6 +243,8 @@ static int64_t conv_chunk_columns(int64_t rows, int64_t total) {
  * kernels/sgemm.c's products: mnist-8's 5x5 convs, 0.16M and 0.63M MACs,
  * ran slower on 2 threads). */
 #define CONV_PARALLEL_MIN_MACS ((int64_t)1 << 21)
+/* Depthwise planes: a direct loop, slower per multiply-add than the GEMM. */
+#define DW_PARALLEL_MIN_MACS ((int64_t)1 << 20)
 
 typedef struct {
   const wq_conv_geometry *g;
@@ -277,9 +298,12 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
    * channel (e.g. a first layer on 1-channel images: mnist-8's 1->8 5x5
    * conv 62 -> ~15 us) the GEMM is faster. */
   if (cg == 1 && mg < 4 && as_plane(g, &p)) {
-    depthwise_plane(&p, batch, in_channels, mg, x, w, bias, y);
-    if (relu)
-      output_stage(y, batch * out_channels, out_size, 0, out_size, NULL, true);
+    depthwise_job job = {&p, in_channels, mg, x, w, bias, relu, y};
+    if (wq_parallel_threads() > 1 &&
+        batch * out_channels * ksize * out_size >= DW_PARALLEL_MIN_MACS)
+      wq_parallel_for(batch * in_channels, (batch * in_channels + 15) / 16, depthwise_planes, &job);
+    else
+      depthwise_planes(&job, 0, batch * in_channels);
     return WQ_OK;
   }
   bool pointwise = true;
