@@ -163,7 +163,7 @@ async function draw() {
   $('summary').dataset.layoutMs = ms.toFixed(1);
   $('legend').innerHTML =
     overlay === 'region'
-      ? legendHtml()
+      ? legendHtml(m.graph.legend)
       : drawable.range
         ? `<span class="range">${escapeXml(overlay)} overlay (${escapeXml(drawable.range.label)}): light = ${fmtNum(drawable.range.min)}, dark red = ${fmtNum(drawable.range.max)}; grey = no value</span>`
         : '';

@@ -12,6 +12,7 @@ import { load, WasmqError } from '../../src/js/index.mjs';
 import { CLI, MODELS, NATIVE_CLI, REPO, SHARED } from './helpers.mjs';
 import { randomArray } from '../../src/js/random.mjs';
 import { capabilityLabel } from '../../src/js/graph/data.mjs';
+import { legendHtml } from '../../src/js/graph/render.mjs';
 
 const ort = createRequire(import.meta.url)('onnxruntime-node');
 const EDGE = path.join(REPO, 'tests/models/edge_qdq.onnx');
@@ -69,6 +70,11 @@ test('legend.ops: the registry capability record of every op the graph runs, onc
     assert.equal(capabilityLabel(g, byName(g, 'Softmax_sm')), 'int8: none (runs float); layout: nchw');
     assert.equal(capabilityLabel(g, byName(g, 'Conv_c1')), 'int8: conv -> QConv; layout: nchw');
     assert.equal(capabilityLabel({ nodes: g.nodes }, byName(g, 'Conv_c1')), '');
+    // and the legend names the graph's ops with no int8 form (from the records, not a list of its own)
+    const none = g.legend.ops.filter((o) => o.int8 === 'none').map((o) => o.op);
+    assert.ok(none.includes('Softmax'));
+    assert.match(legendHtml(g.legend), new RegExp(`no int8 form: ${none.join(', ')}<`));
+    assert.doesNotMatch(legendHtml(), /no int8 form/);
     // every float node's op is in the legend; a node that stayed float for want of a kernel has int8 'none'
     for (const n of g.nodes) {
       const c = cap(n.op, n.domain);

@@ -155,11 +155,18 @@ export function renderSvg(drawable, layout, { title = '' } = {}) {
   return out.join('');
 }
 
-/** Legend entries with colours (HTML for the page and the report). */
-export function legendHtml() {
-  return LEGEND.map(
+/**
+ * Legend entries with colours (HTML for the page and the report). With the
+ * records' legend (graph.legend, the core registry's capability records) it
+ * also names the ops of this graph that have no int8 form.
+ */
+export function legendHtml(legend = null) {
+  const items = LEGEND.map(
     (l) => `<span class="wq-legend-item"><i style="background:${BACKEND_COLOURS[l.key]}"></i>${escapeXml(l.label)}</span>`,
-  ).join('');
+  );
+  const floatOnly = (legend?.ops ?? []).filter((o) => o.int8 === 'none').map((o) => o.op);
+  if (floatOnly.length) items.push(`<span class="wq-legend-item wq-legend-float-only">no int8 form: ${escapeXml(floatOnly.join(', '))}</span>`);
+  return items.join('');
 }
 
 /**

@@ -40,7 +40,7 @@ export function renderReport(graph, { overlay = 'region', nodeData = null, title
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>${REPORT_CSS}</style></head>
 <body><header><h1>${escapeXml(title)}</h1><p>${escapeXml(subtitle)}</p></header><main>
 <section><h2>Partition</h2><div class="wq-summary" data-summary>${escapeXml(graph.summary)}</div>
-<div class="wq-legend">${legendHtml()}</div>
+<div class="wq-legend">${legendHtml(graph.legend)}</div>
 <div>mode <code>${escapeXml(graph.mode)}</code> · ${graph.regions.length} int8 region(s) · ${graph.transitions.length} transition(s) · arena ${fmtBytes(mem.arena_bytes)} (lower bound ${fmtBytes(mem.lower_bound_bytes)})${overlay !== 'region' ? ` · overlay <b>${escapeXml(overlay)}</b>${drawable.range ? ` ${fmtNum(drawable.range.min)} … ${fmtNum(drawable.range.max)}` : ''}` : ''}</div></section>
 <section><h2>Graph</h2><div class="wq-graph-box">${svg}</div></section>
 <section><h2>Nodes</h2><table><thead><tr><th>#</th><th>name</th><th>op</th><th>backend</th><th>region</th><th>reason</th><th>kernel</th><th>outputs</th>${nodeData ? `<th>${escapeXml(nodeData.label ?? overlay)}</th>` : ''}</tr></thead>
