@@ -61,6 +61,11 @@ static void test_capability_records(void) {
       CHECK_MSG(op->int8 == WQ_INT8_KERNEL || op->int8 == WQ_INT8_QUANTIZE ||
                     op->int8 == WQ_INT8_DEQUANTIZE,
                 "%s", op->op_type);
+    /* kinds the lowering rewrites name their target op (lower_rewrite_node takes it) */
+    if (op->int8 == WQ_INT8_CONV || op->int8 == WQ_INT8_GEMM || op->int8 == WQ_INT8_QLINEAR ||
+        op->int8 == WQ_INT8_INTEGER || op->int8 == WQ_INT8_BINARY || op->int8 == WQ_INT8_POOL ||
+        op->int8 == WQ_INT8_REDUCE || op->int8 == WQ_INT8_LOOKUP)
+      CHECK_MSG(op->int8_as != WQ_OPID_NONE, "%s has no int8_as", op->op_type);
     /* a quantizer role needs an int8 form */
     if (op->quant_role != WQ_QROLE_NONE)
       CHECK_MSG(op->int8 != WQ_INT8_NONE, "%s", op->op_type);
