@@ -35,6 +35,8 @@ const USAGE = `usage:
   wasmq info MODEL
   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
+                  [--max-memory BYTES]  fail (out of memory) rather than
+                  hold more than BYTES of weights, outputs and arena
   wasmq check CASE_DIR      run one ONNX backend-test case folder
   wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
                  [--report FILE.json] [--keep-float N] [--target-snr DB]
@@ -190,6 +192,12 @@ function parseRunArgs(args) {
         throw usageError(`--threads expects an integer in 1..256, got ${value}`);
       }
       parsed.loadOptions.threads = Number(value);
+      i++;
+    } else if (option === '--max-memory') {
+      if (!/^\d+$/.test(value ?? '') || !Number.isSafeInteger(Number(value)) || Number(value) < 1) {
+        throw usageError(`--max-memory expects a byte count >= 1, got ${value}`);
+      }
+      parsed.loadOptions.maxMemoryBytes = Number(value);
       i++;
     } else {
       throw usageError(`unknown or incomplete option ${option}`);

@@ -77,6 +77,15 @@ export interface LoadOptions {
    * page), else the single-threaded one: model.info tells which. Results are bit-identical.
    */
   threads?: number;
+  /**
+   * Memory limit in bytes (default 0: none). The weights the loaded graph keeps, its graph outputs,
+   * the arena and the intermediates a run allocates may not pass it; checked before allocating.
+   * A model whose load-time plan passes it fails to load, a run that would pass it (e.g. larger
+   * symbolic input shapes) fails, both with code 'WQ_ERR_OUT_OF_MEMORY' and a message naming the
+   * bytes needed and the limit; the model and the package stay usable. Kernel scratch (im2col
+   * columns, GEMM packing panels) and packed weight copies are not counted.
+   */
+  maxMemoryBytes?: number;
 }
 
 export interface ModelInfo {

@@ -37,6 +37,9 @@ const LOAD_PARTITION = { 'int+fp': 1 << 2, int: 2 << 2, fp: 3 << 2 };
  * Q/DQ. options.strictInt8 makes a quantized node that cannot run in int8 a
  * load error naming it. options.partition ('int+fp' default, 'int' strict,
  * 'fp' everything float) supersedes both (docs/graph-json.md).
+ * options.maxMemoryBytes (0: none) caps the weights, graph outputs, arena and
+ * intermediates: a model over it fails to load, a run over it (larger input
+ * shapes) fails, both with WQ_ERR_OUT_OF_MEMORY; the model stays usable.
  */
 export async function load(source, options = {}) {
   const inputShapes = options.inputShapes ?? {};
@@ -50,6 +53,10 @@ export async function load(source, options = {}) {
   }
   const shapeEntries = Object.entries(inputShapes);
   for (const [name, dims] of shapeEntries) validateDims(dims, `load: inputShapes['${name}']`);
+  const maxMemoryBytes = options.maxMemoryBytes ?? 0;
+  if (typeof maxMemoryBytes !== 'number' || !Number.isSafeInteger(maxMemoryBytes) || maxMemoryBytes < 0) {
+    throw new WasmqError(`load: maxMemoryBytes must be an integer >= 0 (got ${maxMemoryBytes})`);
+  }
   const requestedThreads = options.threads ?? configuredThreads() ?? 1;
   if (!Number.isInteger(requestedThreads) || requestedThreads < 1) {
     throw new WasmqError(`load: threads must be an integer >= 1 (got ${requestedThreads})`);
@@ -83,7 +90,7 @@ function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads
     const bytesPtr = allocBytes(core, bytes);
     allocations.push(bytesPtr);
     const shapes = allocShapes(core, shapeEntries, allocations);
-    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapes.count, shapes.namesPtr, shapes.ranksPtr, shapes.dimsPtr, flags);
+    handle = core._wqx_load(ctx, bytesPtr, bytes.byteLength, shapes.count, shapes.namesPtr, shapes.ranksPtr, shapes.dimsPtr, flags, options.maxMemoryBytes ?? 0);
     if (!handle) throw errorFromCtx(core, ctx);
     if (threaded && core._wqx_set_threads(ctx, handle, requestedThreads) !== 0) throw errorFromCtx(core, ctx);
     const info = {

@@ -336,7 +336,16 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
     if (strcmp(m->passes[p].name, "fold_constants") == 0 && m->passes[p].n_stats > 0)
       m->nodes_folded = (int)m->passes[p].stats[0].value;
   WQ_TRY(st);
-  WQ_TRY(wq_exec_plan_init(&m->plan, g, err));
+  size_t limit = opts ? opts->max_memory_bytes : 0, weights = 0;
+  for (int t = 0; t < g->n_tensors; t++)
+    if (g->tensors[t].is_constant)
+      weights += g->tensors[t].nbytes;
+  if (limit && weights > limit)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
+                   "memory limit: the weights take %zu bytes, more than the limit of %zu bytes "
+                   "(maxMemoryBytes)",
+                   weights, limit);
+  WQ_TRY(wq_exec_plan_init_within(&m->plan, g, limit, weights, err));
   size_t nt = (size_t)g->n_tensors + 1;
   m->values = calloc(nt, sizeof *m->values);
   m->owned = calloc(nt, sizeof *m->owned);

@@ -104,8 +104,8 @@ wq_status wqx_input_shapes_read(wqx_input_shapes *s, int32_t n_shapes, const cha
 
 WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
                                int32_t n_shapes, const char *const *shape_names,
-                               const int32_t *shape_ranks, const int32_t *shape_dims,
-                               int32_t flags) {
+                               const int32_t *shape_ranks, const int32_t *shape_dims, int32_t flags,
+                               double max_memory_bytes) {
   if (!ctx)
     return NULL;
   wq_error_clear(&ctx->err);
@@ -122,7 +122,11 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
                           .no_lowering = (flags & WQX_LOAD_NO_LOWERING) != 0,
                           .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0,
                           .partition = (wq_partition_mode)((flags & WQX_LOAD_PARTITION_MASK) >>
-                                                           WQX_LOAD_PARTITION_SHIFT)};
+                                                           WQX_LOAD_PARTITION_SHIFT),
+                          .max_memory_bytes = !(max_memory_bytes >= 1.0) ? 0
+                                              : max_memory_bytes >= (double)SIZE_MAX
+                                                  ? SIZE_MAX
+                                                  : (size_t)max_memory_bytes};
   wq_model *loaded = NULL;
   wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
   wqx_input_shapes_free(&shapes);

@@ -50,10 +50,12 @@ enum {
 
 /* Loads an ONNX model. Input-shape overrides: n_shapes entries, entry k names
  * shape_names[k] with rank shape_ranks[k]; the dims of all entries follow
- * each other in shape_dims. Returns NULL on failure (see ctx). */
+ * each other in shape_dims. max_memory_bytes: wq_load_options's limit (0 or
+ * less: none; a double so JS passes any byte count). Returns NULL on failure
+ * (see ctx). */
 wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes, int32_t n_shapes,
                     const char *const *shape_names, const int32_t *shape_ranks,
-                    const int32_t *shape_dims, int32_t flags);
+                    const int32_t *shape_dims, int32_t flags, double max_memory_bytes);
 void wqx_model_free(wqx_model *model);
 
 int32_t wqx_input_count(const wqx_model *model);

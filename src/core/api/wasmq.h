@@ -36,6 +36,14 @@ typedef struct {
   wq_status (*rewrite)(void *ctx, wq_graph *g, wq_error *err);
   void *rewrite_ctx;
   int validate_ir; /* 1 checks the IR after every load pass (native; always on in debug builds) */
+  /* Memory limit in bytes (0: none): the weights the loaded graph keeps, its
+   * graph outputs, the arena and the intermediates a run allocates may not
+   * pass it. Checked before allocating: a model whose load-time plan passes
+   * it fails to load, a run that would pass it (larger input shapes) fails,
+   * both with WQ_ERR_OUT_OF_MEMORY naming the need and the limit; the model
+   * stays usable. Kernel scratch (im2col columns, GEMM packing panels) and
+   * packed weight copies are not counted. */
+  size_t max_memory_bytes;
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input

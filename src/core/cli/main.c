@@ -23,6 +23,8 @@ static int usage(void) {
                   "  wasmq info MODEL\n"
                   "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
                   "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
+                  "                  [--max-memory BYTES]  fail (out of memory) rather than\n"
+                  "                  hold more than BYTES of weights, outputs and arena\n"
                   "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n"
                   "  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]\n"
                   "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
@@ -150,6 +152,7 @@ static int cmd_run(int argc, char **argv) {
   int n_input_args = 0, n_shapes = 0;
   wq_load_options lower_flags = {0};
   long threads = 1;
+  unsigned long long max_memory = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && n_input_args < MAX_CLI_INPUTS) {
       input_args[n_input_args++] = argv[++i];
@@ -170,6 +173,15 @@ static int cmd_run(int argc, char **argv) {
       threads = strtol(argv[++i], &end, 10);
       if (*end != '\0' || end == argv[i] || threads < 1 || threads > 256) {
         fprintf(stderr, "wasmq: --threads expects an integer in 1..256, got %s\n", argv[i]);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--max-memory") == 0 && i + 1 < argc) {
+      char *end;
+      errno = 0;
+      max_memory = strtoull(argv[++i], &end, 10);
+      if (*end != '\0' || end == argv[i] || argv[i][0] == '-' || errno != 0 || max_memory == 0 ||
+          max_memory > SIZE_MAX) {
+        fprintf(stderr, "wasmq: --max-memory expects a byte count >= 1, got %s\n", argv[i]);
         return 2;
       }
     } else {
@@ -202,7 +214,8 @@ static int cmd_run(int argc, char **argv) {
                           .n_input_shapes = n_load_shapes,
                           .partition = lower_flags.partition,
                           .no_lowering = lower_flags.no_lowering,
-                          .lower_strict = lower_flags.lower_strict};
+                          .lower_strict = lower_flags.lower_strict,
+                          .max_memory_bytes = (size_t)max_memory};
   m = load_model(model_path, &opts, &rc);
   if (!m)
     return rc;

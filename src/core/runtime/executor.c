@@ -185,6 +185,37 @@ static wq_status plan_outputs(wq_exec_plan *plan, wq_error *err) {
     plan->output_sizes[t] = bytes;
     total += padded;
   }
+  plan->outputs_total = total;
+  return WQ_OK;
+}
+
+/* Bytes the limit still allows past `used` (SIZE_MAX without a limit). */
+static size_t memory_room(const wq_exec_plan *plan, size_t used) {
+  if (!plan->memory_limit)
+    return SIZE_MAX;
+  size_t taken = plan->memory_fixed + plan->outputs_total;
+  if (taken < plan->memory_fixed || taken > plan->memory_limit || used > plan->memory_limit - taken)
+    return 0;
+  return plan->memory_limit - taken - used;
+}
+
+/* Fails when `bytes` more for `what` (past `used` bytes of arena and
+ * intermediates) would pass the memory limit, naming the need and the limit. */
+static wq_status check_limit(const wq_exec_plan *plan, size_t used, size_t bytes, const char *what,
+                             wq_error *err) {
+  if (bytes <= memory_room(plan, used))
+    return WQ_OK;
+  return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
+                 "memory limit: %s needs %zu bytes, which makes %zu bytes in all (weights %zu, "
+                 "graph outputs %zu, arena and intermediates %zu), more than the limit of %zu "
+                 "bytes (maxMemoryBytes)",
+                 what, bytes, plan->memory_fixed + plan->outputs_total + used + bytes,
+                 plan->memory_fixed, plan->outputs_total, used + bytes, plan->memory_limit);
+}
+
+/* Allocates the graph outputs block plan_outputs sized. */
+static wq_status alloc_outputs(wq_exec_plan *plan, wq_error *err) {
+  size_t total = plan->outputs_total;
   /* The caller copies outputs out into fresh buffers, which usually start at
    * (or 16 bytes past) a page boundary: a source a few bytes before its
    * destination modulo 4096 stalls the copy's loads on stores they only seem
@@ -216,6 +247,10 @@ static wq_status plan_at_load(wq_exec_plan *plan, wq_error *err) {
     input_key(g, views, key);
     st = build_entry(plan, &plan->plans[0], key, plan->run_sizes, true, err);
     if (st == WQ_OK)
+      st = check_limit(plan, 0, plan->plans[0].summary.arena_bytes, "the arena", err);
+    if (st == WQ_OK)
+      st = alloc_outputs(plan, err);
+    if (st == WQ_OK)
       note_entry(plan, &plan->plans[0]);
   }
   free(key);
@@ -239,8 +274,15 @@ static bool carries_no_indices(wq_dtype dtype) {
 }
 
 wq_status wq_exec_plan_init(wq_exec_plan *plan, const wq_graph *g, wq_error *err) {
+  return wq_exec_plan_init_within(plan, g, 0, 0, err);
+}
+
+wq_status wq_exec_plan_init_within(wq_exec_plan *plan, const wq_graph *g, size_t limit,
+                                   size_t fixed, wq_error *err) {
   memset(plan, 0, sizeof *plan);
   plan->graph = g;
+  plan->memory_limit = limit;
+  plan->memory_fixed = fixed;
   plan->use_arena = true;
   size_t nt = (size_t)(g->n_tensors ? g->n_tensors : 1);
   plan->last_use = malloc(sizeof(int) * nt);
@@ -345,7 +387,8 @@ typedef struct {
  * set when a slot was too small). Poisons the buffers when asked. On failure
  * nothing stays allocated. */
 static wq_status place_outputs(const wq_node *node, wq_value *out, const output_slot *slots,
-                               bool poison, bool *allocated, bool *outgrown, wq_error *err) {
+                               bool poison, bool *allocated, bool *outgrown, size_t *room,
+                               wq_error *err) {
   for (int k = 0; k < node->n_outputs; k++) {
     if (node->outputs[k] < 0 && out[k].dtype == WQ_DT_UNDEFINED)
       continue;
@@ -356,16 +399,24 @@ static wq_status place_outputs(const wq_node *node, wq_value *out, const output_
       if (slots && slots[k].data && outgrown)
         *outgrown = true;
       /* Zero-sized tensors still get a valid pointer so kernels need no NULL checks. */
-      out[k].data = calloc(nbytes ? nbytes : 1, 1);
+      bool over = room && nbytes > *room;
+      out[k].data = over ? NULL : calloc(nbytes ? nbytes : 1, 1);
       if (!out[k].data) {
         for (int j = 0; j < k; j++)
           if (allocated[j]) {
             free(out[j].data);
             allocated[j] = false;
           }
+        if (over)
+          return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name,
+                         "%s: output %d needs %zu bytes, more than the %zu the memory limit "
+                         "leaves (maxMemoryBytes)",
+                         node->op_type, k, nbytes, *room);
         return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory for %zu bytes",
                        node->op_type, nbytes);
       }
+      if (room)
+        *room -= nbytes;
       allocated[k] = true;
     }
     if (poison)
@@ -400,9 +451,9 @@ static wq_status check_outputs(const wq_node *node, const wq_value *out, wq_erro
  * time to *kernel_ms when timed. On failure nothing stays allocated. */
 static wq_status place_and_run(const wq_node *node, const wq_value *in, wq_value *out,
                                const output_slot *slots, bool poison, bool *allocated,
-                               bool *outgrown, double (*now_ms)(void), double *kernel_ms,
-                               wq_error *err) {
-  wq_status st = place_outputs(node, out, slots, poison, allocated, outgrown, err);
+                               bool *outgrown, size_t *room, double (*now_ms)(void),
+                               double *kernel_ms, wq_error *err) {
+  wq_status st = place_outputs(node, out, slots, poison, allocated, outgrown, room, err);
   if (st == WQ_OK && kernel_ms) {
     double t0 = now_ms();
     st = node->op->run(node, in, out, err);
@@ -427,8 +478,8 @@ static wq_status place_and_run(const wq_node *node, const wq_value *in, wq_value
  * output did not fit its slot and was allocated instead. */
 static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_value *out,
                                  const output_slot *slots, bool poison, bool *allocated,
-                                 bool *outgrown, double (*now_ms)(void), double *kernel_ms,
-                                 wq_error *err) {
+                                 bool *outgrown, size_t *room, double (*now_ms)(void),
+                                 double *kernel_ms, wq_error *err) {
   for (int k = 0; k < node->n_outputs; k++) {
     reset_value(&out[k]);
     allocated[k] = false;
@@ -438,7 +489,8 @@ static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_val
     st = check_outputs(node, out, err);
   if (st != WQ_OK)
     return attribute_error(node, st, err);
-  return place_and_run(node, in, out, slots, poison, allocated, outgrown, now_ms, kernel_ms, err);
+  return place_and_run(node, in, out, slots, poison, allocated, outgrown, room, now_ms, kernel_ms,
+                       err);
 }
 
 wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
@@ -449,7 +501,8 @@ wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq
     if (!allocated)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
   }
-  wq_status st = run_node_placed(node, in, out, NULL, false, allocated, NULL, NULL, NULL, err);
+  wq_status st =
+      run_node_placed(node, in, out, NULL, false, allocated, NULL, NULL, NULL, NULL, err);
   if (allocated != stack_flags)
     free(allocated);
   return st;
@@ -483,6 +536,8 @@ static struct wq_arena_entry *slot_for(wq_exec_plan *plan, const int64_t *key) {
 static wq_status reserve_arena(wq_exec_plan *plan, size_t bytes, wq_error *err) {
   if (plan->arena && plan->arena_capacity >= bytes)
     return WQ_OK;
+  /* Before the old arena goes: a run over the limit leaves the model as it was. */
+  WQ_TRY(check_limit(plan, 0, bytes, "the arena for these input shapes", err));
   free(plan->arena_block);
   plan->arena = NULL;
   plan->arena_capacity = 0;
@@ -524,6 +579,9 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
     }
   }
   bool outgrown = false;
+  /* What the memory limit leaves for the intermediates this run mallocs. */
+  size_t room_left = memory_room(plan, plan->arena_capacity);
+  size_t *room = plan->memory_limit ? &room_left : NULL;
   for (int t = 0; t < g->n_tensors; t++)
     plan->run_sizes[t] = WQ_NOT_PRODUCED;
   /* The load-time plan keeps the graph outputs in its own buffers, and once
@@ -587,11 +645,11 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
         out[k] = shapes[k];
         allocated[k] = false;
       }
-      st = place_and_run(node, in, out, slots, plan->poison, allocated, &outgrown, plan->now_ms,
-                         kernel_ms, err);
+      st = place_and_run(node, in, out, slots, plan->poison, allocated, &outgrown, room,
+                         plan->now_ms, kernel_ms, err);
     } else if (st == WQ_OK) {
-      st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, plan->now_ms,
-                           kernel_ms, err);
+      st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, room,
+                           plan->now_ms, kernel_ms, err);
       if (st == WQ_OK && templates && !reuse_shapes)
         for (int k = 0; k < node->n_outputs; k++) {
           templates[plan->out_base[i] + k] = out[k];
@@ -618,6 +676,8 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
       for (int k = 0; k < node->n_inputs; k++) {
         int t = node->inputs[k];
         if (t >= 0 && plan->last_use[t] == i && owned[t] && !g->tensors[t].is_output) {
+          if (room)
+            *room += wq_value_nbytes(&values[t]);
           free(values[t].data);
           values[t].data = NULL;
           owned[t] = false;

@@ -80,11 +80,24 @@ typedef struct {
   wq_status (*observe)(void *ctx, const wq_graph *g, int node, const wq_value *values,
                        wq_error *err);
   void *observe_ctx;
+  /* Memory limit (wq_load_options.max_memory_bytes; 0: none): the bytes
+   * held outside the executor (memory_fixed: weights), the graph outputs
+   * block, the arena and the intermediates a run mallocs may not pass it.
+   * Checked before each allocation; one that would pass it fails the load
+   * or the run with WQ_ERR_OUT_OF_MEMORY, and the plan stays usable. */
+  size_t memory_limit;
+  size_t memory_fixed;
+  size_t outputs_total; /* bytes of the graph outputs block */
 } wq_exec_plan;
 
 /* Computes lifetimes and, when every intermediate's shape is static, the
  * arena plan for the declared input shapes. */
 wq_status wq_exec_plan_init(wq_exec_plan *plan, const wq_graph *g, wq_error *err);
+/* The same under a memory limit (bytes; 0: none) of which `fixed` bytes are
+ * already taken: a load-time plan whose weights + outputs + arena pass it
+ * fails here, naming the need and the limit, before anything is allocated. */
+wq_status wq_exec_plan_init_within(wq_exec_plan *plan, const wq_graph *g, size_t limit,
+                                   size_t fixed, wq_error *err);
 void wq_exec_plan_free(wq_exec_plan *plan);
 
 /* Runs every node. `values` has one entry per graph tensor; constants and

@@ -1,0 +1,134 @@
+// load(model, {maxMemoryBytes}) (issue #12 item 5): under the limit a model
+// runs bit-identically to an unlimited load; a load-time plan over it fails
+// the load, a run over it (larger symbolic input shapes) fails the run, both
+// with WQ_ERR_OUT_OF_MEMORY and a message naming the bytes needed and the
+// limit, and the model and the package stay usable. The native CLI's
+// `run --max-memory BYTES` applies the same limit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { load, WasmqError } from '../../src/js/index.mjs';
+import { MODELS, NATIVE_CLI, buildModel, readDataSet } from './helpers.mjs';
+
+const mnist = path.join(MODELS, 'mnist-8/model.onnx');
+
+async function mnistFeeds() {
+  const { inputs } = readDataSet(path.join(MODELS, 'mnist-8/test_data_set_0'));
+  return { Input3: { data: inputs[0].data, dims: inputs[0].dims } };
+}
+
+// mnist-8 (static shapes, planned at load): weights 23992 bytes, graph
+// outputs 48 (1x10 float, one 64-byte-aligned slot holds 40), arena 50176
+// (model.memory.arenaBytes): 74216 bytes in all.
+const MNIST_NEED = 23992 + 48 + 50176;
+
+test('maxMemoryBytes: under the limit the run is bit-identical to an unlimited load', async () => {
+  const feeds = await mnistFeeds();
+  const free = await load(mnist);
+  const capped = await load(mnist, { maxMemoryBytes: MNIST_NEED });
+  try {
+    assert.equal(capped.memory.arenaBytes, 50176);
+    const want = (await free.run(feeds)).Plus214_Output_0.data;
+    for (let r = 0; r < 3; r++) {
+      const got = (await capped.run(feeds)).Plus214_Output_0.data;
+      assert.deepEqual(new Uint32Array(got.buffer, got.byteOffset, got.length), new Uint32Array(want.buffer, want.byteOffset, want.length));
+    }
+  } finally {
+    free.dispose();
+    capped.dispose();
+  }
+});
+
+test('maxMemoryBytes: a plan over the limit fails the load naming the bytes; the package goes on', async () => {
+  const err = await load(mnist, { maxMemoryBytes: MNIST_NEED - 1 }).then(
+    () => assert.fail('the load should fail'),
+    (e) => e,
+  );
+  assert.ok(err instanceof WasmqError);
+  assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+  assert.match(err.message, /the arena needs 50176 bytes/);
+  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights 23992, graph outputs 48`));
+  assert.match(err.message, new RegExp(`limit of ${MNIST_NEED - 1} bytes`));
+  // Weights alone over the limit: said before any plan.
+  const small = await load(mnist, { maxMemoryBytes: 1000 }).then(() => assert.fail('the load should fail'), (e) => e);
+  assert.equal(small.code, 'WQ_ERR_OUT_OF_MEMORY');
+  assert.match(small.message, /the weights take 23992 bytes, more than the limit of 1000 bytes/);
+  // The same core loads and runs the model afterwards.
+  const model = await load(mnist);
+  try {
+    const out = (await model.run(await mnistFeeds())).Plus214_Output_0;
+    assert.deepEqual(out.dims, [1, 10]);
+  } finally {
+    model.dispose();
+  }
+});
+
+// Relu -> Relu on a symbolic [N] float input: one intermediate and one graph
+// output of 4N bytes each, no weights; sizes known only at run time.
+const chain = buildModel({
+  nodes: [
+    { op: 'Relu', name: 'first', inputs: ['x'], outputs: ['t'] },
+    { op: 'Relu', name: 'second', inputs: ['t'], outputs: ['y'] },
+  ],
+  inputs: [{ name: 'x', dtype: 'float32', shape: ['N'] }],
+  outputs: [{ name: 'y', dtype: 'float32', shape: ['N'] }],
+});
+
+const ramp = (n) => {
+  const data = new Float32Array(n);
+  for (let i = 0; i < n; i++) data[i] = (i % 7) - 3;
+  return { x: { data, dims: [n] } };
+};
+
+test('maxMemoryBytes: a run over the limit fails cleanly and the model runs again', async () => {
+  const model = await load(chain, { maxMemoryBytes: 10000 });
+  try {
+    // 1000 elements: 4000 + 4000 bytes, under 10000 (first run records, second uses the arena).
+    for (let r = 0; r < 2; r++) {
+      const y = (await model.run(ramp(1000))).y.data;
+      assert.deepEqual(Array.from(y.subarray(0, 7)), [0, 0, 0, 0, 1, 2, 3]);
+    }
+    // 2000 elements: the arena planned for 1000 (4000 bytes, kept) leaves
+    // 6000 for the new shapes' first (recording) run; t needs 8000.
+    assert.equal(model.memory.arenaBytes, 4000);
+    const err = await model.run(ramp(2000)).then(() => assert.fail('the run should fail'), (e) => e);
+    assert.ok(err instanceof WasmqError);
+    assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+    assert.equal(err.node, 'first');
+    assert.match(err.message, /Relu: output 0 needs 8000 bytes, more than the 6000 the memory limit leaves \(maxMemoryBytes\)/);
+    // Still usable, same results.
+    const again = (await model.run(ramp(1000))).y.data;
+    assert.equal(again.length, 1000);
+    assert.deepEqual(Array.from(again.subarray(0, 7)), [0, 0, 0, 0, 1, 2, 3]);
+  } finally {
+    model.dispose();
+  }
+  // Without the limit the larger shape runs.
+  const free = await load(chain);
+  try {
+    assert.equal((await free.run(ramp(2000))).y.data.length, 2000);
+  } finally {
+    free.dispose();
+  }
+});
+
+test('maxMemoryBytes must be an integer >= 0', async () => {
+  for (const bad of [-1, 1.5, '100', Infinity]) {
+    await assert.rejects(load(chain, { maxMemoryBytes: bad }), (e) => e instanceof WasmqError && /maxMemoryBytes/.test(e.message));
+  }
+});
+
+test('native CLI: run --max-memory BYTES fails over the limit and runs under it', { skip: !existsSync(NATIVE_CLI) }, () => {
+  const over = spawnSync(NATIVE_CLI, ['run', mnist, '--max-memory', String(MNIST_NEED - 1)], { encoding: 'utf8' });
+  assert.equal(over.status, 1);
+  assert.match(over.stderr, /the arena needs 50176 bytes/);
+  assert.match(over.stderr, /\[WQ_ERR_OUT_OF_MEMORY\]/);
+  const under = spawnSync(NATIVE_CLI, ['run', mnist, '--max-memory', String(MNIST_NEED)], { encoding: 'utf8' });
+  assert.equal(under.status, 0, under.stderr);
+  assert.match(under.stdout, /Plus214_Output_0 float32 \[1, ?10\]/);
+  const bad = spawnSync(NATIVE_CLI, ['run', mnist, '--max-memory', '-5'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /--max-memory expects a byte count/);
+});
