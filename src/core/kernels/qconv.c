@@ -216,10 +216,14 @@ uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv
     return NULL;
   /* Worth it only when at least a tenth of the windows are cut. */
   int64_t inside_h = 0, inside_w = 0;
+#ifdef __clang__
 #pragma clang loop vectorize(disable)
+#endif
   for (int64_t o = 0, i0 = -p->pad_top; o < p->out_h; o++, i0 += p->stride_h)
     inside_h += i0 >= 0 && i0 + span_h <= p->in_h;
+#ifdef __clang__
 #pragma clang loop vectorize(disable)
+#endif
   for (int64_t o = 0, i0 = -p->pad_left; o < p->out_w; o++, i0 += p->stride_w)
     inside_w += i0 >= 0 && i0 + span_w <= p->in_w;
   if (10 * (p->out_h * p->out_w - inside_h * inside_w) < p->out_h * p->out_w ||
