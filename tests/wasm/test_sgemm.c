@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel_test.h"
 #include "kernels/ref/ref_gemm_f32.h"
@@ -69,4 +70,31 @@ void wq_ktest_sgemm(wq_ktest *t) {
   }
   int ok = run_case(t, 100, 600, 700, what, sizeof what); /* several cache blocks */
   wq_ktest_case(t, ok, what);
+  /* B packed once for batch-1 products (MatMul with a constant B): the same
+   * bits as wq_simd_sgemm's unpacked batch-1 path (both sum in k order). */
+  for (int c = 0; c < 24; c++) {
+    int64_t n = wq_ktest_int(t, 1, c < 20 ? 70 : 2100), k = wq_ktest_int(t, 1, 530);
+    float *a = malloc(sizeof(float) * (size_t)k), *b = malloc(sizeof(float) * (size_t)(k * n));
+    float *c_sgemm = malloc(sizeof(float) * (size_t)n),
+          *c_packed = malloc(sizeof(float) * (size_t)(n + 1));
+    for (int64_t i = 0; i < k; i++)
+      a[i] = wq_ktest_float(t, -1.0f, 1.0f);
+    for (int64_t i = 0; i < k * n; i++)
+      b[i] = wq_ktest_float(t, -1.0f, 1.0f);
+    c_packed[n] = 7.0f; /* must stay untouched */
+    float *bp = wq_sgemv_pack(n, k, b, n, 1);
+    ok = bp && wq_simd_sgemm(1, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c_sgemm, n) == WQ_OK;
+    if (ok) {
+      wq_sgemv_packed(n, k, a, 1, bp, c_packed);
+      ok = memcmp(c_sgemm, c_packed, sizeof(float) * (size_t)n) == 0 && c_packed[n] == 7.0f;
+    }
+    snprintf(what, sizeof what, "sgemv packed n=%lld k=%lld: bit-identical to the batch-1 sgemm",
+             (long long)n, (long long)k);
+    wq_ktest_case(t, ok, what);
+    free(bp);
+    free(a);
+    free(b);
+    free(c_sgemm);
+    free(c_packed);
+  }
 }

@@ -1,6 +1,7 @@
 #include "sgemm.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "../runtime/parallel.h"
 #include "ref/ref_gemm_f32.h"
@@ -71,4 +72,31 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
   }
   return sgemm_one_thread(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride,
                           b_col_stride, beta, c, ldc);
+}
+
+float *wq_sgemv_pack(int64_t n, int64_t k, const float *b, int64_t b_row_stride,
+                     int64_t b_col_stride) {
+  int64_t panels = (n + WQ_SGEMV_NR - 1) / WQ_SGEMV_NR;
+  float *bp = calloc((size_t)(panels * k * WQ_SGEMV_NR), sizeof(float));
+  if (bp)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t p = 0; p < k; p++)
+        bp[(j / WQ_SGEMV_NR * k + p) * WQ_SGEMV_NR + j % WQ_SGEMV_NR] =
+            b[p * b_row_stride + j * b_col_stride];
+  return bp;
+}
+
+void wq_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride, const float *bp,
+                     float *c) {
+#ifdef __wasm_simd128__
+  wq_simd_sgemv_packed(n, k, a, a_col_stride, bp, c);
+#else
+  for (int64_t j = 0; j < n; j++) {
+    const float *panel = bp + j / WQ_SGEMV_NR * k * WQ_SGEMV_NR + j % WQ_SGEMV_NR;
+    float s = 0.0f;
+    for (int64_t p = 0; p < k; p++)
+      s += a[p * a_col_stride] * panel[p * WQ_SGEMV_NR];
+    c[j] = s;
+  }
+#endif
 }

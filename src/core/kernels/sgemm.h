@@ -15,7 +15,21 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t a_row_stride, int64_t a_col_stride, const float *b, int64_t b_row_stride,
                    int64_t b_col_stride, float beta, float *c, int64_t ldc);
 
+/* Batch-1 products against a constant B, packed once (at plan time):
+ * panels of WQ_SGEMV_NR columns, each k rows of WQ_SGEMV_NR floats
+ * contiguous (zero past n), so the whole of B streams through once in
+ * memory order. wq_sgemv_pack returns NULL when out of memory (free() the
+ * result). wq_sgemv_packed: c[j] = sum_p a[p * a_col_stride] * B(p, j),
+ * summed in p order like wq_sgemm's batch-1 path (same bits). */
+enum { WQ_SGEMV_NR = 16 };
+float *wq_sgemv_pack(int64_t n, int64_t k, const float *b, int64_t b_row_stride,
+                     int64_t b_col_stride);
+void wq_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride, const float *bp,
+                     float *c);
+
 #ifdef __wasm_simd128__
+void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
+                          const float *bp, float *c);
 wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                         int64_t a_row_stride, int64_t a_col_stride, const float *b,
                         int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,

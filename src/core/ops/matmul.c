@@ -1,10 +1,25 @@
 /* MatMul with numpy semantics: a 1-D A is promoted to [1, K] and a 1-D B to
  * [K, 1] (the added dim is removed from the result); leading batch dims
  * broadcast. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/sgemm.h"
 #include "op.h"
+
+/* A constant 2-D B packed at plan time for products of fewer than 4 rows
+ * (batch-1 GEMV, wq_sgemv_packed), when the static shape of A says so. */
+typedef struct {
+  const float *b; /* the constant B it was packed from */
+  float *packed;
+} matmul_state;
+
+static void matmul_free(void *state) {
+  matmul_state *s = state;
+  if (s)
+    free(s->packed);
+  free(s);
+}
 
 typedef struct {
   int64_t m, n, k;
@@ -99,7 +114,11 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
     b_count *= ms.b_batch[i];
   }
   wq_status st = WQ_OK;
-  if (b_count == 1) {
+  const matmul_state *s = node->op_state;
+  if (s && s->b == b && in[1].rank == 2 && n_batch * ms.m < 4) {
+    for (int64_t i = 0; i < n_batch * ms.m; i++)
+      wq_sgemv_packed(ms.n, ms.k, a + i * ms.k, 1, s->packed, y + i * ms.n);
+  } else if (b_count == 1) {
     /* B is shared by every batch: A's batch rows stack into one tall GEMM
      * (A's batch dims then equal Y's, so A is contiguous [n_batch * M, K]). */
     st = wq_sgemm(n_batch * ms.m, ms.n, ms.k, 1.0f, a, ms.k, 1, b, ms.n, 1, 0.0f, y, ms.n);
@@ -126,6 +145,28 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
+static wq_status matmul_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  const wq_tensor *a = &g->tensors[node->inputs[0]], *b = &g->tensors[node->inputs[1]];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < a->rank; d++)
+    rows *= a->dims[d] < 0 ? 4 : a->dims[d];
+  matmul_free(node->op_state);
+  node->op_state = NULL;
+  if (!b->is_constant || !b->data || b->dtype != WQ_DT_FLOAT || b->rank != 2 || b->dims[0] < 1 ||
+      b->dims[1] < 1 || a->rank < 1 || rows < 0 || rows >= 4)
+    return WQ_OK;
+  matmul_state *s = calloc(1, sizeof *s);
+  if (s)
+    s->packed = wq_sgemv_pack(b->dims[1], b->dims[0], b->data, b->dims[1], 1);
+  if (!s || !s->packed) {
+    matmul_free(s);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "MatMul: out of memory packing B");
+  }
+  s->b = b->data;
+  node->op_state = s;
+  return WQ_OK;
+}
+
 const wq_op wq_op_matmul = {
     .int8 = WQ_INT8_GEMM,
     .int8_as = WQ_OPID(int8_gemm),
@@ -138,6 +179,8 @@ const wq_op wq_op_matmul = {
     .max_inputs = 2,
     .min_outputs = 1,
     .max_outputs = 1,
+    .free_state = matmul_free,
     .infer = matmul_infer,
     .run = matmul_run,
+    .plan = matmul_plan,
 };
