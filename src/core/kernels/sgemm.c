@@ -74,15 +74,15 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                           b_col_stride, beta, c, ldc);
 }
 
-float *wq_sgemv_pack(int64_t n, int64_t k, const float *b, int64_t b_row_stride,
-                     int64_t b_col_stride) {
+/* Load time only: cold (optimized for size). */
+__attribute__((cold)) float *wq_sgemv_pack(int64_t n, int64_t k, const float *b,
+                                           int64_t b_row_stride, int64_t b_col_stride) {
   int64_t panels = (n + WQ_SGEMV_NR - 1) / WQ_SGEMV_NR;
-  float *bp = calloc((size_t)(panels * k * WQ_SGEMV_NR), sizeof(float));
-  if (bp)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t p = 0; p < k; p++)
-        bp[(j / WQ_SGEMV_NR * k + p) * WQ_SGEMV_NR + j % WQ_SGEMV_NR] =
-            b[p * b_row_stride + j * b_col_stride];
+  float *bp = malloc(sizeof(float) * (size_t)(panels * k * WQ_SGEMV_NR)), *d = bp;
+  for (int64_t j0 = 0; bp && j0 < n; j0 += WQ_SGEMV_NR)
+    for (int64_t p = 0; p < k; p++)
+      for (int64_t j = j0; j < j0 + WQ_SGEMV_NR; j++)
+        *d++ = j < n ? b[p * b_row_stride + j * b_col_stride] : 0.0f;
   return bp;
 }
 

@@ -204,6 +204,7 @@ void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_st
   for (int64_t j = 0; j < n; j += WQ_SGEMV_NR, bp += k * WQ_SGEMV_NR) {
     v128_t c0 = wasm_f32x4_splat(0.0f), c1 = c0, c2 = c0, c3 = c0;
     const float *q = bp;
+#pragma clang loop unroll(disable)
     for (int64_t p = 0; p < k; p++, q += WQ_SGEMV_NR) {
       v128_t av = wasm_f32x4_splat(a[p * a_col_stride]);
       c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(av, wasm_v128_load(q)));
