@@ -69,6 +69,17 @@ char *wq_lower_describe(const wq_graph *g) {
         put_qparams(&t, g, role, n->outputs[k]);
       }
     }
+    /* What a boundary pass costs: one read of its input, one write of its
+     * output (a fused layout transition moves nothing more). */
+    if (kind == KIND_BOUNDARY && n->n_inputs > 0 && n->inputs[0] >= 0 && n->n_outputs > 0 &&
+        n->outputs[0] >= 0) {
+      wq_value x = wq_tensor_value(&g->tensors[n->inputs[0]]);
+      wq_value y = wq_tensor_value(&g->tensors[n->outputs[0]]);
+      if (wq_value_shape_known(&x) && wq_value_shape_known(&y))
+        wq_text_put(&t, "      bytes: %zu read (%s) + %zu written (%s), one pass\n",
+                    wq_value_nbytes(&x), wq_dtype_name(x.dtype), wq_value_nbytes(&y),
+                    wq_dtype_name(y.dtype));
+    }
     const char *why = wq_lower_why(n);
     if (why)
       wq_text_put(&t, "      why: %s\n", why);
