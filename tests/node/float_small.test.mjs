@@ -4,8 +4,9 @@
 //     graph input takes the unpacked path: the outputs must be identical bit
 //     for bit (both sum in k order), and close to onnxruntime-node.
 //   - Stride-1 convs on small planes run on a zero-padded copy of the input
-//     (conv_small): close to onnxruntime-node for pads, dilation, groups,
-//     bias and the fused Relu.
+//     (conv_small), strided depthwise convs on padded planes
+//     (wq_simd_dw_plane): close to onnxruntime-node for pads, dilation,
+//     groups, strides, bias and the fused Relu.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -75,6 +76,10 @@ const CONV_CASES = [
   { x: [1, 3, 10, 7], w: [5, 3, 3, 3], attrs: {}, bias: false },
   { x: [1, 4, 5, 6], w: [8, 4, 1, 1], attrs: { pads: [1, 1, 1, 1] } },
   { x: [1, 2, 4, 4], w: [3, 2, 3, 3], attrs: { pads: [3, 3, 3, 3] } },
+  // depthwise (wasm: strided ones on a padded plane, f32x4 accumulators)
+  { x: [1, 72, 48, 80], w: [72, 1, 3, 3], attrs: { pads: [1, 1, 1, 1], strides: [2, 2], group: 72 } },
+  { x: [2, 5, 13, 11], w: [10, 1, 3, 5], attrs: { pads: [0, 2, 1, 1], strides: [2, 3], group: 5, dilations: [1, 2] } },
+  { x: [1, 6, 9, 9], w: [6, 1, 5, 5], attrs: { pads: [2, 2, 2, 2], group: 6 }, relu: true },
 ];
 
 for (const c of CONV_CASES) {

@@ -28,6 +28,15 @@ void wq_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
                      float *c);
 
 #ifdef __wasm_simd128__
+/* One output plane of a float depthwise conv (column stride sw > 1 in use)
+ * read from its zero-padded input plane xp (rows pw floats apart, 8 floats
+ * readable past the last):
+ * y[oh * out_w + ow] = bias + the taps (ki, kj) in order of
+ * w[ki * kw + kj] * xp[(oh * sh + ki * dh) * pw + ow * sw + kj * dw], four
+ * outputs per f32x4 accumulator (one store per output). */
+void wq_simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *w,
+                      float bias, float *y);
 void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
                           const float *bp, float *c);
 wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,

@@ -221,6 +221,35 @@ void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_st
   }
 }
 
+void wq_simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *w,
+                      float bias, float *y) {
+  for (int64_t oh = 0; oh < out_h; oh++, y += out_w) {
+    const float *row = xp + oh * sh * pw;
+    int64_t ow = 0;
+    for (; ow + 4 <= out_w; ow += 4) {
+      v128_t acc = wasm_f32x4_splat(bias);
+      for (int64_t ki = 0; ki < kh; ki++)
+        for (int64_t kj = 0; kj < kw; kj++) {
+          const float *s = row + ki * dh * pw + ow * sw + kj * dw;
+          /* Stride 2: the even lanes of 8 floats (one past the row at most). */
+          v128_t v = sw == 2
+                         ? wasm_i32x4_shuffle(wasm_v128_load(s), wasm_v128_load(s + 4), 0, 2, 4, 6)
+                         : wasm_f32x4_make(s[0], s[sw], s[2 * sw], s[3 * sw]);
+          acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_splat(w[ki * kw + kj]), v));
+        }
+      wasm_v128_store(y + ow, acc);
+    }
+    for (; ow < out_w; ow++) {
+      float acc = bias;
+      for (int64_t ki = 0; ki < kh; ki++)
+        for (int64_t kj = 0; kj < kw; kj++)
+          acc += w[ki * kw + kj] * row[ki * dh * pw + ow * sw + kj * dw];
+      y[ow] = acc;
+    }
+  }
+}
+
 static float hsum(v128_t v) {
   v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
   v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
