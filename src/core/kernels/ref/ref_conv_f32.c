@@ -315,18 +315,16 @@ static void conv_chunks(void *ctx, int64_t c0, int64_t c1) {
   free(col);
 }
 
-/* Stride-1 convs whose zero-padded group input fits this many floats (or a
- * depthwise conv's channel plane, in wasm) run on
+static void copy_floats(float *d, const float *s, int64_t n) {
+  memcpy(d, s, sizeof(float) * (size_t)n);
+}
+
+/* Stride-1 convs whose zero-padded group input fits SMALL_CONV_FLOATS run on
  * a padded copy with "virtual" output rows pw wide (out_w real columns,
  * then kw - 1 that are computed and dropped): every im2col row is then one
  * contiguous run of the padded input, where per-row segments with bounds and
  * zero runs cost more than the GEMM on small images (mnist-8's 8->16 5x5
  * conv on 14x14: 71 -> 52 us). Same products in the same order: same bits. */
-
-static void copy_floats(float *d, const float *s, int64_t n) {
-  memcpy(d, s, sizeof(float) * (size_t)n);
-}
-
 static wq_status conv_small(const plane_geometry *p, const conv_job *job, int64_t batch, int64_t ph,
                             int64_t pw) {
   const int64_t cg = job->cg, mg = job->mg, nv = p->out_h * pw, in_plane = p->in_h * p->in_w;
@@ -406,9 +404,10 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
   bool small = as_plane(g, &p) && p.s_h == 1 && p.s_w == 1;
   int64_t ph = small ? p.out_h + (p.k_h - 1) * p.d_h : 0;
   int64_t pw = small ? p.out_w + (p.k_w - 1) * p.d_w : 0;
-  /* One thread: with more, large enough products keep the chunk split. */
+  /* One thread: with more, products that go parallel keep the chunk split. */
   small = small && cg * ph * pw <= SMALL_CONV_FLOATS &&
-          (wq_parallel_threads() == 1 || mg * out_size * kdim < ((int64_t)1 << 21));
+          (wq_parallel_threads() == 1 ||
+           batch * out_channels * kdim * out_size < CONV_PARALLEL_MIN_MACS);
   /* Column chunks (im2col, then their GEMM) are independent: with threads
    * each takes whole chunks with its own scratch, so im2col is split too. */
   conv_job job = {.g = g,
