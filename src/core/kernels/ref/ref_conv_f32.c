@@ -119,7 +119,7 @@ static int64_t input_offset(const wq_conv_geometry *g, const int64_t *opos, cons
 
 void wq_ref_im2col_f32(const wq_conv_geometry *g, const float *x, int64_t channels,
                        int64_t col_begin, int64_t col_count, float *col) {
-  plane_geometry p;
+  plane_geometry p = {0};
   if (as_plane(g, &p)) {
     im2col_plane(&p, x, channels, col_begin, col_count, col);
     return;
@@ -372,7 +372,7 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
   int64_t kdim = cg * ksize;
   if (batch == 0 || out_channels == 0 || out_size == 0)
     return WQ_OK;
-  plane_geometry p;
+  plane_geometry p = {0};
   /* A direct loop wins for true depthwise convs; with many outputs per input
    * channel (e.g. a first layer on 1-channel images: mnist-8's 1->8 5x5
    * conv 62 -> ~15 us) the GEMM is faster. */
