@@ -5,7 +5,7 @@
 // int8 convolutions, by the conv algorithm (gemm_1x1, depthwise, ...), with
 // the convolutions' multiply-adds turned into GOPS.
 //
-//   node bench/profile_nodes.mjs MODEL.onnx [--runs N] [--top N] [--shape NAME=1,3,224,224] [--threads N]
+//   node bench/profile_nodes.mjs MODEL.onnx [--runs N] [--top N] [--shape NAME=1,3,224,224] [--threads N] [--threaded-dir DIR]
 //
 // Uses the shipped build (wasm_build/out). A diagnostic, not a benchmark:
 // compare it with `npm run bench` for end-to-end times.
@@ -16,7 +16,7 @@
 // which nodes still run on one thread, which gain. Wall time per node.
 import { basename } from 'node:path';
 
-import { load } from '../src/js/index.mjs';
+import { configure, load } from '../src/js/index.mjs';
 import { randomArray } from '../src/js/random.mjs';
 
 const args = process.argv.slice(2);
@@ -32,6 +32,8 @@ const option = (name, fallback) => {
 const runs = Number(option('--runs', 60));
 const top = Number(option('--top', 15));
 const threads = Number(option('--threads', 1));
+// --threaded-dir DIR: another threaded build (to compare two of them).
+if (option('--threaded-dir', null)) configure({ threadedDir: new URL(`file://${option('--threaded-dir')}/`) });
 const inputShapes = {};
 for (let i = 0; i < args.length; i++) {
   if (args[i] !== '--shape') continue;
