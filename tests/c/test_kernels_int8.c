@@ -231,6 +231,48 @@ static void exact_values(void) {
   d.multiplier_count = 3;
   CHECK(wq_qgemm_pack(&p, &d, "t", &err) == WQ_ERR_INVALID_ARG);
   CHECK(strstr(err.message, "multipliers") != NULL);
+  /* Huge geometry: k x n past the element limit (2^31 x 2^31 would wrap the
+   * packs' k_padded x n_padded) fails before any size is computed. */
+  d.multiplier_count = 1;
+  d.k = d.n = (int64_t)1 << 31;
+  CHECK(wq_qgemm_pack(&p, &d, "t", &err) == WQ_ERR_SHAPE);
+  CHECK(strstr(err.message, "element limit") != NULL);
+}
+
+/* A QConv whose buffers' sizes would overflow: 2^31 channels with a
+ * 2^40-wide kernel (the pad row kernel_w x channels is 2^71), and weights of
+ * 2^20 x 2^20 channels (2^40 elements): clear errors before any allocation
+ * or read of the (one-byte) weights. */
+static void conv_huge_geometry(void) {
+  uint8_t w = 0;
+  float mult = 1.0f;
+  wq_qconv_desc d = {.batch = 1,
+                     .in_channels = (int64_t)1 << 31,
+                     .out_channels = (int64_t)1 << 31,
+                     .group = (int64_t)1 << 31,
+                     .x_dtype = WQ_DT_INT8,
+                     .w_dtype = WQ_DT_INT8,
+                     .y_dtype = WQ_DT_INT8,
+                     .w = &w,
+                     .multiplier = &mult,
+                     .multiplier_count = 1,
+                     .y_min = -128,
+                     .y_max = 127};
+  d.geo = (wq_conv_geometry){.n_spatial = 2,
+                             .in = {1, 1},
+                             .out = {1, 1},
+                             .kernel = {1, (int64_t)1 << 40},
+                             .stride = {1, 1},
+                             .dilation = {1, 1}};
+  wq_qconv_plan p;
+  wq_error err;
+  CHECK(wq_qconv_plan_init(&p, &d, "huge", &err) == WQ_ERR_SHAPE);
+  CHECK(strstr(err.message, "element limit") != NULL && strcmp(err.node, "huge") == 0);
+  d.in_channels = d.out_channels = (int64_t)1 << 20;
+  d.group = 1;
+  d.geo.kernel[1] = 1;
+  CHECK(wq_qconv_plan_init(&p, &d, "huge", &err) == WQ_ERR_SHAPE);
+  CHECK(strstr(err.message, "1048576 -> 1048576 channels") != NULL);
 }
 
 int main(void) {
@@ -241,5 +283,6 @@ int main(void) {
       gemm_case(sizes[i], sizes[j], sizes[(i + j) % 8] * 3 + 1);
   for (int c = 0; c < 60; c++)
     conv_case(c % 3 == 0);
+  conv_huge_geometry();
   WQ_TEST_END();
 }

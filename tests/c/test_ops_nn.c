@@ -243,6 +243,21 @@ static void test_conv_transpose_adjoint(void) {
   }
 }
 
+/* A geometry whose im2col scratch (kdim x chunk floats) is past every
+ * limit: 2^26 input channels x a 1x2 kernel = 2^27 rows, 64-column chunks,
+ * 32 GiB. The size is checked before any work (it used to go to malloc
+ * unchecked, wrapping in 32-bit size_t): a clean error, x/w/y untouched. */
+static void test_conv_huge_scratch(void) {
+  wq_conv_geometry g = {
+      .n_spatial = 2, .in = {1, 65}, .kernel = {1, 2}, .stride = {1, 1}, .dilation = {1, 1}};
+  CHECK(wq_conv_geometry_resolve(&g, WQ_AUTO_PAD_NOTSET, false) == -1);
+  CHECK(g.out[0] == 1 && g.out[1] == 64);
+  float x = 0.0f, w = 0.0f, y = 0.0f;
+  int64_t channels = (int64_t)1 << 26;
+  CHECK(wq_ref_conv_f32(&g, 1, channels, 1, 1, &x, &w, NULL, false, &y) == WQ_ERR_OUT_OF_MEMORY);
+  CHECK(x == 0.0f && w == 0.0f && y == 0.0f);
+}
+
 /* ---- pooling ---- */
 
 static void test_pool_small(void) {
@@ -653,6 +668,7 @@ int main(void) {
   test_gemm_random();
   test_conv_random();
   test_conv_transpose_adjoint();
+  test_conv_huge_scratch();
   test_pool_small();
   test_resize_small();
   test_conv_op_errors();

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/checked.h"
 #include "ref/ref_qconv_nhwc.h"
 #ifdef __wasm_simd128__
 #include "simd/qconv_simd.h"
@@ -40,6 +41,27 @@ static wq_status check_desc(const wq_qconv_desc *d, const char *node, wq_error *
                      "dilation %lld pad %lld out %lld)",
                      i, (long long)g->in[i], (long long)g->kernel[i], (long long)g->stride[i],
                      (long long)g->dilation[i], (long long)g->pad_begin[i], (long long)g->out[i]);
+  /* The weights, the input and output images and a padded input row (kernel
+   * width x channels) within the element limit: every buffer the plan sizes
+   * from them (packed weights, pad row, im2col panels) is then a checked
+   * product, none overflows. */
+  const int64_t weights[4] = {d->out_channels, d->in_channels / d->group, g->kernel[0],
+                              g->n_spatial > 1 ? g->kernel[1] : 1};
+  const int64_t input[4] = {d->batch, d->in_channels, g->in[0], g->n_spatial > 1 ? g->in[1] : 1};
+  const int64_t output[4] = {d->batch, d->out_channels, g->out[0],
+                             g->n_spatial > 1 ? g->out[1] : 1};
+  const int64_t pad_row[2] = {g->kernel[g->n_spatial - 1], d->in_channels};
+  int64_t count;
+  if (!wq_product_within(weights, 4, WQ_MAX_ELEMENTS, &count) ||
+      !wq_product_within(input, 4, WQ_MAX_ELEMENTS, &count) ||
+      !wq_product_within(output, 4, WQ_MAX_ELEMENTS, &count) ||
+      !wq_product_within(pad_row, 2, WQ_MAX_ELEMENTS, &count))
+    return wq_fail(err, WQ_ERR_SHAPE, node,
+                   "qconv: %lld -> %lld channels with kernel %lldx%lld on %lldx%lld pass the "
+                   "%lld-element limit",
+                   (long long)d->in_channels, (long long)d->out_channels, (long long)weights[2],
+                   (long long)weights[3], (long long)input[2], (long long)input[3],
+                   (long long)WQ_MAX_ELEMENTS);
   if (!is_q8(d->x_dtype) || !is_q8(d->w_dtype) || (!is_q8(d->y_dtype) && d->y_dtype != WQ_DT_FLOAT))
     return wq_fail(err, WQ_ERR_INVALID_ARG, node,
                    "qconv: x and w must be int8 or uint8, y int8, uint8 or float (got %s, %s, %s)",

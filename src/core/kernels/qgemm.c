@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/checked.h"
 #include "ref/ref_qgemm.h"
 #ifdef __wasm_simd128__
 #include "simd/qgemm_simd.h"
@@ -17,6 +18,14 @@ wq_status wq_qgemm_desc_check(const wq_qgemm_desc *d, const char *node, wq_error
   if (d->n < 1 || d->k < 1)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node, "qgemm: n and k must be >= 1 (got n=%lld k=%lld)",
                    (long long)d->n, (long long)d->k);
+  /* k x n within the element limit: the packs' padded sizes (k_padded x
+   * n_padded bytes) are then checked products, none overflows. */
+  const int64_t kn[2] = {d->k, d->n};
+  int64_t count;
+  if (!wq_product_within(kn, 2, WQ_MAX_ELEMENTS, &count))
+    return wq_fail(err, WQ_ERR_SHAPE, node,
+                   "qgemm: %lld x %lld weights pass the %lld-element limit", (long long)d->k,
+                   (long long)d->n, (long long)WQ_MAX_ELEMENTS);
   if (!is_q8(d->a_dtype) || !is_q8(d->w_dtype) || (!is_q8(d->y_dtype) && d->y_dtype != WQ_DT_FLOAT))
     return wq_fail(
         err, WQ_ERR_INVALID_ARG, node,
@@ -70,6 +79,10 @@ wq_status wq_qgemm_packed_alloc(wq_qgemm_packed *p, const wq_qgemm_desc *d, int6
                                 int64_t n_multiple, int64_t w_bytes, const char *node,
                                 wq_error *err) {
   memset(p, 0, sizeof *p);
+  size_t w_size;
+  if (!wq_bytes_size(w_bytes, 1, &w_size))
+    return wq_fail(err, WQ_ERR_SHAPE, node, "qgemm: %lld bytes of packed weights pass the limit",
+                   (long long)w_bytes);
   p->n = d->n;
   p->k = d->k;
   p->k_padded = round_up(d->k, k_multiple);
@@ -81,7 +94,7 @@ wq_status wq_qgemm_packed_alloc(wq_qgemm_packed *p, const wq_qgemm_desc *d, int6
   p->y_min = d->y_min;
   p->y_max = d->y_max;
   size_t cols = (size_t)p->n_padded;
-  p->w = calloc((size_t)(w_bytes > 0 ? w_bytes : 1), 1);
+  p->w = calloc(w_size > 0 ? w_size : 1, 1);
   p->bias = calloc(cols, sizeof *p->bias);
   p->column_sum = calloc(cols, sizeof *p->column_sum);
   p->w_zero_point = calloc(cols, sizeof *p->w_zero_point);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/checked.h"
+
 static bool lifetimes_overlap(const wq_lifetime *a, const wq_lifetime *b) {
   return a->first <= b->last && b->first <= a->last;
 }
@@ -196,13 +198,16 @@ wq_status wq_arena_plan(const wq_lifetime *tensors, int n, size_t alignment, siz
   if (n == 0)
     return WQ_OK;
 
-  size_t count = (size_t)n;
-  size_t *aligned_size = malloc(count * sizeof *aligned_size);
-  size_t *trial = malloc(count * sizeof *trial);
-  int *order = malloc(count * sizeof *order);
-  int *placed = malloc(count * sizeof *placed);
-  bool *taken = malloc(count * sizeof *taken);
-  order_record *scratch = malloc(2 * count * sizeof *scratch);
+  size_t count = (size_t)n, scratch_bytes = 0;
+  /* The largest table, 2n order records, as a checked size (n is an int:
+   * 2n records pass 32-bit size_t long before n does). */
+  bool sized = wq_bytes_size(2 * (int64_t)n, (int64_t)sizeof(order_record), &scratch_bytes);
+  size_t *aligned_size = sized ? malloc(count * sizeof *aligned_size) : NULL;
+  size_t *trial = sized ? malloc(count * sizeof *trial) : NULL;
+  int *order = sized ? malloc(count * sizeof *order) : NULL;
+  int *placed = sized ? malloc(count * sizeof *placed) : NULL;
+  bool *taken = sized ? malloc(count * sizeof *taken) : NULL;
+  order_record *scratch = sized ? malloc(scratch_bytes) : NULL;
   wq_status st = WQ_OK;
   if (!aligned_size || !trial || !order || !placed || !taken || !scratch) {
     st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "arena plan: out of memory for %d tensors", n);

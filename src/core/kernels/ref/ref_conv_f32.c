@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../ir/checked.h"
 #include "../../runtime/parallel.h"
 #include "../sgemm.h" /* SIMD f32x4 GEMM in wasm, wq_ref_sgemm natively */
 
@@ -252,6 +253,13 @@ __attribute__((noinline)) static void output_stage(float *y, int64_t rows, int64
   }
 }
 
+/* Bytes of a [rows, columns] float scratch matrix; false when the product
+ * overflows or passes WQ_MAX_TENSOR_BYTES (a hostile geometry). */
+static bool col_bytes(int64_t rows, int64_t columns, size_t *bytes) {
+  int64_t floats;
+  return wq_mul_i64(rows, columns, &floats) && wq_bytes_size(floats, (int64_t)sizeof(float), bytes);
+}
+
 static int64_t chunk_columns(int64_t rows, int64_t total) {
   int64_t chunk = COL_BUDGET_FLOATS / (rows > 0 ? rows : 1);
   if (chunk < 64)
@@ -283,7 +291,8 @@ typedef struct {
   const float *x, *w, *bias;
   bool relu;
   float *y;
-  int64_t chunk; /* output columns per im2col chunk */
+  int64_t chunk;    /* output columns per im2col chunk */
+  size_t col_bytes; /* its scratch: kdim x chunk floats */
   atomic_int status;
 } conv_job;
 
@@ -292,7 +301,7 @@ static void conv_chunks(void *ctx, int64_t c0, int64_t c1) {
   conv_job *job = ctx;
   int64_t per_plane = (job->out_size + job->chunk - 1) / job->chunk;
   int64_t group = job->in_channels / job->cg;
-  float *col = malloc(sizeof(float) * (size_t)(job->kdim * job->chunk));
+  float *col = malloc(job->col_bytes);
   if (!col) {
     atomic_store(&job->status, (int)WQ_ERR_OUT_OF_MEMORY);
     return;
@@ -369,7 +378,9 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
   int64_t cg = in_channels / group, mg = out_channels / group;
   int64_t ksize = wq_conv_geometry_kernel_size(g);
   int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);
-  int64_t kdim = cg * ksize;
+  int64_t kdim;
+  if (!wq_mul_i64(cg, ksize, &kdim))
+    return WQ_ERR_OUT_OF_MEMORY;
   if (batch == 0 || out_channels == 0 || out_size == 0)
     return WQ_OK;
   plane_geometry p = {0};
@@ -401,13 +412,17 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
                    relu);
     return st;
   }
+  int64_t macs, small_floats;
+  bool big = !wq_mul_i64(batch * out_channels, kdim, &macs) || !wq_mul_i64(macs, out_size, &macs) ||
+             macs >= CONV_PARALLEL_MIN_MACS;
   bool small = as_plane(g, &p) && p.s_h == 1 && p.s_w == 1;
   int64_t ph = small ? p.out_h + (p.k_h - 1) * p.d_h : 0;
   int64_t pw = small ? p.out_w + (p.k_w - 1) * p.d_w : 0;
-  /* One thread: with more, products that go parallel keep the chunk split. */
-  small = small && cg * ph * pw <= SMALL_CONV_FLOATS &&
-          (wq_parallel_threads() == 1 ||
-           batch * out_channels * kdim * out_size < CONV_PARALLEL_MIN_MACS);
+  /* One thread: with more, products that go parallel keep the chunk split.
+   * cg x ph x pw (checked) bounds every buffer conv_small sizes. */
+  const int64_t padded[3] = {cg, ph, pw};
+  small = small && wq_product_within(padded, 3, SMALL_CONV_FLOATS, &small_floats) &&
+          (wq_parallel_threads() == 1 || !big);
   /* Column chunks (im2col, then their GEMM) are independent: with threads
    * each takes whole chunks with its own scratch, so im2col is split too. */
   conv_job job = {.g = g,
@@ -426,9 +441,12 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
                   .chunk = conv_chunk_columns(kdim, out_size)};
   if (small)
     return conv_small(&p, &job, batch, ph, pw);
+  /* Checked before any work: a huge geometry fails here, not in malloc. */
+  if (!col_bytes(kdim, job.chunk, &job.col_bytes))
+    return WQ_ERR_OUT_OF_MEMORY;
   atomic_init(&job.status, (int)WQ_OK);
   int64_t chunks = batch * group * ((out_size + job.chunk - 1) / job.chunk);
-  if (wq_parallel_threads() > 1 && batch * out_channels * kdim * out_size >= CONV_PARALLEL_MIN_MACS)
+  if (wq_parallel_threads() > 1 && big)
     wq_parallel_for(chunks, 1, conv_chunks, &job);
   else
     conv_chunks(&job, 0, chunks);
@@ -473,7 +491,9 @@ wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, in
   int64_t cg = in_channels / group, mg = out_channels / group;
   int64_t ksize = wq_conv_geometry_kernel_size(g);
   int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);
-  int64_t rows = mg * ksize; /* col rows: (output channel, kernel offset) */
+  int64_t rows; /* col rows: (output channel, kernel offset) */
+  if (!wq_mul_i64(mg, ksize, &rows))
+    return WQ_ERR_OUT_OF_MEMORY;
   int64_t total = batch * out_channels * out_size;
   for (int64_t i = 0; i < batch * out_channels; i++) {
     float b = bias ? bias[i % out_channels] : 0.0f;
@@ -484,7 +504,8 @@ wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, in
   if (total == 0 || in_size == 0)
     return WQ_OK;
   int64_t chunk = chunk_columns(rows, in_size);
-  float *col = malloc(sizeof(float) * (size_t)(rows * chunk));
+  size_t bytes;
+  float *col = col_bytes(rows, chunk, &bytes) ? malloc(bytes) : NULL;
   if (!col)
     return WQ_ERR_OUT_OF_MEMORY;
   wq_status st = WQ_OK;
