@@ -273,6 +273,26 @@ static void conv_huge_geometry(void) {
   d.geo.kernel[1] = 1;
   CHECK(wq_qconv_plan_init(&p, &d, "huge", &err) == WQ_ERR_SHAPE);
   CHECK(strstr(err.message, "1048576 -> 1048576 channels") != NULL);
+  /* The zero-point-padded input copy of a plan with 2^28 pads: 256 x 2^28 x
+   * 2^28 x 2^20 bytes overflows int64; the copy is declined (NULL), not
+   * sized from a wrapped product. */
+  wq_qconv_plan huge = {.batch = 256,
+                        .in_channels = (int64_t)1 << 20,
+                        .in_h = 1,
+                        .in_w = 1,
+                        .out_h = 1,
+                        .out_w = 1,
+                        .kernel_h = 1,
+                        .kernel_w = 1,
+                        .stride_h = 1,
+                        .stride_w = 1,
+                        .dil_h = 1,
+                        .dil_w = 1,
+                        .pad_top = (int64_t)1 << 28,
+                        .pad_left = (int64_t)1 << 28};
+  wq_qconv_plan unpadded;
+  uint8_t x = 0;
+  CHECK(wq_qconv_padded_copy(&huge, &x, &unpadded) == NULL);
 }
 
 int main(void) {

@@ -248,13 +248,16 @@ uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv
 #endif
   for (int64_t o = 0, i0 = -p->pad_left; o < p->out_w; o++, i0 += p->stride_w)
     inside_w += i0 >= 0 && i0 + span_w <= p->in_w;
+  /* The copy's size as a checked product (huge pads make h x w x C overflow). */
+  const int64_t copy[4] = {p->batch, h, w, C};
+  int64_t bytes;
   if (10 * (p->out_h * p->out_w - inside_h * inside_w) < p->out_h * p->out_w ||
-      p->batch * h * w * C > ((int64_t)8 << 20))
+      !wq_product_within(copy, 4, (int64_t)8 << 20, &bytes))
     return NULL;
-  uint8_t *padded = malloc((size_t)(p->batch * h * w * C));
+  uint8_t *padded = malloc((size_t)bytes);
   if (!padded)
     return NULL;
-  memset(padded, p->x_zero_point & 0xFF, (size_t)(p->batch * h * w * C));
+  memset(padded, p->x_zero_point & 0xFF, (size_t)bytes);
   for (int64_t n = 0; n < p->batch; n++)
     for (int64_t ih = 0; ih < p->in_h; ih++)
       memcpy(padded + ((n * h + ih + p->pad_top) * w + p->pad_left) * C,
