@@ -254,8 +254,42 @@ static int wrap_window_case(wq_dtype y_dtype) {
   return ok;
 }
 
+/* A depthwise conv whose weights (2 x 2^27 taps) and images are within the
+ * element limit but whose 16-channel packed weights (2^32 bytes) and pair-row
+ * cache would not be: the pack fails with WQ_ERR_SHAPE naming the node
+ * before sizing anything (the int64 products cast to 32-bit size_t used to
+ * wrap); the weights (one byte here) are never read. */
+static int huge_depthwise_case(void) {
+  static int8_t w = 0;
+  static float mult = 1.0f;
+  wq_qconv_desc d;
+  memset(&d, 0, sizeof d);
+  d.batch = 1;
+  d.in_channels = d.out_channels = d.group = 2;
+  d.geo = (wq_conv_geometry){.n_spatial = 2,
+                             .in = {1, 1},
+                             .out = {1, 1},
+                             .kernel = {1, (int64_t)1 << 27},
+                             .stride = {1, 1},
+                             .dilation = {1, 1}};
+  d.x_dtype = d.w_dtype = d.y_dtype = WQ_DT_INT8;
+  d.w = &w;
+  d.multiplier = &mult;
+  d.multiplier_count = 1;
+  d.y_min = -128;
+  d.y_max = 127;
+  wq_qconv_plan p;
+  wq_error err;
+  int ok = wq_qconv_plan_common(&p, &d, "huge_dw", &err) == WQ_OK && p.algo == WQ_QCONV_DEPTHWISE &&
+           wq_simd_qconv_pack(&p, &d, "huge_dw", &err) == WQ_ERR_SHAPE &&
+           strstr(err.message, "byte limit") != NULL && strcmp(err.node, "huge_dw") == 0;
+  wq_qconv_plan_free(&p);
+  return ok;
+}
+
 void wq_ktest_qconv(wq_ktest *t) {
   char what[400];
+  wq_ktest_case(t, huge_depthwise_case(), "qconv depthwise, buffers past the byte limit");
   wq_ktest_case(t, wrap_window_case(WQ_DT_UINT8),
                 "qconv depthwise, acc * m in the wrap window, uint8 y");
   wq_ktest_case(t, wrap_window_case(WQ_DT_INT8),

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
+#include "../../ir/checked.h"
 #include "../../runtime/parallel.h"
 #include "qconv_simd.h"
 #include "qgemm_ukernel.h"
@@ -99,8 +100,21 @@ static wq_status pack_depthwise(wq_qconv_plan *p, const wq_qconv_desc *d, const 
   const int64_t C = d->in_channels, c16 = round_up(C, DW_LANES);
   const dw_pairing dp = dw_pairing_of(p);
   const int32_t x_zero_point = d->x_zero_point - (d->x_dtype == WQ_DT_UINT8 ? 128 : 0);
+  /* The packed weights and a run's pair-row cache (dw_block) as checked
+   * sizes: 16-channel chunks and pair rows as wide as the strided input
+   * row can pass any limit although the weights and images are within it. */
+  const int64_t w16_dims[4] = {dp.rows, dp.taps, c16, 2 * (int64_t)sizeof(int16_t)};
+  const int64_t cache_dims[4] = {2 * dp.rows, dp.stride, c16, 2};
+  int64_t w16_bytes, cache_bytes;
+  if (!wq_product_within(w16_dims, 4, WQ_MAX_TENSOR_BYTES, &w16_bytes) ||
+      !wq_product_within(cache_dims, 4, WQ_MAX_TENSOR_BYTES, &cache_bytes))
+    return wq_fail(err, WQ_ERR_SHAPE, node,
+                   "qconv: depthwise %lldx%lld kernel over %lld channels (output width %lld, "
+                   "stride %lld) needs buffers past the %lld-byte limit",
+                   (long long)p->kernel_h, (long long)p->kernel_w, (long long)C,
+                   (long long)p->out_w, (long long)p->stride_w, (long long)WQ_MAX_TENSOR_BYTES);
   WQ_TRY(wq_qconv_channel_data(p, d, c16, node, err));
-  p->weights.w16 = calloc((size_t)(dp.rows * dp.taps * c16 * 2), sizeof(int16_t));
+  p->weights.w16 = calloc((size_t)w16_bytes, 1);
   if (!p->weights.w16)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   for (int64_t c = 0; c < C; c++) {
@@ -410,6 +424,7 @@ static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1
   /* A cache of 2 * rows pair rows tagged by input row: with stride 1 each
    * pair row is built once and serves every output row that needs it. */
   const int64_t slots = 2 * dp.rows, row_len = dp.stride * c16 * 2;
+  /* Within WQ_MAX_TENSOR_BYTES: checked when the plan was packed. */
   int8_t *pair_mem = calloc((size_t)(slots * row_len) + 64, 1);
   int8_t *pair_rows = (int8_t *)(((uintptr_t)pair_mem + 63) & ~(uintptr_t)63);
   int64_t *tag = malloc(sizeof(int64_t) * (size_t)(slots + dp.rows));
