@@ -339,8 +339,11 @@ static wq_status conv_small(const plane_geometry *p, const conv_job *job, int64_
   const int64_t cg = job->cg, mg = job->mg, nv = p->out_h * pw, in_plane = p->in_h * p->in_w;
   /* pw floats of slack: the last row's run reads kw - 1 past the plane. */
   float *xp = calloc((size_t)(cg * ph * pw + pw), sizeof(float));
-  float *col = malloc(sizeof(float) * (size_t)(job->kdim * nv));
-  float *yv = malloc(sizeof(float) * (size_t)(mg * nv));
+  /* The cg x ph x pw gate still lets kdim x nv near 2^30 floats (a 128x128
+   * kernel on a 256x256 plane): checked sizes, as every scratch here. */
+  size_t col_size, yv_size;
+  float *col = col_bytes(job->kdim, nv, &col_size) ? malloc(col_size) : NULL;
+  float *yv = col_bytes(mg, nv, &yv_size) ? malloc(yv_size) : NULL;
   wq_status st = xp && col && yv ? WQ_OK : WQ_ERR_OUT_OF_MEMORY;
   const int64_t rows = p->in_h < ph - p->p_h ? p->in_h : ph - p->p_h;
   const int64_t cols = p->in_w < pw - p->p_w ? p->in_w : pw - p->p_w;
