@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../ir/checked.h"
+
 int64_t wq_ref_pad_source(int64_t o, int64_t dim, int64_t begin, int64_t end, wq_pad_mode mode) {
   int64_t lo = begin < 0 ? -begin : 0;           /* first input index kept */
   int64_t len = dim - lo - (end < 0 ? -end : 0); /* kept region length */
@@ -43,7 +45,9 @@ bool wq_ref_pad(const void *src, void *dst, size_t elem, int rank, const int64_t
     return true;
   }
   /* One source-index table per dim, so the inner loop is a lookup. */
-  int64_t *table = malloc((size_t)table_len * sizeof *table);
+  size_t table_bytes;
+  int64_t *table =
+      wq_bytes_size(table_len, (int64_t)sizeof *table, &table_bytes) ? malloc(table_bytes) : NULL;
   if (!table)
     return false;
   int64_t *map[8];
