@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { load, WasmqError } from '../../src/js/index.mjs';
+import { load, threadsSupported, WasmqError } from '../../src/js/index.mjs';
 import { MODELS, NATIVE_CLI, buildModel, readDataSet } from './helpers.mjs';
 
 const mnist = path.join(MODELS, 'mnist-8/model.onnx');
@@ -111,6 +111,30 @@ test('maxMemoryBytes: a run over the limit fails cleanly and the model runs agai
     assert.equal((await free.run(ramp(2000))).y.data.length, 2000);
   } finally {
     free.dispose();
+  }
+});
+
+test('maxMemoryBytes: the threaded build applies the same limit', { skip: !threadsSupported() }, async () => {
+  const err = await load(mnist, { threads: 2, maxMemoryBytes: MNIST_NEED - 1 }).then(
+    () => assert.fail('the load should fail'),
+    (e) => e,
+  );
+  assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all`));
+  const model = await load(mnist, { threads: 2, maxMemoryBytes: MNIST_NEED });
+  try {
+    assert.equal(model.info.build, 'simd-threads');
+    const free = await load(mnist);
+    try {
+      const feeds = await mnistFeeds();
+      const want = (await free.run(feeds)).Plus214_Output_0.data;
+      const got = (await model.run(feeds)).Plus214_Output_0.data;
+      assert.deepEqual(new Uint32Array(got.buffer, got.byteOffset, got.length), new Uint32Array(want.buffer, want.byteOffset, want.length));
+    } finally {
+      free.dispose();
+    }
+  } finally {
+    model.dispose();
   }
 });
 
