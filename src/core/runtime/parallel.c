@@ -31,8 +31,9 @@
  * this), the caller for the loop's last chunks. Waking a sleeping worker
  * costs 10-25 us in wasm (bench/pool_overhead.c); a spinning worker takes
  * CPU from the caller when other jobs hold the second core: at load 7 on 2
- * cores smallcnn int8 ran 0.71x (200 us spins), 0.87x (50 us) and 0.94x
- * (none) as fast on 2 threads as on one (medians, bench/threads_ab.mjs). */
+ * cores smallcnn int8 ran 0.71x (200 us spins) and 0.94x (none) as fast on
+ * 2 threads as on one (medians, bench/threads_ab.mjs); 50 us keeps the
+ * worker awake through a model's back-to-back convolutions only. */
 #ifndef WQ_POOL_SPIN_US
 #define WQ_POOL_SPIN_US 50
 #endif
@@ -56,7 +57,6 @@ struct wq_pool {
   atomic_int stop;
   uint32_t generation; /* touched by the bound (calling) thread only */
   int in_loop;         /* likewise */
-  int skip, backoff;   /* likewise: loops left to run alone, and the next such run */
   /* The loop in progress: written before its ticket is published, read by
    * a thread only after it claimed one of its chunks. */
   wq_range_fn fn;
@@ -162,11 +162,6 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
     run_serial(n, grain, fn, ctx);
     return;
   }
-  if (p->skip > 0) { /* backing off (see below): the same chunks, on this thread */
-    p->skip--;
-    run_serial(n, grain, fn, ctx);
-    return;
-  }
   p->in_loop = 1;
   p->fn = fn;
   p->ctx = ctx;
@@ -183,9 +178,7 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
   }
-  const double t0 = now_us();
   run_chunks(p, p->generation);
-  const double t1 = now_us();
   /* Chunks the workers claimed may still run: spin, then sleep. */
   double deadline = 0;
   for (unsigned spins = 1; atomic_load(&p->done) < chunks; spins++) {
@@ -203,17 +196,6 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
         break;
       }
     }
-  }
-  /* A worker that lost its core (more runnable threads than cores) holds
-   * its chunk until it gets one back: when waiting for it took longer than
-   * this thread's own share, the loop ran slower than on one thread, so the
-   * next loops run alone (4, 8, ... up to 256 of them) before trying again.
-   * Chunk bounds stay the same: results do not change. */
-  if (now_us() - t1 > t1 - t0 + WQ_POOL_CALLER_SPIN_US) {
-    p->backoff = p->backoff ? (p->backoff < 256 ? 2 * p->backoff : 256) : 4;
-    p->skip = p->backoff;
-  } else {
-    p->backoff /= 2;
   }
   p->in_loop = 0;
 }
