@@ -4,8 +4,8 @@
 //     graph input takes the unpacked path: the outputs must be identical bit
 //     for bit (both sum in k order), and close to onnxruntime-node.
 //   - Stride-1 convs on small planes run on a zero-padded copy of the input
-//     (conv_small), strided depthwise convs on padded planes
-//     (wq_simd_dw_plane): close to onnxruntime-node for pads, dilation,
+//     (conv_small), strided and 3x3 stride-1 depthwise convs on padded
+//     planes (wq_simd_dw_plane): close to onnxruntime-node for pads, dilation,
 //     groups, strides, bias and the fused Relu.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -80,6 +80,10 @@ const CONV_CASES = [
   { x: [1, 72, 48, 80], w: [72, 1, 3, 3], attrs: { pads: [1, 1, 1, 1], strides: [2, 2], group: 72 } },
   { x: [2, 5, 13, 11], w: [10, 1, 3, 5], attrs: { pads: [0, 2, 1, 1], strides: [2, 3], group: 5, dilations: [1, 2] } },
   { x: [1, 6, 9, 9], w: [6, 1, 5, 5], attrs: { pads: [2, 2, 2, 2], group: 6 }, relu: true },
+  // 3x3 stride 1 (wasm: nine weights in registers, an overlapping last block of 4)
+  { x: [1, 3, 6, 7], w: [6, 1, 3, 3], attrs: { pads: [1, 1, 1, 1], group: 3 } },
+  { x: [2, 16, 10, 4], w: [16, 1, 3, 3], attrs: { pads: [1, 0, 1, 2], group: 16 }, relu: true },
+  { x: [1, 32, 112, 112], w: [32, 1, 3, 3], attrs: { pads: [1, 1, 1, 1], group: 32 } },
 ];
 
 for (const c of CONV_CASES) {

@@ -28,7 +28,7 @@ void wq_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
                      float *c);
 
 #ifdef __wasm_simd128__
-/* One output plane of a float depthwise conv (column stride sw > 1 in use)
+/* One output plane of a float depthwise conv (strided, or 3x3 stride 1)
  * read from its zero-padded input plane xp (rows pw floats apart, 8 floats
  * readable past the last):
  * y[oh * out_w + ow] = bias + the taps (ki, kj) in order of

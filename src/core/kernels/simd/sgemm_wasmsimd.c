@@ -224,6 +224,35 @@ void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_st
 void wq_simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w, int64_t kh,
                       int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *w,
                       float bias, float *y) {
+  if (kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && out_w >= 4) {
+    /* 3x3 stride 1: the nine weights stay in registers for the plane. */
+    const v128_t w0 = wasm_f32x4_splat(w[0]), w1 = wasm_f32x4_splat(w[1]),
+                 w2 = wasm_f32x4_splat(w[2]), w3 = wasm_f32x4_splat(w[3]),
+                 w4 = wasm_f32x4_splat(w[4]), w5 = wasm_f32x4_splat(w[5]),
+                 w6 = wasm_f32x4_splat(w[6]), w7 = wasm_f32x4_splat(w[7]),
+                 w8 = wasm_f32x4_splat(w[8]), b = wasm_f32x4_splat(bias);
+    for (int64_t oh = 0; oh < out_h; oh++, y += out_w) {
+      const float *r0 = xp + oh * pw, *r1 = r0 + pw, *r2 = r1 + pw;
+      for (int64_t ow = 0;; ow += 4) {
+        if (ow + 4 > out_w)
+          ow = out_w - 4; /* the last block overlaps the previous one */
+        v128_t acc = b;
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w0, wasm_v128_load(r0 + ow)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w1, wasm_v128_load(r0 + ow + 1)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w2, wasm_v128_load(r0 + ow + 2)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w3, wasm_v128_load(r1 + ow)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w4, wasm_v128_load(r1 + ow + 1)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w5, wasm_v128_load(r1 + ow + 2)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w6, wasm_v128_load(r2 + ow)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w7, wasm_v128_load(r2 + ow + 1)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(w8, wasm_v128_load(r2 + ow + 2)));
+        wasm_v128_store(y + ow, acc);
+        if (ow + 4 >= out_w)
+          break;
+      }
+    }
+    return;
+  }
   for (int64_t oh = 0; oh < out_h; oh++, y += out_w) {
     const float *row = xp + oh * sh * pw;
     int64_t ow = 0;
