@@ -2,6 +2,7 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
+#include "../../runtime/parallel.h"
 #include "../nhwc.h"
 #include "../ref/quant_ref.h"
 
@@ -50,14 +51,28 @@ void wq_simd_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const uint8_t *x, 
     transpose_u8(s, c, x + b * c * s, y + b * c * s);
 }
 
-void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq_int8_pool_quant *q,
-                       const void *x, void *y) {
+typedef struct {
+  int64_t pixels, channels;
+  const wq_int8_pool_quant *q;
+  const void *x;
+  void *y;
+} qgap_job;
+
+/* Groups [g0, g1) of the flattened (image, 16-channel group) space; an
+ * image's last group holds its channels past the last full 16. */
+static void qgap_groups(void *ctx, int64_t g0, int64_t g1) {
+  const qgap_job *j = ctx;
+  const int64_t pixels = j->pixels, channels = j->channels;
+  const wq_int8_pool_quant *q = j->q;
+  const void *x = j->x;
+  void *y = j->y;
   const uint8_t *x8 = x;
   const int is_unsigned = q->x_dtype == WQ_DT_UINT8;
-  const int64_t full = channels - channels % 16;
-  for (int64_t b = 0; b < batch; b++) {
+  const int64_t full = channels - channels % 16, groups = (channels + 15) / 16;
+  for (int64_t g = g0; g < g1; g++) {
+    const int64_t b = g / groups, c0 = g % groups * 16;
     const uint8_t *xb = x8 + b * pixels * channels;
-    for (int64_t c0 = 0; c0 < full; c0 += 16) {
+    if (c0 < full) {
       v128_t s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
       /* int16 partial sums are exact for 128 pixels of 8-bit codes. */
       for (int64_t p0 = 0; p0 < pixels; p0 += 128) {
@@ -97,14 +112,28 @@ void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq
                       (int64_t)q->x_zero_point * pixels;
         wq_ref_q_store(y, q->y_dtype, b * channels + c0 + i, wq_qpool_mean_code(q, sum, pixels));
       }
-    }
-    for (int64_t c = full; c < channels; c++) {
-      int64_t sum = 0;
-      for (int64_t p = 0; p < pixels; p++)
-        sum += wq_ref_q_load(x, q->x_dtype, (b * pixels + p) * channels + c) - q->x_zero_point;
-      wq_ref_q_store(y, q->y_dtype, b * channels + c, wq_qpool_mean_code(q, sum, pixels));
+    } else {
+      for (int64_t c = full; c < channels; c++) {
+        int64_t sum = 0;
+        for (int64_t p = 0; p < pixels; p++)
+          sum += wq_ref_q_load(x, q->x_dtype, (b * pixels + p) * channels + c) - q->x_zero_point;
+        wq_ref_q_store(y, q->y_dtype, b * channels + c, wq_qpool_mean_code(q, sum, pixels));
+      }
     }
   }
+}
+
+/* Pools of fewer input bytes stay on one thread. */
+#define QGAP_PARALLEL_MIN ((int64_t)1 << 18)
+
+void wq_simd_qgap_nhwc(int64_t batch, int64_t pixels, int64_t channels, const wq_int8_pool_quant *q,
+                       const void *x, void *y) {
+  qgap_job job = {pixels, channels, q, x, y};
+  const int64_t groups = batch * ((channels + 15) / 16);
+  if (wq_parallel_threads() > 1 && groups > 1 && batch * pixels * channels >= QGAP_PARALLEL_MIN)
+    wq_parallel_for(groups, 1, qgap_groups, &job);
+  else
+    qgap_groups(&job, 0, groups);
 }
 
 /* Channels run in chunks of 16 lanes. A maximum does not change when
