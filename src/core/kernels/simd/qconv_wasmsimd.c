@@ -425,7 +425,9 @@ static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1
    * pair row is built once and serves every output row that needs it. */
   const int64_t slots = 2 * dp.rows, row_len = dp.stride * c16 * 2;
   /* Within WQ_MAX_TENSOR_BYTES: checked when the plan was packed. */
-  int8_t *pair_mem = calloc((size_t)(slots * row_len) + 64, 1);
+  /* Not zeroed: a block builds only its chunks, and the spare columns past
+   * the last pixel feed only outputs that are never stored. */
+  int8_t *pair_mem = malloc((size_t)(slots * row_len) + 64);
   int8_t *pair_rows = (int8_t *)(((uintptr_t)pair_mem + 63) & ~(uintptr_t)63);
   int64_t *tag = malloc(sizeof(int64_t) * (size_t)(slots + dp.rows));
   const int8_t **rows = malloc(sizeof *rows * (size_t)dp.rows);
