@@ -144,7 +144,10 @@ cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
 # 10.86-10.93 ms before, 10.83-10.90 after, smallcnn_qdq 1.895-1.900 both).
 # The float conv's im2col/depthwise (ref/ref_conv_f32.c) at -O2: -O3's loop
 # unswitching doubled it (+3 KB) for nothing measurable (super-resolution-10
-# Conv 167-168 ms, ppocr-mobile-v2-cls Conv 1.40 ms either way). The GEMM
+# Conv 167-168 ms, ppocr-mobile-v2-cls Conv 1.40 ms either way). The float
+# pools (ref/ref_pool.c) too: -1.15 KB, which keeps the shipped .wasm under
+# 350,000 B; ppocr's one MaxPool 0.055 -> 0.062 ms (0.3% of the model),
+# smallcnn's GlobalAveragePool and mnist-8's pools unchanged. The GEMM
 # kernels keep unrolling: without it qgemm 256^3 drops from 88% to 83% of the
 # dot peak and small float GEMMs (openwakeword) run 60% slower. The int8
 # GEMM/conv entry points (kernels/qgemm.c, qconv.c) only check, plan at load
@@ -157,12 +160,12 @@ opt_level() {
   fi
   case "$1" in # (case globs match '/', so the order matters)
   src/core/kernels/ref/ew_unary.c | src/core/kernels/ref/ew_binary_float.c | \
-    src/core/kernels/ref/ref_pool.c | src/core/kernels/ref/ew_norm*.c | \
+    src/core/kernels/ref/ew_norm*.c | \
     src/core/kernels/ref/ew_batchnorm.c | src/core/kernels/ref/ref_gemm_f32.c | \
     src/core/kernels/simd/nhwc_wasmsimd.c | src/core/kernels/simd/qconv_wasmsimd.c)
     echo -O3 -fno-unroll-loops
     ;;
-  src/core/kernels/ref/ref_conv_f32.c) echo -O2 -fno-unroll-loops ;;
+  src/core/kernels/ref/ref_conv_f32.c | src/core/kernels/ref/ref_pool.c) echo -O2 -fno-unroll-loops ;;
   # Binary ops on the other dtypes (integers, double: index arithmetic, rare
   # in models) instantiate one loop per op and dtype: -Oz halves them.
   src/core/kernels/ref/ew_binary.c) echo -Oz ;;
