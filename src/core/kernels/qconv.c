@@ -9,6 +9,8 @@
 #include "simd/qconv_simd.h"
 #endif
 
+static void plan_padded_copy(wq_qconv_plan *p);
+
 const char *wq_qconv_algo_name(wq_qconv_algo algo) {
   switch (algo) {
   case WQ_QCONV_GEMM_1X1: return "gemm_1x1";
@@ -154,6 +156,7 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
   if (!p->pad_row)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   memset(p->pad_row, d->x_zero_point & 0xFF, (size_t)p->pad_row_len);
+  plan_padded_copy(p);
   return WQ_OK;
 }
 
@@ -219,24 +222,25 @@ wq_status wq_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error 
 #endif
 }
 
-/* x with its padding written out (the zero point) and *q the plan for it
- * (no padding), so every window lies inside the input: windows cut by the
- * border are otherwise assembled tap by tap, which costs more than this one
- * copy on small images (mnist's 28x28 5x5 convs: 2.2x and 1.5x faster).
- * NULL (and the plan as it is) without padding, when fewer than a tenth of
- * the windows are cut, when the copy would pass 8 MB, or when it cannot be
- * allocated. */
-uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv_plan *q) {
-  const int64_t C = p->in_channels;
+/* Whether the im2col algorithms run on a copy of x with its padding
+ * written out (the zero point), so every window lies inside the input:
+ * windows cut by the border are otherwise assembled tap by tap, which
+ * costs more than one copy per run on small images (mnist's 28x28 5x5
+ * convs: 2.2x and 1.5x faster). Only with padding, when at least a tenth
+ * of the windows are cut, and when the copy stays within 8 MB. Sets
+ * p->padded_h/w (0: no copy). */
+static void plan_padded_copy(wq_qconv_plan *p) {
+  p->padded_h = p->padded_w = 0;
+  if (p->algo != WQ_QCONV_IM2COL_GEMM && p->algo != WQ_QCONV_GROUPED_GEMM)
+    return;
+  const int64_t h =
+      wq_conv_padded_extent(p->out_h, p->stride_h, p->kernel_h, p->dil_h, p->pad_top, p->in_h);
+  const int64_t w =
+      wq_conv_padded_extent(p->out_w, p->stride_w, p->kernel_w, p->dil_w, p->pad_left, p->in_w);
+  if (p->pad_top == 0 && p->pad_left == 0 && h == p->in_h && w == p->in_w)
+    return;
   const int64_t span_h = (p->kernel_h - 1) * p->dil_h + 1,
                 span_w = (p->kernel_w - 1) * p->dil_w + 1;
-  const int64_t need_h = (p->out_h - 1) * p->stride_h + span_h;
-  const int64_t need_w = (p->out_w - 1) * p->stride_w + span_w;
-  const int64_t h = need_h > p->in_h + p->pad_top ? need_h : p->in_h + p->pad_top;
-  const int64_t w = need_w > p->in_w + p->pad_left ? need_w : p->in_w + p->pad_left;
-  if (p->pad_top == 0 && p->pad_left == 0 && h == p->in_h && w == p->in_w)
-    return NULL;
-  /* Worth it only when at least a tenth of the windows are cut. */
   int64_t inside_h = 0, inside_w = 0;
 #ifdef __clang__
 #pragma clang loop vectorize(disable)
@@ -249,15 +253,24 @@ uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv
   for (int64_t o = 0, i0 = -p->pad_left; o < p->out_w; o++, i0 += p->stride_w)
     inside_w += i0 >= 0 && i0 + span_w <= p->in_w;
   /* The copy's size as a checked product (huge pads make h x w x C overflow). */
-  const int64_t copy[4] = {p->batch, h, w, C};
+  const int64_t copy[4] = {p->batch, h, w, p->in_channels};
   int64_t bytes;
   if (10 * (p->out_h * p->out_w - inside_h * inside_w) < p->out_h * p->out_w ||
       !wq_product_within(copy, 4, (int64_t)8 << 20, &bytes))
+    return;
+  p->padded_h = h;
+  p->padded_w = w;
+}
+
+uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv_plan *q) {
+  if (p->padded_h == 0)
     return NULL;
-  uint8_t *padded = malloc((size_t)bytes);
+  const int64_t C = p->in_channels, h = p->padded_h, w = p->padded_w;
+  const size_t bytes = (size_t)(p->batch * h * w * C); /* checked at plan time */
+  uint8_t *padded = malloc(bytes);
   if (!padded)
     return NULL;
-  memset(padded, p->x_zero_point & 0xFF, (size_t)bytes);
+  memset(padded, p->x_zero_point & 0xFF, bytes);
   for (int64_t n = 0; n < p->batch; n++)
     for (int64_t ih = 0; ih < p->in_h; ih++)
       memcpy(padded + ((n * h + ih + p->pad_top) * w + p->pad_left) * C,
@@ -267,5 +280,6 @@ uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv
   q->in_w = w;
   q->pad_top = 0;
   q->pad_left = 0;
+  q->padded_h = q->padded_w = 0;
   return padded;
 }

@@ -100,6 +100,9 @@ typedef struct {
   wq_qconv_weights weights;
   uint8_t *pad_row; /* owned: pad_row_len copies of x_zp, the source of padding taps */
   int64_t pad_row_len;
+  /* The im2col algorithms' padded input copy (wq_qconv_padded_copy): its
+   * rows and columns, 0 when the plan runs on x as it is. */
+  int64_t padded_h, padded_w;
 } wq_qconv_plan;
 
 /* Validates d, picks the algorithm and packs the weights into *p (which
@@ -122,8 +125,9 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
 /* Fills weights.{bias, w_zero_point, multiplier} with M entries (n_padded
  * >= M, zero past M) from d. */
 /* x with the plan's padding written out as the zero point, and *q a copy
- * of the plan for it without padding (same output); NULL when that does
- * not pay (see qconv.c) or cannot be allocated. The caller frees it. */
+ * of the plan for it without padding (same output); NULL when the plan
+ * chose no copy (padded_h == 0; see qconv.c) or it cannot be allocated.
+ * The caller frees it. */
 uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv_plan *q);
 
 wq_status wq_qconv_channel_data(wq_qconv_plan *p, const wq_qconv_desc *d, int64_t n_padded,

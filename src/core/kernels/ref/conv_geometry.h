@@ -46,6 +46,15 @@ static inline int64_t wq_conv_effective_kernel(int64_t kernel, int64_t dilation)
  * output would be empty (the caller reports it). */
 int wq_conv_geometry_resolve(wq_conv_geometry *g, wq_auto_pad auto_pad, bool ceil_mode);
 
+/* Length of one spatial axis of the input with its padding written out:
+ * enough for every window of `out` outputs and for the input after
+ * pad_begin (padded copies, where every window lies inside). */
+static inline int64_t wq_conv_padded_extent(int64_t out, int64_t stride, int64_t kernel,
+                                            int64_t dilation, int64_t pad_begin, int64_t in) {
+  const int64_t windows = (out - 1) * stride + (kernel - 1) * dilation + 1;
+  return windows > pad_begin + in ? windows : pad_begin + in;
+}
+
 /* Product of out[] (or in[], kernel[]) over the spatial axes. */
 int64_t wq_conv_geometry_out_size(const wq_conv_geometry *g);
 int64_t wq_conv_geometry_in_size(const wq_conv_geometry *g);

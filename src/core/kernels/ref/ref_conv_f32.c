@@ -173,10 +173,8 @@ static void depthwise_planes(void *ctx, int64_t c0, int64_t c1) {
    * kernels keep the passes below, which vectorize as they are (ppocr's
    * 5x5 depthwise convs ran 3x slower through the generic taps). One copy
    * per share. */
-  int64_t ph = (p->out_h - 1) * p->s_h + (p->k_h - 1) * p->d_h + 1;
-  int64_t pw = (p->out_w - 1) * p->s_w + (p->k_w - 1) * p->d_w + 1;
-  ph = ph > p->p_h + p->in_h ? ph : p->p_h + p->in_h;
-  pw = pw > p->p_w + p->in_w ? pw : p->p_w + p->in_w;
+  const int64_t ph = wq_conv_padded_extent(p->out_h, p->s_h, p->k_h, p->d_h, p->p_h, p->in_h);
+  const int64_t pw = wq_conv_padded_extent(p->out_w, p->s_w, p->k_w, p->d_w, p->p_w, p->in_w);
   bool k3s1 = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
               p->d_w == 1 && p->out_w >= 4;
   if ((p->s_w > 1 || k3s1) && ph * pw <= SMALL_CONV_FLOATS)
