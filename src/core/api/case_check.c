@@ -1,10 +1,10 @@
 /* wq_case_check: one ONNX backend-test case, judged identically natively and
  * in wasm because both runners call this. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../onnx/onnx_import.h"
 #include "../ops/op.h"
 #include "wasmq.h"
@@ -29,7 +29,7 @@ static int find_missing_int8_op(const uint8_t *model, size_t n, char *name, size
   for (int i = 0; i < ir->graph->n_nodes && !found; i++) {
     const wq_node *node = &ir->graph->nodes[i];
     if (!wq_op_find(node->domain, node->op_type) && wq_op_is_int8_family(node->op_type)) {
-      snprintf(name, cap, "%s", node->op_type);
+      wq_format(name, cap, "%s", node->op_type);
       found = 1;
     }
   }
@@ -41,15 +41,15 @@ static wq_case_result compare_output(int index, const wq_value *got, const wq_va
                                      char *report, size_t cap, double *worst) {
   char sg[128], sw[128];
   if (got->dtype != want->dtype) {
-    snprintf(report, cap, "output %d: dtype %s, expected %s", index, wq_dtype_name(got->dtype),
-             wq_dtype_name(want->dtype));
+    wq_format(report, cap, "output %d: dtype %s, expected %s", index, wq_dtype_name(got->dtype),
+              wq_dtype_name(want->dtype));
     return WQ_CASE_FAIL;
   }
   wq_dims_format(got->dims, got->rank, sg, sizeof sg);
   wq_dims_format(want->dims, want->rank, sw, sizeof sw);
   if (got->rank != want->rank ||
       memcmp(got->dims, want->dims, sizeof(int64_t) * (size_t)want->rank)) {
-    snprintf(report, cap, "output %d: shape %s, expected %s", index, sg, sw);
+    wq_format(report, cap, "output %d: shape %s, expected %s", index, sg, sw);
     return WQ_CASE_FAIL;
   }
   int64_t n = wq_value_numel(want);
@@ -65,15 +65,15 @@ static wq_case_result compare_output(int index, const wq_value *got, const wq_va
       if (diff > *worst)
         *worst = diff;
       if (!(diff <= CASE_ATOL + CASE_RTOL * fabs(w))) {
-        snprintf(report, cap, "output %d element %lld: got %.9g, expected %.9g", index,
-                 (long long)i, g, w);
+        wq_format(report, cap, "output %d element %lld: got %.9g, expected %.9g", index,
+                  (long long)i, g, w);
         return WQ_CASE_FAIL;
       }
     } else {
       int64_t g = wq_value_get_int(got, i), w = wq_value_get_int(want, i);
       if (g != w) {
-        snprintf(report, cap, "output %d element %lld: got %lld, expected %lld", index,
-                 (long long)i, (long long)g, (long long)w);
+        wq_format(report, cap, "output %d element %lld: got %lld, expected %lld", index,
+                  (long long)i, (long long)g, (long long)w);
         return WQ_CASE_FAIL;
       }
     }
@@ -92,14 +92,14 @@ static wq_case_result decode_all(const char *kind, const uint8_t *const *bytes, 
                                  int n, wq_value **out, char *report, size_t cap) {
   *out = calloc((size_t)n + 1, sizeof **out);
   if (!*out) {
-    snprintf(report, cap, "out of memory");
+    wq_format(report, cap, "out of memory");
     return WQ_CASE_FAIL;
   }
   for (int i = 0; i < n; i++) {
     wq_error err;
     wq_error_clear(&err);
     if (wq_tensor_decode(bytes[i], len[i], &(*out)[i], NULL, 0, &err) != WQ_OK) {
-      snprintf(report, cap, "%s %d: %s", kind, i, err.message);
+      wq_format(report, cap, "%s %d: %s", kind, i, err.message);
       return is_dtype_unsupported(&err) ? WQ_CASE_SKIP : WQ_CASE_FAIL;
     }
   }
@@ -124,24 +124,24 @@ wq_case_result wq_case_check(const uint8_t *model, size_t model_n, const uint8_t
   if (wq_model_load(model, model_n, NULL, &m, &err) != WQ_OK) {
     char int8_op[64];
     if (find_missing_int8_op(model, model_n, int8_op, sizeof int8_op)) {
-      snprintf(report, report_cap, "int8 op %s is owned by the int8-semantics stage", int8_op);
+      wq_format(report, report_cap, "int8 op %s is owned by the int8-semantics stage", int8_op);
       verdict = WQ_CASE_SKIP;
     } else {
-      snprintf(report, report_cap, "load failed: %s%s%s", err.message,
-               err.node[0] ? " at node " : "", err.node);
+      wq_format(report, report_cap, "load failed: %s%s%s", err.message,
+                err.node[0] ? " at node " : "", err.node);
       verdict = is_dtype_unsupported(&err) ? WQ_CASE_SKIP : WQ_CASE_FAIL;
     }
     goto done;
   }
   if (wq_model_input_count(m) != n_inputs || wq_model_output_count(m) != n_outputs) {
-    snprintf(report, report_cap, "model has %d inputs/%d outputs, the data set %d/%d",
-             wq_model_input_count(m), wq_model_output_count(m), n_inputs, n_outputs);
+    wq_format(report, report_cap, "model has %d inputs/%d outputs, the data set %d/%d",
+              wq_model_input_count(m), wq_model_output_count(m), n_inputs, n_outputs);
     verdict = WQ_CASE_FAIL;
     goto done;
   }
   if (wq_model_run(m, in, n_inputs, &err) != WQ_OK) {
-    snprintf(report, report_cap, "run failed: %s%s%s", err.message, err.node[0] ? " at node " : "",
-             err.node);
+    wq_format(report, report_cap, "run failed: %s%s%s", err.message, err.node[0] ? " at node " : "",
+              err.node);
     verdict = is_dtype_unsupported(&err) ? WQ_CASE_SKIP : WQ_CASE_FAIL;
     goto done;
   }
@@ -149,7 +149,7 @@ wq_case_result wq_case_check(const uint8_t *model, size_t model_n, const uint8_t
   for (int i = 0; i < n_outputs && verdict == WQ_CASE_PASS; i++)
     verdict = compare_output(i, wq_model_result(m, i), &want[i], report, report_cap, &worst);
   if (verdict == WQ_CASE_PASS)
-    snprintf(report, report_cap, "max abs error %.3g", worst);
+    wq_format(report, report_cap, "max abs error %.3g", worst);
 done:
   wq_model_free(m);
   free_values(in, n_inputs);

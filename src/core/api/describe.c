@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "model_internal.h"
 
 /* A growing string; every append keeps it NUL-terminated. */
@@ -25,7 +26,7 @@ static void append(text_buffer *tb, const char *fmt, ...) {
   for (;;) {
     va_list ap;
     va_start(ap, fmt);
-    int need = vsnprintf(tb->buf + tb->len, tb->cap - tb->len, fmt, ap);
+    int need = wq_vformat(tb->buf + tb->len, tb->cap - tb->len, fmt, ap);
     va_end(ap);
     if (need < 0) {
       tb->failed = 1;

@@ -1,10 +1,10 @@
 #include "wasm_exports.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../ir/format.h"
 #include "wasm_exports_internal.h"
 
 /* A loaded model plus the inputs staged for its next run. */
@@ -491,7 +491,7 @@ WQX_EXPORT int32_t wqx_case_check(wqx_ctx *ctx, const uint8_t *model, int32_t mo
   ctx->report[0] = '\0';
   if (!model || model_n < 0 || n_inputs < 0 || n_outputs < 0 ||
       (n_inputs > 0 && (!inputs || !input_n)) || (n_outputs > 0 && (!outputs || !output_n))) {
-    snprintf(ctx->report, sizeof ctx->report, "case_check: invalid arguments");
+    wq_format(ctx->report, sizeof ctx->report, "case_check: invalid arguments");
     return WQ_CASE_FAIL;
   }
   size_t *in_sizes = sizes_from_int32(input_n, n_inputs);
@@ -499,7 +499,7 @@ WQX_EXPORT int32_t wqx_case_check(wqx_ctx *ctx, const uint8_t *model, int32_t mo
   if (!in_sizes || !out_sizes) {
     free(in_sizes);
     free(out_sizes);
-    snprintf(ctx->report, sizeof ctx->report, "case_check: bad sizes or out of memory");
+    wq_format(ctx->report, sizeof ctx->report, "case_check: bad sizes or out of memory");
     return WQ_CASE_FAIL;
   }
   wq_case_result r = wq_case_check(model, (size_t)model_n, inputs, in_sizes, n_inputs, outputs,

@@ -1,11 +1,11 @@
 #include "graph.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ops/op.h"
 #include "../quant/qparams.h"
+#include "format.h"
 
 char *wq_strdup(const char *s) {
   if (!s)
@@ -132,9 +132,9 @@ int wq_graph_add_tensor(wq_graph *g, const char *name) {
 
 int wq_graph_add_unique_tensor(wq_graph *g, const char *base, const char *suffix) {
   char name[512];
-  snprintf(name, sizeof name, "%s%s", base, suffix);
+  wq_format(name, sizeof name, "%s%s", base, suffix);
   for (int k = 2; wq_graph_find_tensor(g, name) >= 0; k++)
-    snprintf(name, sizeof name, "%s%s_%d", base, suffix, k);
+    wq_format(name, sizeof name, "%s%s_%d", base, suffix, k);
   return wq_graph_add_tensor(g, name);
 }
 

@@ -1,7 +1,7 @@
 #include "status.h"
+#include "format.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 const char *wq_status_name(wq_status code) {
@@ -30,15 +30,15 @@ int wq_fail_record(wq_error *err, wq_status code, const char *node, const char *
   if (!err)
     return 0;
   err->code = code;
-  snprintf(err->node, sizeof err->node, "%s", node ? node : "");
+  wq_format(err->node, sizeof err->node, "%s", node ? node : "");
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  wq_vformat(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
   return 0;
 }
 
 void wq_error_set_node(wq_error *err, const char *node) {
   if (err && err->node[0] == '\0' && node)
-    snprintf(err->node, sizeof err->node, "%s", node);
+    wq_format(err->node, sizeof err->node, "%s", node);
 }

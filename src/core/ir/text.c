@@ -1,14 +1,14 @@
 #include "text.h"
+#include "format.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 void wq_text_put(wq_text *t, const char *fmt, ...) {
   while (!t->failed) {
     va_list ap;
     va_start(ap, fmt);
-    int need = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    int need = wq_vformat(t->buf + t->len, t->cap - t->len, fmt, ap);
     va_end(ap);
     if (need < 0) {
       t->failed = true;

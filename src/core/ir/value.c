@@ -1,6 +1,6 @@
 #include "value.h"
+#include "format.h"
 
-#include <stdio.h>
 #include <string.h>
 
 int64_t wq_value_numel(const wq_value *v) {
@@ -95,14 +95,14 @@ void wq_dims_format(const int64_t *dims, int rank, char *buf, size_t cap) {
   if (cap == 0)
     return;
   if (rank < 0) {
-    snprintf(buf, cap, "[?]");
+    wq_format(buf, cap, "[?]");
     return;
   }
   size_t used = 0;
   buf[0] = '\0';
-  used += (size_t)snprintf(buf, cap, "[");
+  used += (size_t)wq_format(buf, cap, "[");
   for (int i = 0; i < rank && used < cap; i++)
-    used += (size_t)snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
+    used += (size_t)wq_format(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
   if (used < cap)
-    snprintf(buf + used, cap - used, "]");
+    wq_format(buf + used, cap - used, "]");
 }

@@ -1,10 +1,10 @@
 #include "onnx_import.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ir/topo.h"
 #include "onnx_tensor.h"
 #include "pb_reader.h"
@@ -454,7 +454,7 @@ static wq_status parse_node_header(span bytes, int depth, int index, node_header
     size_t cap = strlen(op) + 24;
     h->final_name = malloc(cap);
     if (h->final_name)
-      snprintf(h->final_name, cap, "%s_%d", op, index);
+      wq_format(h->final_name, cap, "%s_%d", op, index);
     free(op);
     if (!h->final_name)
       return oom(err);
@@ -609,7 +609,7 @@ static wq_status attr_error(wq_error *err, wq_status st, const char *node_name,
   if (!err)
     return st;
   char inner[WQ_ERROR_MSG_MAX];
-  snprintf(inner, sizeof inner, "%s", err->message);
+  wq_format(inner, sizeof inner, "%s", err->message);
   return wq_fail(err, st, node_name, "node '%s', attribute '%s': %s", node_name, attr_name, inner);
 }
 

@@ -1,6 +1,6 @@
 #include "onnx_tensor.h"
+#include "../ir/format.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,9 +256,9 @@ static wq_status build_tensor(const tensor_fields *tf, const char *what, wq_tens
 
   char label[160];
   if (tf->name_len)
-    snprintf(label, sizeof label, "tensor '%s'", out->name);
+    wq_format(label, sizeof label, "tensor '%s'", out->name);
   else
-    snprintf(label, sizeof label, "unnamed %s", what);
+    wq_format(label, sizeof label, "unnamed %s", what);
 
   if (tf->external)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "%s uses external data, which is not supported",

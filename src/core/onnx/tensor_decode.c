@@ -1,9 +1,9 @@
 /* wq_tensor_decode (declared in api/wasmq.h): one standalone TensorProto,
  * as stored in the conformance cases' test_data_set_N/{input,output}_K.pb. */
-#include <stdio.h>
 #include <string.h>
 
 #include "../api/wasmq.h"
+#include "../ir/format.h"
 #include "onnx_tensor.h"
 #include "pb_reader.h"
 
@@ -22,7 +22,7 @@ wq_status wq_tensor_decode(const uint8_t *bytes, size_t n, wq_value *out, char *
   wq_tensor t;
   WQ_TRY(wq_onnx_read_tensor(&r, "tensor", &t, err));
   if (name_buf && name_cap)
-    snprintf(name_buf, name_cap, "%s", t.name);
+    wq_format(name_buf, name_cap, "%s", t.name);
   if (!wq_dtype_supported(t.dtype)) {
     wq_status st = wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "tensor '%s': dtype %s is not supported",
                            t.name, wq_dtype_name(t.dtype));

@@ -1,6 +1,6 @@
 #include "elementwise_common.h"
+#include "../ir/format.h"
 
-#include <stdio.h>
 #include <string.h>
 
 wq_status ew_infer_same_shape(const wq_node *node, const wq_value *in, wq_dtype dtype,
@@ -27,8 +27,8 @@ wq_status ew_check_dtype(const wq_node *node, const char *what, wq_dtype dtype,
   char list[160] = "";
   size_t used = 0;
   for (int i = 0; i < n && used < sizeof list; i++)
-    used += (size_t)snprintf(list + used, sizeof list - used, i ? ", %s" : "%s",
-                             wq_dtype_name(allowed[i]));
+    used += (size_t)wq_format(list + used, sizeof list - used, i ? ", %s" : "%s",
+                              wq_dtype_name(allowed[i]));
   return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: %s has dtype %s; supported: %s",
                  node->op_type, what, wq_dtype_name(dtype), list);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../kernels/nhwc.h"
 #include "../kernels/qconv.h"
 #include "../kernels/quantize.h"
@@ -159,7 +160,7 @@ static wq_status note_append(wq_node *node, const char *extra, wq_error *err) {
   char *text = malloc(len);
   if (!text)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
-  snprintf(text, len, "%s%s%s", why ? why : "", why ? "; " : "", extra);
+  wq_format(text, len, "%s%s%s", why ? why : "", why ? "; " : "", extra);
   wq_status st = wq_layout_set_note(node, text, err);
   free(text);
   return st;
@@ -342,7 +343,7 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
     s->y_item *= geo.out[i];
   s->planned = true;
   char note[96];
-  snprintf(note, sizeof note, "kernel %s", wq_qconv_algo_name(s->plan.algo));
+  wq_format(note, sizeof note, "kernel %s", wq_qconv_algo_name(s->plan.algo));
   return note_append(node, note, err);
 }
 

@@ -1,5 +1,5 @@
 #include "quant_common.h"
-#include <stdio.h>
+#include "../ir/format.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -167,13 +167,13 @@ wq_status wq_quant_check_qlinear_inputs(const wq_node *node, const wq_value *in,
   const char *operands[3] = {a, b, "y"};
   const int scale_inputs[3] = {1, 4, 6};
   for (int i = 0; i < 3; i++) {
-    snprintf(name, sizeof name, "%s_scale", operands[i]);
+    wq_format(name, sizeof name, "%s_scale", operands[i]);
     WQ_TRY(
         wq_quant_expect_dtype(node, name, in[scale_inputs[i]].dtype, WQ_QDT_BIT(WQ_DT_FLOAT), err));
   }
-  snprintf(name, sizeof name, "%s_zero_point", a);
+  wq_format(name, sizeof name, "%s_zero_point", a);
   WQ_TRY(wq_quant_expect_dtype(node, name, in[2].dtype, WQ_QDT_BIT(in[0].dtype), err));
-  snprintf(name, sizeof name, "%s_zero_point", b);
+  wq_format(name, sizeof name, "%s_zero_point", b);
   return wq_quant_expect_dtype(node, name, in[5].dtype, WQ_QDT_BIT(in[3].dtype), err);
 }
 

@@ -1,9 +1,9 @@
 /* The registry table (ops.inc, sorted by domain and op type), its lookup
  * and the int8 capability check. */
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "op.h"
 
 #define WQ_OP_ENTRY(name) extern const wq_op wq_op_##name;
@@ -145,7 +145,7 @@ void wq_int8_no(wq_int8_answer *a, int reason, const char *fmt, ...) {
   a->reason = reason;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(a->detail, sizeof a->detail, fmt, ap);
+  wq_vformat(a->detail, sizeof a->detail, fmt, ap);
   va_end(ap);
 }
 

@@ -2,10 +2,10 @@
 #include "partition.h"
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "../quant/qparams.h"
 #include "lower_internal.h"
@@ -64,9 +64,9 @@ static void permute_dims(const int64_t *in, int rank, bool to_nhwc, int64_t *out
 static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
   wq_graph *g = c->g;
   char name[256];
-  snprintf(name, sizeof name, "%s%s", g->tensors[t].name, to_nhwc ? "_nhwc" : "_nchw");
+  wq_format(name, sizeof name, "%s%s", g->tensors[t].name, to_nhwc ? "_nhwc" : "_nchw");
   for (int k = 2; wq_graph_find_tensor(g, name) >= 0; k++)
-    snprintf(name, sizeof name, "%s%s_%d", g->tensors[t].name, to_nhwc ? "_nhwc" : "_nchw", k);
+    wq_format(name, sizeof name, "%s%s_%d", g->tensors[t].name, to_nhwc ? "_nhwc" : "_nchw", k);
   int u = wq_graph_add_tensor(g, name);
   if (u < 0) {
     wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
@@ -115,11 +115,11 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
   wq_node n;
   memset(&n, 0, sizeof n);
   char name[300], note[400];
-  snprintf(name, sizeof name, "%s_%s", c->g->tensors[from].name, to_nhwc ? "to_nhwc" : "to_nchw");
+  wq_format(name, sizeof name, "%s_%s", c->g->tensors[from].name, to_nhwc ? "to_nhwc" : "to_nchw");
   int64_t bytes = tensor_bytes(&c->g->tensors[from]);
-  snprintf(note, sizeof note, "layout transition %s -> %s of '%s' (%lld bytes%s)",
-           to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW", c->g->tensors[from].name,
-           (long long)bytes, c->g->tensors[from].dims[0] < 0 ? " per batch item" : "");
+  wq_format(note, sizeof note, "layout transition %s -> %s of '%s' (%lld bytes%s)",
+            to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW", c->g->tensors[from].name,
+            (long long)bytes, c->g->tensors[from].dims[0] < 0 ? " per batch item" : "");
   n.name = wq_strdup(name);
   n.op_type = wq_strdup(op->op_type);
   n.domain = wq_strdup(op->domain);
@@ -196,7 +196,7 @@ static wq_status retarget(wq_node *n, int id, wq_error *err) {
 static wq_status add_note(wq_node *n, const char *extra, wq_error *err) {
   const char *why = wq_lower_why(n);
   char text[WQ_LOWER_WHY_MAX + 64];
-  snprintf(text, sizeof text, "%s%s%s", why ? why : "", why ? "; " : "", extra);
+  wq_format(text, sizeof text, "%s%s%s", why ? why : "", why ? "; " : "", extra);
   return wq_layout_set_note(n, text, err);
 }
 

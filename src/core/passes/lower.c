@@ -2,10 +2,10 @@
  * each node in order (the graph stays topologically sorted because nodes
  * are rewritten in place), record why (code and sentence), remove what
  * was absorbed. Strictness is the partition pass's (partition.h). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
 
@@ -120,21 +120,21 @@ static void boundary_why(const lower_ctx *c, int i, char *buf, size_t cap) {
   int t = n->outputs[0];
   if (wq_node_is(n, WQ_OPID(quantize_linear))) {
     int p = lower_producer(c, n->inputs[0]);
-    snprintf(buf, cap, "stays: quantizes float '%s' (%s) into the int8 path",
-             g->tensors[n->inputs[0]].name,
-             p < 0 ? (g->tensors[n->inputs[0]].is_input ? "a graph input" : "a constant")
-                   : g->nodes[p].op_type);
+    wq_format(buf, cap, "stays: quantizes float '%s' (%s) into the int8 path",
+              g->tensors[n->inputs[0]].name,
+              p < 0 ? (g->tensors[n->inputs[0]].is_input ? "a graph input" : "a constant")
+                    : g->nodes[p].op_type);
     return;
   }
   int reader = -1;
   int readers = t >= 0 ? lower_consumers(c, t, &reader) : 0;
   if (t >= 0 && g->tensors[t].is_output)
-    snprintf(buf, cap, "stays: dequantizes the graph output '%s'", g->tensors[t].name);
+    wq_format(buf, cap, "stays: dequantizes the graph output '%s'", g->tensors[t].name);
   else if (reader >= 0)
-    snprintf(buf, cap, "stays: %d float reader(s), e.g. %s '%s'", readers, g->nodes[reader].op_type,
-             g->nodes[reader].name);
+    wq_format(buf, cap, "stays: %d float reader(s), e.g. %s '%s'", readers,
+              g->nodes[reader].op_type, g->nodes[reader].name);
   else
-    snprintf(buf, cap, "stays: dequantizes for float readers");
+    wq_format(buf, cap, "stays: dequantizes for float readers");
 }
 
 /* Two QuantizeLinear nodes of the same float tensor with the same
@@ -162,7 +162,7 @@ static wq_status merge_duplicate_quantize(lower_ctx *c, wq_error *err) {
       c->absorbed[j] = true;
       c->stats.nodes_absorbed++;
       char why[WQ_LOWER_WHY_MAX];
-      snprintf(why, sizeof why, "removed: the same codes as QuantizeLinear '%s'", a->name);
+      wq_format(why, sizeof why, "removed: the same codes as QuantizeLinear '%s'", a->name);
       WQ_TRY(lower_set_why(&g->nodes[j], why, err));
       break;
     }
@@ -324,7 +324,7 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
       c.stats.nodes_lowered++;
     g->nodes[i].reason = done ? WQ_REASON_INT8 : c.reason;
     char buf[WQ_LOWER_WHY_MAX + 16];
-    snprintf(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c.why);
+    wq_format(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c.why);
     st = lower_set_why(&g->nodes[i], buf, err);
   }
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {

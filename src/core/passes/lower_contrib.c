@@ -7,10 +7,10 @@
  * ops compute the same codes as the contrib ops' reference kernels, and
  * being ordinary int8 ops they join the layout pass's channels-last
  * regions instead of forcing transitions around them. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/contrib_qlinear.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
@@ -37,7 +37,7 @@ static wq_status lower_contrib_lookup(lower_ctx *c, int i, bool *done, wq_error 
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
   n = &g->nodes[i];
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "QLookup from %s (com.microsoft, table of its 256 codes)", n->op_type);
+  wq_format(why, sizeof why, "QLookup from %s (com.microsoft, table of its 256 codes)", n->op_type);
   int inputs[2] = {x, t};
   lower_attrs none = {0};
   WQ_TRY(lower_rewrite_node(c, i, WQ_OPID(int8_lookup), inputs, 2, &y, 1, &none, err));
@@ -253,7 +253,7 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
     n_inputs = 2;
   }
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s from %s (com.microsoft, same arithmetic)", op_type, n->op_type);
+  wq_format(why, sizeof why, "%s from %s (com.microsoft, same arithmetic)", op_type, n->op_type);
   wq_status st = lower_attrs_int(&attrs, "y_dtype", y_dtype, err);
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, as, inputs, n_inputs, &y, 1, &attrs, err);

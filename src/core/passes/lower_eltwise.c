@@ -4,10 +4,10 @@
  * elements (MaxPool, Reshape, Transpose, ...) run as they are on int8 data,
  * with a QLookup requantization after them when their input and output
  * parameters differ. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../kernels/ref/int8_eltwise_ref.h"
 #include "../kernels/ref/quant_ref.h"
 #include "../ops/int8_common.h"
@@ -126,7 +126,7 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
   }
   free(out[0].data);
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "QLookup from %s (table of its 256 codes)", n->op_type);
+  wq_format(why, sizeof why, "QLookup from %s (table of its 256 codes)", n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   WQ_TRY(rewrite_as_lookup(c, i, x, sink.tensor, sink.dtype, table, err));
   lower_why(c, WQ_REASON_INT8, "%s", why);
@@ -168,7 +168,7 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err) {
     st = lower_attrs_int(&attrs, "act_max", sink.act_max, err);
   const int as = n->op->int8_as; /* QAdd, QMul */
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
+  wq_format(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   int inputs[2] = {a, b};
   if (st == WQ_OK)
@@ -201,7 +201,7 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err) {
     st = lower_attrs_copy(&attrs, n, POOL_ATTRS[k], err);
   const int as = n->op->int8_as; /* QAveragePool, QGlobalAveragePool */
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
+  wq_format(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, as, &x, 1, &sink.tensor, 1, &attrs, err);
@@ -222,7 +222,7 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err) {
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
   for (int k = 0; k < n->n_inputs; k++) {
     char what[32];
-    snprintf(what, sizeof what, "input %d", k);
+    wq_format(what, sizeof what, "input %d", k);
     xs[k] = quantized_operand(c, n->inputs[k], what);
     if (xs[k] < 0) {
       free(xs);
@@ -246,15 +246,15 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err) {
     for (int k = 0; k < mut->n_inputs; k++)
       mut->inputs[k] = xs[k];
     mut->outputs[0] = sink.tensor;
-    snprintf(why, sizeof why, "Concat on int8 data (all inputs share the output's parameters)");
+    wq_format(why, sizeof why, "Concat on int8 data (all inputs share the output's parameters)");
     lower_absorb_sink(c, &sink, why, sizeof why);
   } else {
     lower_attrs attrs = {0};
     st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);
     if (st == WQ_OK)
       st = lower_attrs_copy(&attrs, n, "axis", err);
-    snprintf(why, sizeof why, "QConcat from Concat (%d of %d inputs requantized by table)", differ,
-             n->n_inputs);
+    wq_format(why, sizeof why, "QConcat from Concat (%d of %d inputs requantized by table)", differ,
+              n->n_inputs);
     lower_absorb_sink(c, &sink, why, sizeof why);
     if (st == WQ_OK)
       st = lower_rewrite_node(c, i, WQ_OPID(int8_concat), xs, n->n_inputs, &sink.tensor, 1, &attrs,
@@ -294,7 +294,7 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
     wq_node *mut = &g->nodes[i];
     mut->inputs[0] = x;
     mut->outputs[0] = sink.tensor;
-    snprintf(why, sizeof why, "%s on int8 data (input and output share parameters)", mut->op_type);
+    wq_format(why, sizeof why, "%s on int8 data (input and output share parameters)", mut->op_type);
     lower_absorb_sink(c, &sink, why, sizeof why);
     lower_why(c, WQ_REASON_INT8, "%s", why);
     *done = true;
@@ -345,10 +345,10 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
                        "QLookup from QuantizeLinear: requantizes the int8 result "
                        "of the data-movement op before it",
                        err));
-  snprintf(why, sizeof why,
-           "%s on int8 data with its input's parameters; QuantizeLinear '%s' became a QLookup "
-           "requantization",
-           g->nodes[i].op_type, g->nodes[q].name);
+  wq_format(why, sizeof why,
+            "%s on int8 data with its input's parameters; QuantizeLinear '%s' became a QLookup "
+            "requantization",
+            g->nodes[i].op_type, g->nodes[q].name);
   lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
@@ -389,8 +389,8 @@ wq_status lower_requantize(lower_ctx *c, int i, bool *done, wq_error *err) {
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, q->name, "lowering: out of memory");
   requant_table(xq, yt->qparams, table);
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "QLookup from DequantizeLinear '%s' + QuantizeLinear: requantization",
-           g->nodes[dq].name);
+  wq_format(why, sizeof why, "QLookup from DequantizeLinear '%s' + QuantizeLinear: requantization",
+            g->nodes[dq].name);
   WQ_TRY(rewrite_as_lookup(c, i, x, y, yt->dtype, table, err));
   lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;

@@ -2,10 +2,10 @@
  * QDQ Conv / Gemm / MatMul, and the operator-oriented QLinearConv,
  * QLinearMatMul, ConvInteger and MatMulInteger. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
 
@@ -100,10 +100,10 @@ static wq_status fold_bias(lower_ctx *c, int bias_float, int64_t N, const float 
   }
   if (exact) {
     /* Every element took the exact path. */
-    snprintf(note, cap, "; int32 bias folded as is");
+    wq_format(note, cap, "; int32 bias folded as is");
   } else {
-    snprintf(note, cap, "; bias '%s' requantized to int32 at s_in*s_w%s", bf->name,
-             beta != 1.0f ? " (times beta)" : "");
+    wq_format(note, cap, "; bias '%s' requantized to int32 at s_in*s_w%s", bf->name,
+              beta != 1.0f ? " (times beta)" : "");
   }
   int64_t dims[1] = {N};
   int t = lower_add_constant(c, base, "_bias_i32", WQ_DT_INT32, 1, dims, acc,
@@ -251,10 +251,10 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (st == WQ_OK)
     st = output_attrs(&attrs, sink.dtype, &sink, err);
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "QConv from Conv");
+  wq_format(why, sizeof why, "QConv from Conv");
   lower_absorb_sink(c, &sink, why, sizeof why);
   size_t len = strlen(why);
-  snprintf(why + len, sizeof why - len, "%s", note);
+  wq_format(why + len, sizeof why - len, "%s", note);
   int inputs[3] = {x, w, bias};
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1,
@@ -349,17 +349,17 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (st == WQ_OK && trans_a)
     st = lower_attrs_int(&attrs, "trans_a", 1, err);
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "QGemm from %s (weight as [N, K] = [%lld, %lld]%s%s%s)", n->op_type,
-           (long long)N, (long long)K, trans_b ? "" : ", transposed",
-           alpha != 1.0f ? ", alpha" : "", trans_a ? ", transA" : "");
+  wq_format(why, sizeof why, "QGemm from %s (weight as [N, K] = [%lld, %lld]%s%s%s)", n->op_type,
+            (long long)N, (long long)K, trans_b ? "" : ", transposed",
+            alpha != 1.0f ? ", alpha" : "", trans_a ? ", transA" : "");
   if (bias_add >= 0) {
     c->absorbed[bias_add] = true;
     size_t at = strlen(why);
-    snprintf(why + at, sizeof why - at, " + Add '%s' as its bias", g->nodes[bias_add].name);
+    wq_format(why + at, sizeof why - at, " + Add '%s' as its bias", g->nodes[bias_add].name);
   }
   lower_absorb_sink(c, &sink, why, sizeof why);
   size_t len = strlen(why);
-  snprintf(why + len, sizeof why - len, "%s", note);
+  wq_format(why + len, sizeof why - len, "%s", note);
   int inputs[3] = {a, w, bias};
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1,
@@ -444,7 +444,7 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
     }
     for (int k = 0; CONV_ATTRS[k] && st == WQ_OK; k++)
       st = lower_attrs_copy(&attrs, n, CONV_ATTRS[k], err);
-    snprintf(why, sizeof why, "QConv from QLinearConv (same arithmetic)");
+    wq_format(why, sizeof why, "QConv from QLinearConv (same arithmetic)");
     if (st == WQ_OK)
       st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, n_inputs, &y, 1, &attrs, err);
   } else {
@@ -456,7 +456,7 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
       return st;
     }
     inputs[1] = w;
-    snprintf(why, sizeof why, "QGemm from QLinearMatMul (weight as [N, K], same arithmetic)");
+    wq_format(why, sizeof why, "QGemm from QLinearMatMul (weight as [N, K], same arithmetic)");
     st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, 2, &y, 1, &attrs, err);
   }
   lower_attrs_free(&attrs);
@@ -572,8 +572,8 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (conv) {
     for (int k = 0; CONV_ATTRS[k] && st == WQ_OK; k++)
       st = lower_attrs_copy(&attrs, n, CONV_ATTRS[k], err);
-    snprintf(why, sizeof why,
-             "QConv (int32 output) from ConvInteger; the float rescale after it stays float");
+    wq_format(why, sizeof why,
+              "QConv (int32 output) from ConvInteger; the float rescale after it stays float");
     if (st == WQ_OK)
       st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, 2, &y, 1, &attrs, err);
   } else {
@@ -585,9 +585,9 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
       return st;
     }
     inputs[1] = wc;
-    snprintf(why, sizeof why,
-             "QGemm (int32 output) from MatMulInteger (weight as [N, K]); the float rescale "
-             "after it stays float");
+    wq_format(why, sizeof why,
+              "QGemm (int32 output) from MatMulInteger (weight as [N, K]); the float rescale "
+              "after it stays float");
     st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, 2, &y, 1, &attrs, err);
   }
   lower_attrs_free(&attrs);

@@ -9,10 +9,10 @@
  * Flatten → Gemm becomes Flatten on int8 → DQ → Gemm, after which the
  * neighbours lower as usual. The graph stays topologically sorted: the
  * moved node is rotated to just before (after) F. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "lower_internal.h"
 
 /* Ops whose every output element is a copy of an input element, or the
@@ -90,8 +90,8 @@ static wq_status try_hoist(lower_ctx *c, int q, bool *moved, wq_error *err) {
   g->nodes[f].inputs[0] = tq;
   g->nodes[f].outputs[0] = y;
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s on int8 data (QuantizeLinear '%s' moved above it)",
-           g->nodes[f].op_type, qn->name);
+  wq_format(why, sizeof why, "%s on int8 data (QuantizeLinear '%s' moved above it)",
+            g->nodes[f].op_type, qn->name);
   WQ_TRY(lower_set_why(&g->nodes[f], why, err));
   rotate(g, q, f);
   c->stats.nodes_lowered++;
@@ -133,8 +133,8 @@ static wq_status try_sink(lower_ctx *c, int d, bool *moved, wq_error *err) {
   g->nodes[d].inputs[0] = vq;
   g->nodes[d].outputs[0] = v;
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "%s on int8 data (DequantizeLinear '%s' moved below it)",
-           g->nodes[f].op_type, dn->name);
+  wq_format(why, sizeof why, "%s on int8 data (DequantizeLinear '%s' moved below it)",
+            g->nodes[f].op_type, dn->name);
   WQ_TRY(lower_set_why(&g->nodes[f], why, err));
   rotate(g, d, f);
   c->stats.nodes_lowered++;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../kernels/ref/quant_ref.h"
 #include "../quant/qparams.h"
 #include "lower_internal.h"
@@ -13,7 +14,7 @@ wq_status lower_why(lower_ctx *c, wq_reason code, const char *fmt, ...) {
   c->reason = code;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->why, sizeof c->why, fmt, ap);
+  wq_vformat(c->why, sizeof c->why, fmt, ap);
   va_end(ap);
   return WQ_OK;
 }
@@ -498,13 +499,13 @@ void lower_absorb_sink(lower_ctx *c, const lower_sink *s, char *buf, size_t cap)
   size_t len = strlen(buf);
   if (s->activation_node >= 0) {
     const wq_node *a = &c->g->nodes[s->activation_node];
-    snprintf(buf + len, cap - len, " + %s '%s' (fused: clamp [%d, %d])", a->op_type, a->name,
-             (int)s->act_min, (int)s->act_max);
+    wq_format(buf + len, cap - len, " + %s '%s' (fused: clamp [%d, %d])", a->op_type, a->name,
+              (int)s->act_min, (int)s->act_max);
     c->absorbed[s->activation_node] = true;
     c->stats.nodes_absorbed++;
     len = strlen(buf);
   }
-  snprintf(buf + len, cap - len, " + QuantizeLinear '%s'", c->g->nodes[s->quantize_node].name);
+  wq_format(buf + len, cap - len, " + QuantizeLinear '%s'", c->g->nodes[s->quantize_node].name);
   c->absorbed[s->quantize_node] = true;
   c->stats.nodes_absorbed++;
 }

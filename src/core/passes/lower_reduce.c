@@ -6,9 +6,9 @@
  * of the chain equals the mean over the union of its axes, which QReduceMean
  * takes exactly from the integer sum. The union must be one contiguous block
  * of axes (QReduceMean's [outer, reduced, inner] view). */
-#include <stdio.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
 
@@ -123,11 +123,12 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (st == WQ_OK)
     st = lower_attrs_int(&attrs, "keepdims", keepdims, err);
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why, "QReduceMean from %d ReduceMean node(s) over axes %d..%d (exact sum)",
-           n_chain, first, last);
+  wq_format(why, sizeof why, "QReduceMean from %d ReduceMean node(s) over axes %d..%d (exact sum)",
+            n_chain, first, last);
   for (int k = 1; k < n_chain && st == WQ_OK; k++) {
     char absorbed_why[WQ_LOWER_WHY_MAX];
-    snprintf(absorbed_why, sizeof absorbed_why, "absorbed into QReduceMean '%s'", g->nodes[i].name);
+    wq_format(absorbed_why, sizeof absorbed_why, "absorbed into QReduceMean '%s'",
+              g->nodes[i].name);
     st = lower_set_why(&g->nodes[chain[k]], absorbed_why, err);
     c->absorbed[chain[k]] = true;
     c->stats.nodes_absorbed++;

@@ -1,9 +1,9 @@
 /* wq_lower_describe: the text behind `wasmq info MODEL --lowered`. */
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ir/text.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
@@ -53,19 +53,19 @@ char *wq_lower_describe(const wq_graph *g) {
     const wq_node *n = &g->nodes[i];
     node_kind kind = kind_of(g, n);
     char op[96];
-    snprintf(op, sizeof op, "%s%s%s",
-             kind == KIND_INT8 && n->domain && n->domain[0] ? n->domain : "",
-             kind == KIND_INT8 && n->domain && n->domain[0] ? "." : "", n->op_type);
+    wq_format(op, sizeof op, "%s%s%s",
+              kind == KIND_INT8 && n->domain && n->domain[0] ? n->domain : "",
+              kind == KIND_INT8 && n->domain && n->domain[0] ? "." : "", n->op_type);
     wq_text_put(&t, "  [%s] %-26s %s\n", labels[kind], op, n->name);
     if (kind != KIND_FLOAT) {
       for (int k = 0; k < n->n_inputs; k++) {
         char role[32];
-        snprintf(role, sizeof role, "in%d", k);
+        wq_format(role, sizeof role, "in%d", k);
         put_qparams(&t, g, role, n->inputs[k]);
       }
       for (int k = 0; k < n->n_outputs; k++) {
         char role[32];
-        snprintf(role, sizeof role, "out%d", k);
+        wq_format(role, sizeof role, "out%d", k);
         put_qparams(&t, g, role, n->outputs[k]);
       }
     }

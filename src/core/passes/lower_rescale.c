@@ -7,10 +7,10 @@
  * product runs on the SIMD GEMM. Scale and bias must hold one value, or one
  * per output channel along the channel axis (axis 1 for convs, the last
  * for matrix products). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "lower_internal.h"
 
@@ -85,11 +85,11 @@ wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err) {
     st = lower_attrs_copy(&attrs, n, CONV_ATTRS[k], err);
   int inputs[4] = {n->inputs[0], n->inputs[1], scale, bias};
   char why[WQ_LOWER_WHY_MAX];
-  snprintf(why, sizeof why,
-           "%s (int32 products) from %s; Cast, Mul '%s'%s%s%s%s fused into its float output stage",
-           conv ? "QConvToFloat" : "QGemmToFloat", conv ? "ConvInteger" : "MatMulInteger",
-           g->nodes[mul].name, bias >= 0 ? ", Add '" : "", bias >= 0 ? g->nodes[add].name : "",
-           bias >= 0 ? "'" : "", relu >= 0 ? ", Relu" : "");
+  wq_format(why, sizeof why,
+            "%s (int32 products) from %s; Cast, Mul '%s'%s%s%s%s fused into its float output stage",
+            conv ? "QConvToFloat" : "QGemmToFloat", conv ? "ConvInteger" : "MatMulInteger",
+            g->nodes[mul].name, bias >= 0 ? ", Add '" : "", bias >= 0 ? g->nodes[add].name : "",
+            bias >= 0 ? "'" : "", relu >= 0 ? ", Relu" : "");
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, conv ? WQ_OPID(int8_conv_to_float) : WQ_OPID(int8_gemm_to_float),
                             inputs, bias >= 0 ? 4 : 3, &last, 1, &attrs, err);
@@ -100,6 +100,6 @@ wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err) {
     c->absorbed[add] = true;
   if (relu >= 0)
     c->absorbed[relu] = true;
-  snprintf(c->why, sizeof c->why, "%s", why);
+  wq_format(c->why, sizeof c->why, "%s", why);
   return WQ_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "prepare.h"
 
 typedef struct {
@@ -48,7 +49,7 @@ static void set_reason(wq_ann_node *an, const char *fmt, ...)
 static void set_reason(wq_ann_node *an, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(an->reason, sizeof an->reason, fmt, ap);
+  wq_vformat(an->reason, sizeof an->reason, fmt, ap);
   va_end(ap);
 }
 

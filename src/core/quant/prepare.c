@@ -1,10 +1,10 @@
 #include "prepare.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/op.h"
 
 typedef enum { LIN_CONV, LIN_CONV_TRANSPOSE, LIN_GEMM, LIN_MATMUL } linear_kind;
@@ -257,7 +257,7 @@ static wq_status install_weight(wq_graph *g, const linear *lin, float *data, wq_
   int64_t dims[WQ_MAX_RANK];
   memcpy(dims, w->dims, sizeof dims);
   char base[200];
-  snprintf(base, sizeof base, "%s", w->name);
+  wq_format(base, sizeof base, "%s", w->name);
   int t = add_constant(g, base, "_folded", w->rank, dims, data);
   if (t < 0) {
     free(data);

@@ -16,10 +16,10 @@
  * below 10 the model cannot hold them and conversion fails). */
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../kernels/ref/quant_ref.h"
 #include "../onnx/onnx_export.h"
 #include "observer.h"
@@ -259,7 +259,7 @@ static wq_status io_constants(convert_ctx *c, int t, int *scale, int *zp, wq_err
   int32_t z;
   wq_range_to_qparams(c->p[t].lo, c->p[t].hi, qmin, qmax, false, c->cfg->min_range, &s, &z);
   char base[420];
-  snprintf(base, sizeof base, "%s_io", c->g->tensors[t].name);
+  wq_format(base, sizeof base, "%s_io", c->g->tensors[t].name);
   *scale = add_scalar_scale(c, base, s);
   *zp = *scale < 0 ? -1 : add_scalar_zero_point(c, base, io, z);
   return *zp < 0 ? oom(err) : WQ_OK;
@@ -272,10 +272,10 @@ static wq_status emit_pair(convert_ctx *c, const char *base, int source, int sca
     return oom(err);
   c->g->tensors[codes].dtype = c->g->tensors[zp].dtype;
   char name[480];
-  snprintf(name, sizeof name, "%s_QuantizeLinear", base);
+  wq_format(name, sizeof name, "%s_QuantizeLinear", base);
   int q_in[3] = {source, scale, zp};
   WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, codes, -1, 0, err));
-  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
+  wq_format(name, sizeof name, "%s_DequantizeLinear", base);
   int dq_in[3] = {codes, scale, zp};
   return emit(c, "DequantizeLinear", name, dq_in, 3, result, -1, 0, err);
 }
@@ -293,7 +293,7 @@ static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_
   int scale, zp;
   WQ_TRY(cluster_constants(c, t, &scale, &zp, err));
   char base[400], name[480];
-  snprintf(base, sizeof base, "%s", g->tensors[t].name);
+  wq_format(base, sizeof base, "%s", g->tensors[t].name);
   int source = t, result;
   if (g->tensors[t].is_output && producer) {
     /* The graph output keeps its name (on the dequantized value, or on the
@@ -314,7 +314,7 @@ static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_
       return oom(err);
     g->tensors[source].dtype = WQ_DT_FLOAT;
     g->tensors[t].dtype = c->cfg->io_dtype;
-    snprintf(name, sizeof name, "%s_io_DequantizeLinear", base);
+    wq_format(name, sizeof name, "%s_io_DequantizeLinear", base);
     int dq_in[3] = {t, io_scale, io_zp};
     WQ_TRY(emit(c, "DequantizeLinear", name, dq_in, 3, source, -1, 0, err));
   }
@@ -332,7 +332,7 @@ static wq_status quantize_activation(convert_ctx *c, int t, int producer_at, wq_
     int io_scale, io_zp;
     WQ_TRY(io_constants(c, t, &io_scale, &io_zp, err));
     g->tensors[t].dtype = c->cfg->io_dtype;
-    snprintf(name, sizeof name, "%s_io_QuantizeLinear", base);
+    wq_format(name, sizeof name, "%s_io_QuantizeLinear", base);
     int q_in[3] = {result, io_scale, io_zp};
     WQ_TRY(emit(c, "QuantizeLinear", name, q_in, 3, t, -1, 0, err));
   }
@@ -361,7 +361,7 @@ static wq_status emit_dequantized(convert_ctx *c, const char *base, wq_dtype dty
     return oom(err);
   c->g->tensors[*out].dtype = WQ_DT_FLOAT;
   char name[480];
-  snprintf(name, sizeof name, "%s_DequantizeLinear", base);
+  wq_format(name, sizeof name, "%s_DequantizeLinear", base);
   int in[3] = {q, s, z};
   return emit(c, "DequantizeLinear", name, in, 3, *out, grid->axis, grid->block, err);
 }
@@ -373,7 +373,7 @@ static wq_status quantize_constant(convert_ctx *c, int t, wq_error *err) {
   wq_graph *g = c->g;
   const wq_ann_tensor *at = &c->a->tensors[t];
   char base[400];
-  snprintf(base, sizeof base, "%s", g->tensors[t].name);
+  wq_format(base, sizeof base, "%s", g->tensors[t].name);
   const wq_tensor *src = &g->tensors[t];
   int64_t n = (int64_t)(src->nbytes / sizeof(float));
   int rank = src->rank;
@@ -457,7 +457,7 @@ static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, w
   free(ws);
   free(wz);
   char base[400];
-  snprintf(base, sizeof base, "%s", bt->name);
+  wq_format(base, sizeof base, "%s", bt->name);
   /* The bias follows the weight's grid along its single (channel) axis. */
   int64_t dims[1] = {channels};
   wq_weight_grid bias_grid = {.axis = axis >= 0 ? 0 : -1, .rank = axis >= 0, .count = wch};

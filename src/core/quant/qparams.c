@@ -1,7 +1,7 @@
 #include "qparams.h"
+#include "../ir/format.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,10 +371,10 @@ void wq_qparams_describe(const wq_qparams *qp, char *buf, size_t cap) {
   const char *dt = wq_dtype_name(qp->dtype);
   if (qp->count == 1) {
     if (qp->scale)
-      snprintf(buf, cap, "%s per-tensor scale=%.9g zp=%ld", dt, (double)qp->scale[0],
-               (long)qp->zero_point[0]);
+      wq_format(buf, cap, "%s per-tensor scale=%.9g zp=%ld", dt, (double)qp->scale[0],
+                (long)qp->zero_point[0]);
     else
-      snprintf(buf, cap, "%s per-tensor", dt);
+      wq_format(buf, cap, "%s per-tensor", dt);
     return;
   }
   char sd[96], bd[96];
@@ -382,7 +382,7 @@ void wq_qparams_describe(const wq_qparams *qp, char *buf, size_t cap) {
   wq_dims_format(qp->block, qp->rank, bd, sizeof bd);
   int axis = wq_qparams_channel_axis(qp);
   if (axis >= 0 && qp->block[axis] == 1)
-    snprintf(buf, cap, "%s per-channel axis %d [%lld]", dt, axis, (long long)qp->scale_dims[axis]);
+    wq_format(buf, cap, "%s per-channel axis %d [%lld]", dt, axis, (long long)qp->scale_dims[axis]);
   else
-    snprintf(buf, cap, "%s blockwise scale %s block %s", dt, sd, bd);
+    wq_format(buf, cap, "%s blockwise scale %s block %s", dt, sd, bd);
 }

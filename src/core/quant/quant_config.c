@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/op.h"
 #include "json_reader.h"
 
@@ -123,15 +124,15 @@ static wq_status bad(wq_error *err, const char *path, const wq_json *at, const c
   char what[WQ_ERROR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  wq_vformat(what, sizeof what, fmt, ap);
   va_end(ap);
   return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "%s: %s (at %d:%d)", path, what, at->line,
                  at->column);
 }
 
 static void child_path(char *out, const char *parent, const char *key) {
-  int n = parent[0] ? snprintf(out, PATH_MAX_LEN, "%s.%s", parent, key)
-                    : snprintf(out, PATH_MAX_LEN, "%s", key);
+  int n = parent[0] ? wq_format(out, PATH_MAX_LEN, "%s.%s", parent, key)
+                    : wq_format(out, PATH_MAX_LEN, "%s", key);
   if (n >= PATH_MAX_LEN) /* a longer path is cut: it only names the place in messages */
     out[PATH_MAX_LEN - 1] = '\0';
 }
@@ -156,7 +157,7 @@ static wq_status check_keys(const wq_json *obj, const char *path, const char *co
     char list[256] = "", key_path[PATH_MAX_LEN];
     size_t len = 0;
     for (const char *const *a = allowed; *a && len < sizeof list; a++)
-      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", a == allowed ? "" : ", ", *a);
+      len += (size_t)wq_format(list + len, sizeof list - len, "%s%s", a == allowed ? "" : ", ", *a);
     child_path(key_path, path, obj->keys[i]);
     return bad(err, key_path, &obj->items[i], "unknown key (expected one of: %s)", list);
   }
@@ -192,7 +193,7 @@ static wq_status read_choice(const wq_json *v, const char *path, const char *con
       return WQ_OK;
     }
     if (len < sizeof list)
-      len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", names[i]);
+      len += (size_t)wq_format(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", names[i]);
   }
   return bad(err, path, v, "\"%s\" is not one of %s", v->string, list);
 }
@@ -381,7 +382,7 @@ static wq_status read_exclude(const wq_json *arr, wq_quant_config *cfg, wq_error
   for (; n < arr->count && st == WQ_OK; n++) {
     const wq_json *v = &arr->items[n];
     char p[PATH_MAX_LEN];
-    snprintf(p, sizeof p, "exclude[%d]", n);
+    wq_format(p, sizeof p, "exclude[%d]", n);
     if ((st = want_type(v, WQ_JSON_STRING, p, err)) != WQ_OK)
       break;
     if (!v->string[0]) {

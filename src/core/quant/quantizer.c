@@ -2,10 +2,10 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ir/text.h"
 #include "../kernels/ref/quant_ref.h"
 #include "annotate.h"
@@ -351,11 +351,11 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
   int tensors = 0;
   for (int t = 0; t < g->n_tensors; t++)
     tensors += a->tensors[t].kind == WQ_ANN_T_ACTIVATION;
-  snprintf(q->summary, sizeof q->summary,
-           "quantized %d of %d compute nodes (%d absorbed into a linear, %d float), "
-           "%d activations, %lld sample(s)",
-           quantized + absorbed, quantized + absorbed + fl, absorbed, fl, tensors,
-           (long long)q->samples);
+  wq_format(q->summary, sizeof q->summary,
+            "quantized %d of %d compute nodes (%d absorbed into a linear, %d float), "
+            "%d activations, %lld sample(s)",
+            quantized + absorbed, quantized + absorbed + fl, absorbed, fl, tensors,
+            (long long)q->samples);
   wq_text r = {0};
   wq_text_put(&r, "{\n  \"summary\": ");
   wq_text_json_string(&r, q->summary);

@@ -1,10 +1,10 @@
 #include "executor.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
 #include "../ops/op.h"
 #include "arena.h"
 
@@ -437,7 +437,7 @@ static wq_status check_outputs(const wq_node *node, const wq_value *out, wq_erro
     if (wq_shape_check(out[k].dims, out[k].rank, NULL, "", NULL) != WQ_OK) {
       /* Only a failure pays for formatting the name. */
       char what[64];
-      snprintf(what, sizeof what, "%s output %d", node->op_type, k);
+      wq_format(what, sizeof what, "%s output %d", node->op_type, k);
       return wq_shape_check(out[k].dims, out[k].rank, node->name, what, err);
     }
     if (!wq_dtype_supported(out[k].dtype))
