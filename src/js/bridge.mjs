@@ -5,9 +5,22 @@ import { WasmqError } from './errors.mjs';
 import { dtypeNameOfCode } from './dtypes.mjs';
 
 // Memory can grow on any allocation, which replaces the buffer: always take
-// fresh views through these helpers right before use.
+// fresh views through these helpers right before use. On the threaded core an
+// allocation in a pool worker grows the shared memory without refreshing this
+// thread's HEAPU8/HEAP32 (the glue only does that for growth on its own
+// thread), so the views are checked against the memory's current buffer.
 export function heapU8(core) {
-  return core.HEAPU8;
+  const buffer = currentBuffer(core);
+  return core.HEAPU8.buffer === buffer ? core.HEAPU8 : new Uint8Array(buffer);
+}
+
+export function heap32(core) {
+  const buffer = currentBuffer(core);
+  return core.HEAP32.buffer === buffer ? core.HEAP32 : new Int32Array(buffer);
+}
+
+function currentBuffer(core) {
+  return core.wasmMemory?.buffer ?? core.HEAPU8.buffer;
 }
 
 export function allocBytes(core, bytes) {

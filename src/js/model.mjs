@@ -3,7 +3,7 @@
 
 import { WasmqError } from './errors.mjs';
 import { dtypeFromCode, dtypeNameOfCode, numel } from './dtypes.mjs';
-import { heapU8, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
+import { heapU8, heap32, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
 import { guardCore, coreRetiredReason } from './core.mjs';
 
@@ -107,8 +107,8 @@ export class Model {
       const dataPtr = this.#stagingFor(i, bytes);
       const dimsPtr = this.#dimsPtr + i * MAX_RANK * 4;
       // Views taken after the allocation: growing memory replaces the buffer.
-      core.HEAPU8.set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
-      core.HEAP32.set(s.dims, dimsPtr >> 2);
+      heapU8(core).set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
+      heap32(core).set(s.dims, dimsPtr >> 2);
       if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
         throw errorFromCtx(core, this.#ctx);
       }

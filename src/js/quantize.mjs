@@ -12,7 +12,7 @@
 
 import { WasmqError } from './errors.mjs';
 import { getQuantCore, guardCore, coreRetiredReason } from './core.mjs';
-import { allocBytes, allocInt32, allocShapes, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
+import { allocBytes, allocInt32, heapU8, allocShapes, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { readModelSource, validateDims } from './source.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
 
@@ -194,7 +194,7 @@ export class Quantizer {
       if (core._wqx_quantizer_finish(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
       const ptr = core._wqx_quantizer_onnx(this.#handle);
       const len = core._wqx_quantizer_onnx_len(this.#handle);
-      const onnx = core.HEAPU8.slice(ptr, ptr + len);
+      const onnx = heapU8(core).slice(ptr, ptr + len);
       const reportPtr = core._wqx_quantizer_report_json(this.#handle);
       if (!reportPtr) throw new WasmqError('finish: out of wasm memory writing the report', { code: 'WQ_ERR_OUT_OF_MEMORY' });
       let reportJson;

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { load, threadsSupported, WasmqError } from '../../src/js/index.mjs';
 import { randomInput } from '../../bench/common.mjs';
 import { MODELS, SHARED } from './helpers.mjs';
+import { getThreadedCore } from '../../src/js/core.mjs';
 
 const CASES = [
   ['synthetic/smallcnn_qdq.onnx', {}],
@@ -78,5 +79,29 @@ test('a disposed threaded model gives its workers back: later models get threads
     const m = await load(file, { threads: 2 });
     assert.equal(m.info.threads, 2, `model ${i}`);
     m.dispose();
+  }
+});
+
+// A pool worker that allocates can grow the shared memory; the glue then
+// refreshes only that worker's views, not the ones this thread copies inputs
+// and results through. Growing the memory from here without the glue stands in
+// for that: the next, larger run stages its input beyond the old end.
+test('memory grown outside the calling thread: inputs and results beyond the old end still go through', { skip: !existsSync(path.join(SHARED, 'models-int8/mobilenetv2-12-int8/model.onnx')) && 'model not in shared/' }, async () => {
+  const file = path.join(SHARED, 'models-int8/mobilenetv2-12-int8/model.onnx');
+  const one = await load(file, { threads: 1 });
+  const two = await load(file, { threads: 2 });
+  try {
+    const core = await getThreadedCore(2);
+    await two.run(feedsFor(two, { input: [1, 3, 224, 224] }, 5));
+    const oldEnd = core.HEAPU8.length;
+    core.wasmMemory.grow((64 << 20) / 65536);
+    assert.equal(core.HEAPU8.length, oldEnd, 'the glue refreshed its views itself: this test no longer reproduces a worker growth');
+    const feeds = feedsFor(one, { input: [12, 3, 224, 224] }, 6);
+    const a = await one.run(feeds);
+    const b = await two.run(feeds);
+    for (const name of Object.keys(a)) assert.ok(sameBytes(a[name].data, b[name].data), `${name} differs after the growth`);
+  } finally {
+    one.dispose();
+    two.dispose();
   }
 });
