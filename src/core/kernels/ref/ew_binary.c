@@ -7,26 +7,27 @@
 #include "ew_types.h"
 
 /* float32 add/sub/mul/div/equal live in ew_binary_float.c (built for speed;
- * this file is built for size in wasm). */
+ * this file is built for size in wasm: integer arithmetic is index and shape
+ * work, Pow's time is powf's). */
 
 /* Float base, exponent of any numeric dtype. */
 #define EW_POW_FLOAT_EXP(E, name, T, U, W)                                                         \
-  EW_LOOP(ew_pow_float_##name, float, T, float, powf(x, (float)y))
+  EW_LOOP_SMALL(ew_pow_float_##name, float, T, float, powf(x, (float)y))
 EW_NUMERIC_TYPES(EW_POW_FLOAT_EXP)
 
 /* PRelu: the slope scales negative inputs only (a NaN input stays NaN). */
-EW_LOOP(ew_prelu_float, float, float, float, x < 0.0f ? y * x : x)
+EW_LOOP_SMALL(ew_prelu_float, float, float, float, x < 0.0f ? y * x : x)
 
 /* bool is stored one byte per element; any non-zero byte counts as true. */
-EW_LOOP(ew_equal_bool, uint8_t, uint8_t, uint8_t, (uint8_t)((x != 0) == (y != 0)))
+EW_LOOP_SMALL(ew_equal_bool, uint8_t, uint8_t, uint8_t, (uint8_t)((x != 0) == (y != 0)))
 
 /* ---- integers ---- */
 #define EW_INT_ARITH(E, name, T, U, W)                                                             \
-  EW_LOOP(ew_add_##name, T, T, T, (T)((W)x + (W)y))                                                \
-  EW_LOOP(ew_sub_##name, T, T, T, (T)((W)x - (W)y))                                                \
-  EW_LOOP(ew_mul_##name, T, T, T, (T)((W)x * (W)y))                                                \
-  EW_LOOP(ew_equal_##name, T, T, uint8_t, (uint8_t)(x == y))                                       \
-  EW_LOOP(ew_div_##name, T, T, T, ew_div_scalar_##name(x, y))
+  EW_LOOP_SMALL(ew_add_##name, T, T, T, (T)((W)x + (W)y))                                          \
+  EW_LOOP_SMALL(ew_sub_##name, T, T, T, (T)((W)x - (W)y))                                          \
+  EW_LOOP_SMALL(ew_mul_##name, T, T, T, (T)((W)x * (W)y))                                          \
+  EW_LOOP_SMALL(ew_equal_##name, T, T, uint8_t, (uint8_t)(x == y))                                 \
+  EW_LOOP_SMALL(ew_div_##name, T, T, T, ew_div_scalar_##name(x, y))
 #define EW_SIGNED_DIV(E, name, T, U, W)                                                            \
   static inline T ew_div_scalar_##name(T x, T y) {                                                 \
     if (y == 0)                                                                                    \
@@ -63,10 +64,10 @@ EW_INT_TYPES(EW_INT_ARITH)
   }
 EW_INT_POW_SCALAR(WQ_DT_INT32, int32, int32_t, uint32_t, uint32_t)
 EW_INT_POW_SCALAR(WQ_DT_INT64, int64, int64_t, uint64_t, uint64_t)
-EW_LOOP(ew_pow_int32_int32, int32_t, int32_t, int32_t, ew_ipow_int32(x, y))
-EW_LOOP(ew_pow_int32_int64, int32_t, int64_t, int32_t, ew_ipow_int32(x, y))
-EW_LOOP(ew_pow_int64_int32, int64_t, int32_t, int64_t, ew_ipow_int64(x, y))
-EW_LOOP(ew_pow_int64_int64, int64_t, int64_t, int64_t, ew_ipow_int64(x, y))
+EW_LOOP_SMALL(ew_pow_int32_int32, int32_t, int32_t, int32_t, ew_ipow_int32(x, y))
+EW_LOOP_SMALL(ew_pow_int32_int64, int32_t, int64_t, int32_t, ew_ipow_int32(x, y))
+EW_LOOP_SMALL(ew_pow_int64_int32, int64_t, int32_t, int64_t, ew_ipow_int64(x, y))
+EW_LOOP_SMALL(ew_pow_int64_int64, int64_t, int64_t, int64_t, ew_ipow_int64(x, y))
 
 #define EW_CASE(E, name, T, U, W, prefix)                                                          \
   case E:                                                                                          \
