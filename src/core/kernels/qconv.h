@@ -85,6 +85,7 @@ typedef struct {
   int32_t *w_zero_point; /* [M] zero points of W' */
   float *multiplier;     /* [M] (SIMD depthwise: padded to 16) */
   float *float_bias;     /* [M] float y only (-0 when absent: adds nothing) */
+  bool dw_float_clamp;   /* SIMD depthwise: some |acc * multiplier| may pass 2^22 */
 } wq_qconv_weights;
 
 typedef struct {

@@ -2,6 +2,7 @@
  * packed GEMM (qgemm_wasmsimd.c) with im2col panels built per block of 4
  * output pixels; depthwise runs channels across lanes, two taps per
  * i32x4.dot_i16x8_s, on activations interleaved once per input row. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,23 @@ static dw_pairing dw_pairing_of(const wq_qconv_plan *p) {
   return d;
 }
 
+/* Whether the float clamp of the depthwise epilogue (dw_requant) is
+ * needed: some channel's accumulator bound (|bias| + 128 * sum |w|, the
+ * activations being int8 after the flip) times its multiplier passes 2^22. */
+static bool dw_needs_float_clamp(const wq_qconv_plan *p, const dw_pairing *dp) {
+  const int64_t pairs = dp->rows * dp->taps;
+  for (int64_t c = 0; c < p->in_channels; c++) {
+    const int16_t *w = p->weights.w16 + (c / DW_LANES) * pairs * 2 * DW_LANES + (c % DW_LANES) * 2;
+    double bound = 0.0;
+    for (int64_t t = 0; t < pairs; t++)
+      bound += 128.0 * (abs(w[t * 2 * DW_LANES]) + abs(w[t * 2 * DW_LANES + 1]));
+    bound += fabs((double)p->weights.bias[c]);
+    if (!(bound * (double)p->weights.multiplier[c] < 4194304.0))
+      return true;
+  }
+  return false;
+}
+
 /* Depthwise weights: per chunk of 16 channels, pair row r, tap t, 32 int16:
  * w16[((chunk * rows + r) * taps + t) * 32 + (c % 16) * 2 + i] = W(c, tap i
  * of the pair) - w_zp(c), 0 past the kernel and the channels. The bias
@@ -130,6 +148,7 @@ static wq_status pack_depthwise(wq_qconv_plan *p, const wq_qconv_desc *d, const 
       }
     p->weights.bias[c] = (int32_t)((uint32_t)p->weights.bias[c] - (uint32_t)x_zero_point * sum);
   }
+  p->weights.dw_float_clamp = dw_needs_float_clamp(p, &dp);
   return WQ_OK;
 }
 
@@ -316,89 +335,164 @@ static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, cons
 
 #define DW_DOT(acc, data, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(data, w))
 
-/* Three adjacent taps of one pair row for 4 pixels at stride 1: the 6
- * columns they read are loaded once and each feeds every tap that reads it
- * (pixel i, tap col - i). */
-static inline void dw_three_taps(const int8_t *d, const int16_t *wt, v128_t a[4]) {
-  const v128_t w[3] = {wasm_v128_load(wt), wasm_v128_load(wt + 32), wasm_v128_load(wt + 64)};
+/* Three taps (weights w0..w2, adjacent columns) of one pair row for N
+ * pixels at stride S: the (N - 1) * S + 3 columns they read are loaded
+ * once each and feed every tap that reads them (pixel i, tap col - S i). */
+#define DW_THREE_TAPS(N, S, d, w0, w1, w2, a)                                                      \
+  do {                                                                                             \
+    const v128_t w_[3] = {w0, w1, w2};                                                             \
+    _Pragma("clang loop unroll(full)") for (int col = 0; col < ((N)-1) * (S) + 3; col++) {         \
+      const v128_t c_ = wasm_i16x8_load8x8((d) + 32 * col);                                        \
+      _Pragma("clang loop unroll(full)") for (int i = 0; i < (N);                                  \
+                                              i++) if (col - (S)*i >= 0 && col - (S)*i < 3)        \
+          DW_DOT(a[i], c_, w_[col - (S)*i]);                                                       \
+    }                                                                                              \
+  } while (0)
+
+/* The depthwise epilogue: y = clamp(round_half_even(acc * m) + y_zp), with
+ * the rounding by the 1.5 * 2^23 magic add (exact while |acc * m| <= 2^22),
+ * the saturation by the narrows (the float bits of larger values still
+ * order like the values, and saturate) and the fused clamp [y_min, y_max]
+ * on the bytes. Only a value below -1.5 * 2^23 would wrap, so the float
+ * clamp at y_min - y_zp runs only when some channel's accumulator bound
+ * times its multiplier can pass 2^22 (weights.dw_float_clamp). Kept in
+ * memory and read through a pointer: V8 would rebuild v128 constants
+ * inside the loops. */
+typedef struct {
+  v128_t lo, magic, magic_less_zp, y_min, y_max, flip;
+  int float_clamp;
+} dw_requant;
+
+/* int8 outputs are computed as uint8 codes + 128 (saturating alike) and
+ * flipped back, so one narrowing path serves both dtypes. */
+static void dw_requant_init(dw_requant *q, const wq_qconv_plan *p) {
+  const int32_t shift = p->y_dtype == WQ_DT_UINT8 ? 0 : 128;
+  q->lo = wasm_f32x4_splat((float)(p->y_min - p->y_zero_point));
+  q->magic = wasm_f32x4_splat(12582912.0f);
+  q->magic_less_zp = wasm_i32x4_splat(0x4B400000 - p->y_zero_point - shift);
+  q->y_min = wasm_u8x16_splat((uint8_t)(p->y_min + shift));
+  q->y_max = wasm_u8x16_splat((uint8_t)(p->y_max + shift));
+  q->flip = wasm_u8x16_splat((uint8_t)shift);
+  q->float_clamp = p->weights.dw_float_clamp;
+}
+
+/* Four pixels' accumulators of 4 channels to 16 bytes, pixel-major. */
+static inline v128_t dw_bytes(const dw_requant *q, const v128_t a[4], v128_t m) {
+  v128_t r[4];
 #pragma clang loop unroll(full)
-  for (int col = 0; col < 6; col++) {
-    const v128_t c = wasm_i16x8_load8x8(d + 32 * col);
-#pragma clang loop unroll(full)
-    for (int i = 0; i < 4; i++)
-      if (col - i >= 0 && col - i < 3)
-        DW_DOT(a[i], c, w[col - i]);
+  for (int i = 0; i < 4; i++) {
+    v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a[i]), m);
+    if (q->float_clamp)
+      v = wasm_f32x4_pmax(q->lo, v);
+    r[i] = wasm_i32x4_sub(wasm_f32x4_add(v, q->magic), q->magic_less_zp);
+  }
+  const v128_t lo = wasm_i16x8_narrow_i32x4(r[0], r[1]), hi = wasm_i16x8_narrow_i32x4(r[2], r[3]);
+  const v128_t u =
+      wasm_u8x16_min(wasm_u8x16_max(wasm_u8x16_narrow_i16x8(lo, hi), q->y_min), q->y_max);
+  return wasm_v128_xor(u, q->flip);
+}
+
+/* Stores dw_bytes' 16 bytes at o + i * C for 4 pixels of 4 channels. */
+static inline void dw_store4(uint8_t *o, int C, v128_t bytes) {
+  wasm_v128_store32_lane(o, bytes, 0);
+  wasm_v128_store32_lane(o + C, bytes, 1);
+  wasm_v128_store32_lane(o + 2 * C, bytes, 2);
+  wasm_v128_store32_lane(o + 3 * C, bytes, 3);
+}
+
+/* The same for the `pixels` (up to 4) pixels and n_ch (up to 4) channels
+ * that exist. */
+static inline void dw_finish(const dw_requant *q, const v128_t a[4], v128_t m, uint8_t *o, int C,
+                             int pixels, int n_ch) {
+  const v128_t bytes = dw_bytes(q, a, m);
+  if (n_ch >= 4) {
+    if (pixels >= 4) {
+      dw_store4(o, C, bytes);
+      return;
+    }
+    wasm_v128_store32_lane(o, bytes, 0);
+    if (pixels > 1)
+      wasm_v128_store32_lane(o + C, bytes, 1);
+    if (pixels > 2)
+      wasm_v128_store32_lane(o + 2 * C, bytes, 2);
+    return;
+  }
+  uint8_t tmp[16];
+  wasm_v128_store(tmp, bytes);
+  for (int i = 0; i < pixels && i < 4; i++)
+    for (int c = 0; c < n_ch && c < 4; c++)
+      o[i * C + c] = tmp[4 * i + c];
+}
+
+/* One output row of 4 channels (n_ch of them real) of a 3x3 kernel paired
+ * down its columns (two pair rows r0, r1 at the channels' offset; w the
+ * chunk's weights at the channels' offset) at stride 1 or 2, in blocks of
+ * 4 pixels: weights, bias and multiplier stay in registers for the row. */
+__attribute__((noinline)) static void dw3x3_row(const int8_t *r0, const int8_t *r1,
+                                                const int16_t *w, const int32_t *bias,
+                                                const float *multiplier, const dw_requant *q,
+                                                int out_w, int stride, int C, int n_ch,
+                                                uint8_t *o) {
+  const v128_t w00 = wasm_v128_load(w), w01 = wasm_v128_load(w + 32), w02 = wasm_v128_load(w + 64),
+               w10 = wasm_v128_load(w + 96), w11 = wasm_v128_load(w + 128),
+               w12 = wasm_v128_load(w + 160);
+  const v128_t b = wasm_v128_load(bias), m = wasm_v128_load(multiplier);
+  /* 32-bit indices: int64_t arithmetic costs wasm32 extra wraps. */
+  const int step = stride * 4 * 2 * DW_LANES, block = 4 * C;
+  for (int ow = 0; ow < out_w; ow += 4, r0 += step, r1 += step, o += block) {
+    v128_t a[4] = {b, b, b, b};
+    if (stride == 1) {
+      DW_THREE_TAPS(4, 1, r0, w00, w01, w02, a);
+      DW_THREE_TAPS(4, 1, r1, w10, w11, w12, a);
+    } else {
+      DW_THREE_TAPS(4, 2, r0, w00, w01, w02, a);
+      DW_THREE_TAPS(4, 2, r1, w10, w11, w12, a);
+    }
+    dw_finish(q, a, m, o, C, out_w - ow, n_ch);
   }
 }
 
-/* The same at stride 2: the 9 columns 4 pixels read (pixel i, tap
- * col - 2i) loaded once each instead of 12 loads. */
-static inline void dw_three_taps_s2(const int8_t *d, const int16_t *wt, v128_t a[4]) {
-  const v128_t w[3] = {wasm_v128_load(wt), wasm_v128_load(wt + 32), wasm_v128_load(wt + 64)};
-#pragma clang loop unroll(full)
-  for (int col = 0; col < 9; col++) {
-    const v128_t c = wasm_i16x8_load8x8(d + 32 * col);
-#pragma clang loop unroll(full)
-    for (int i = 0; i < 4; i++)
-      if (col - 2 * i >= 0 && col - 2 * i < 3)
-        DW_DOT(a[i], c, w[col - 2 * i]);
-  }
-}
-
-/* One output row of one 16-channel chunk in blocks of 4 pixels x 4
- * channels (4 accumulators; the loads of one pair row stay within x64's 16
- * vector registers even when V8 hoists them all). 3 adjacent taps at stride
- * 1 (3x3 kernels) take dw_three_taps, at stride 2 dw_three_taps_s2. rows[r] points at pair
- * row r's chunk. */
-static void dw_row_chunk(const wq_qconv_plan *p, const dw_pairing *dp, const int8_t *const *rows,
-                         const int16_t *w, const int32_t *bias, const float *multiplier,
-                         const wq_simd_requant *q, uint8_t *out, int64_t valid) {
+/* The same for any pairing: rows[r] are the pair rows at the channels'
+ * offset, taps read tap_step bytes apart. */
+static void dw_any_row(const wq_qconv_plan *p, const dw_pairing *dp, const int8_t *const *rows,
+                       int64_t offset, const int16_t *w, const int32_t *bias,
+                       const float *multiplier, const dw_requant *q, int64_t n_ch, uint8_t *o) {
   const int64_t C = p->in_channels, pixel_step = p->stride_w * 2 * DW_LANES;
   const int64_t tap_step = dp->col_step * 2 * DW_LANES;
-  const bool three_adjacent = dp->taps == 3 && dp->col_step == 1 && p->stride_w == 1;
-  const bool three_stride2 = dp->taps == 3 && dp->col_step == 1 && p->stride_w == 2;
-  for (int64_t ow = 0; ow < p->out_w; ow += 4) {
-    int32_t result[4][DW_LANES]; /* requantized, per pixel */
-#pragma clang loop unroll(disable)
-    for (int v = 0; v < 4; v++) {
-      v128_t a[4];
-      a[0] = a[1] = a[2] = a[3] = wasm_v128_load(bias + 4 * v);
-      const int16_t *wt = w + 8 * v;
-      for (int64_t r = 0; r < dp->rows; r++) {
-        const int8_t *d = rows[r] + ow * pixel_step + 8 * v;
-        if (three_adjacent || three_stride2) {
-          if (three_adjacent)
-            dw_three_taps(d, wt, a);
-          else
-            dw_three_taps_s2(d, wt, a);
-          wt += 3 * 2 * DW_LANES;
-          continue;
-        }
-        for (int64_t t = 0; t < dp->taps; t++, wt += 2 * DW_LANES, d += tap_step) {
-          const v128_t wv = wasm_v128_load(wt);
-          DW_DOT(a[0], wasm_i16x8_load8x8(d), wv);
-          DW_DOT(a[1], wasm_i16x8_load8x8(d + pixel_step), wv);
-          DW_DOT(a[2], wasm_i16x8_load8x8(d + 2 * pixel_step), wv);
-          DW_DOT(a[3], wasm_i16x8_load8x8(d + 3 * pixel_step), wv);
-        }
-      }
-      const v128_t m = wasm_v128_load(multiplier + 4 * v);
-#pragma clang loop unroll(full)
-      for (int i = 0; i < 4; i++)
-        wasm_v128_store(&result[i][4 * v], wq_simd_requant4(q, a[i], m));
-    }
-    for (int64_t i = 0; i < 4 && ow + i < p->out_w; i++) {
-      const v128_t bytes =
-          wq_simd_narrow16(q, wasm_v128_load(result[i]), wasm_v128_load(result[i] + 4),
-                           wasm_v128_load(result[i] + 8), wasm_v128_load(result[i] + 12));
-      if (valid == DW_LANES) {
-        wasm_v128_store(out + (ow + i) * C, bytes);
-      } else {
-        uint8_t tmp[DW_LANES];
-        wasm_v128_store(tmp, bytes);
-        memcpy(out + (ow + i) * C, tmp, (size_t)valid);
+  const v128_t b = wasm_v128_load(bias), m = wasm_v128_load(multiplier);
+  for (int64_t ow = 0; ow < p->out_w; ow += 4, o += 4 * C) {
+    v128_t a[4] = {b, b, b, b};
+    const int16_t *wt = w;
+    for (int64_t r = 0; r < dp->rows; r++) {
+      const int8_t *d = rows[r] + offset + ow * pixel_step;
+      for (int64_t t = 0; t < dp->taps; t++, wt += 2 * DW_LANES, d += tap_step) {
+        const v128_t wv = wasm_v128_load(wt);
+        DW_DOT(a[0], wasm_i16x8_load8x8(d), wv);
+        DW_DOT(a[1], wasm_i16x8_load8x8(d + pixel_step), wv);
+        DW_DOT(a[2], wasm_i16x8_load8x8(d + 2 * pixel_step), wv);
+        DW_DOT(a[3], wasm_i16x8_load8x8(d + 3 * pixel_step), wv);
       }
     }
+    dw_finish(q, a, m, o, C, p->out_w - ow, n_ch);
+  }
+}
+
+/* One output row of one 16-channel chunk (valid: channels that exist), 4
+ * channels at a time (4 accumulators, 4 pixels each). rows[r] points at
+ * pair row r's chunk. */
+static void dw_row_chunk(const wq_qconv_plan *p, const dw_pairing *dp, const int8_t *const *rows,
+                         const int16_t *w, const int32_t *bias, const float *multiplier,
+                         const dw_requant *q, uint8_t *out, int64_t valid) {
+  const bool three = dp->vertical && dp->rows == 2 && dp->taps == 3 && dp->col_step == 1 &&
+                     (p->stride_w == 1 || p->stride_w == 2);
+  for (int v = 0; v < 4 && 4 * v < valid; v++) {
+    if (three)
+      dw3x3_row(rows[0] + 8 * v, rows[1] + 8 * v, w + 8 * v, bias + 4 * v, multiplier + 4 * v, q,
+                (int)p->out_w, (int)p->stride_w, (int)p->in_channels, (int)(valid - 4 * v),
+                out + 4 * v);
+    else
+      dw_any_row(p, dp, rows, 8 * v, w + 8 * v, bias + 4 * v, multiplier + 4 * v, q, valid - 4 * v,
+                 out + 4 * v);
   }
 }
 
@@ -439,9 +533,8 @@ static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1
     return;
   }
   int64_t *slot_of = tag + slots; /* slot of each pair row of the current output row */
-  wq_qgemm_packed requant_view = {
-      .y_min = p->y_min, .y_max = p->y_max, .y_zero_point = p->y_zero_point, .y_dtype = p->y_dtype};
-  const wq_simd_requant q = wq_simd_requant_init(&requant_view);
+  dw_requant q;
+  dw_requant_init(&q, p);
   for (int64_t row = r0; row < r1; row++) {
     const int64_t n = row / p->out_h, oh = row % p->out_h;
     const uint8_t *image = x + n * p->in_h * p->in_w * C;
