@@ -24,10 +24,14 @@
 #include "pb_mutator.h"
 #endif
 
-/* Bounded work per input: inputs up to 4096 elements, arenas up to 16 MiB
- * (a model may legitimately ask for more; that is not what we look for). */
+/* Bounded work per input: inputs up to 4096 elements, arenas up to 16 MiB,
+ * everything a load and a run hold (weights, graph outputs, arena,
+ * intermediates) up to 32 MiB: a model may legitimately ask for more (a
+ * MaxPool padded by 10^7 has a 10^7-element output), but running it only
+ * spends the fuzzer's time. */
 #define FUZZ_MAX_INPUT_ELEMENTS (1 << 12)
 #define FUZZ_MAX_ARENA_BYTES ((size_t)16 << 20)
+#define FUZZ_MAX_MEMORY_BYTES ((size_t)32 << 20)
 
 #ifdef WQ_FUZZ_EXPORT
 /* Loads for export and exports: 0 when the model does not load or the
@@ -65,9 +69,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 #else
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static const wq_load_options opts = {.max_memory_bytes = FUZZ_MAX_MEMORY_BYTES};
   wq_model *m = NULL;
   wq_error err;
-  if (wq_model_load(data, size, NULL, &m, &err) != WQ_OK) {
+  if (wq_model_load(data, size, &opts, &m, &err) != WQ_OK) {
     if (m)
       abort(); /* a failed load must leave nothing behind */
     if (err.message[0] == '\0')

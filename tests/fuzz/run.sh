@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets (tests/fuzz/README.md).
-#   tests/fuzz/run.sh                 each target 45 s, fixed seed (the CI run: 40 s)
+#   tests/fuzz/run.sh                 each target 45 s, fixed seed
+#   tests/fuzz/run.sh --runs 200000   each target a fixed number of inputs (the CI run):
+#                                     the same inputs on every machine, fast or slow
 #   tests/fuzz/run.sh --time 3600     the long campaign: 1 h per target
 #   tests/fuzz/run.sh --target fuzz_structured --time 60
 # Seeds are read in place: the small shared models, the ONNX conformance
@@ -11,14 +13,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 time_per_target=45
+runs=0
 seed=12
 targets=(fuzz_load fuzz_structured fuzz_export)
 while [ $# -gt 0 ]; do
   case $1 in
   --time) time_per_target=$2; shift 2 ;;
+  --runs) runs=$2; shift 2 ;;
   --seed) seed=$2; shift 2 ;;
   --target) targets=("$2"); shift 2 ;;
-  *) echo "usage: $0 [--time SECONDS] [--seed N] [--target fuzz_load|fuzz_structured|fuzz_export]"; exit 2 ;;
+  *) echo "usage: $0 [--time SECONDS | --runs N] [--seed N] [--target fuzz_load|fuzz_structured|fuzz_export]"; exit 2 ;;
   esac
 done
 if ! command -v clang >/dev/null; then
@@ -42,18 +46,26 @@ mkdir -p $build/artifacts
 pass=0 fail=0
 for t in "${targets[@]}"; do
   # Short runs start from the seeds alone, so a fixed seed repeats the run.
-  [ "$time_per_target" -le 60 ] && rm -rf "$build/corpus-$t"
+  # A run bounded by a count (not a time) and never re-reading its corpus
+  # directory (-reload=0) tries the same inputs wherever it runs.
+  if [ "$runs" -gt 0 ]; then
+    limit=(-runs="$runs" -reload=0)
+  else
+    limit=(-max_total_time="$time_per_target")
+  fi
+  { [ "$runs" -gt 0 ] || [ "$time_per_target" -le 60 ]; } && rm -rf "$build/corpus-$t"
   mkdir -p "$build/corpus-$t"
   log=$build/$t.log
+  started=$SECONDS
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$build/$t" -seed="$seed" -max_total_time="$time_per_target" -max_len=65536 -timeout=10 \
+    "$build/$t" -seed="$seed" "${limit[@]}" -max_len=65536 -timeout=10 \
     -rss_limit_mb=2048 -malloc_limit_mb=1536 -dict=tests/fuzz/onnx.dict -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$t-" "$build/corpus-$t" "$seeds" >"$log" 2>&1
   rc=$?
   execs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$')
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
   if [ $rc -eq 0 ] && ! grep -qE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then
-    pass=$((pass + 1)); echo "fuzz: $t ok: ${execs:-?} executions, $cov, $i seeds"
+    pass=$((pass + 1)); echo "fuzz: $t ok: ${execs:-?} executions in $((SECONDS - started)) s, $cov, $i seeds"
   else
     fail=$((fail + 1)); echo "fuzz: $t FAILED (rc $rc), log $log:"
     grep -E -A25 'ERROR: |runtime error:' "$log" | head -60

@@ -65,6 +65,26 @@ test('maxMemoryBytes: a plan over the limit fails the load naming the bytes; the
   }
 });
 
+// One Relu on a static [4096] float input: no weights, no intermediates (an
+// empty arena), a 16384-byte graph output.
+test('maxMemoryBytes: graph outputs alone over the limit fail the load (no arena to check)', async () => {
+  const single = buildModel({
+    nodes: [{ op: 'Relu', name: 'only', inputs: ['x'], outputs: ['y'] }],
+    inputs: [{ name: 'x', dtype: 'float32', shape: [4096] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [4096] }],
+  });
+  const err = await load(single, { maxMemoryBytes: 16383 }).then(() => assert.fail('the load should fail'), (e) => e);
+  assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+  assert.match(err.message, /the graph outputs take 16384 bytes, which makes 16384 bytes with the weights \(0\), more than the limit of 16383 bytes/);
+  const model = await load(single, { maxMemoryBytes: 16384 });
+  try {
+    const x = new Float32Array(4096).map((_, i) => (i % 5) - 2);
+    assert.deepEqual(Array.from((await model.run({ x: { data: x, dims: [4096] } })).y.data), Array.from(x, (v) => Math.max(v, 0)));
+  } finally {
+    model.dispose();
+  }
+});
+
 // Relu -> Relu on a symbolic [N] float input: one intermediate and one graph
 // output of 4N bytes each, no weights; sizes known only at run time.
 const chain = buildModel({

@@ -189,22 +189,37 @@ static wq_status plan_outputs(wq_exec_plan *plan, wq_error *err) {
   return WQ_OK;
 }
 
+/* Whether weights, graph outputs and `used` bytes fit the limit (always
+ * without one). */
+static bool fits_limit(const wq_exec_plan *plan, size_t used) {
+  size_t taken = plan->memory_fixed + plan->outputs_total;
+  return !plan->memory_limit || (taken >= plan->memory_fixed && taken <= plan->memory_limit &&
+                                 used <= plan->memory_limit - taken);
+}
+
 /* Bytes the limit still allows past `used` (SIZE_MAX without a limit). */
 static size_t memory_room(const wq_exec_plan *plan, size_t used) {
   if (!plan->memory_limit)
     return SIZE_MAX;
-  size_t taken = plan->memory_fixed + plan->outputs_total;
-  if (taken < plan->memory_fixed || taken > plan->memory_limit || used > plan->memory_limit - taken)
+  if (!fits_limit(plan, used))
     return 0;
-  return plan->memory_limit - taken - used;
+  return plan->memory_limit - plan->memory_fixed - plan->outputs_total - used;
 }
 
 /* Fails when `bytes` more for `what` (past `used` bytes of arena and
- * intermediates) would pass the memory limit, naming the need and the limit. */
+ * intermediates) would pass the memory limit, naming the need and the limit.
+ * Weights and graph outputs already over it fail whatever `bytes` is (a
+ * graph with no intermediates plans an empty arena). */
 static wq_status check_limit(const wq_exec_plan *plan, size_t used, size_t bytes, const char *what,
                              wq_error *err) {
-  if (bytes <= memory_room(plan, used))
+  if (fits_limit(plan, used) && bytes <= memory_room(plan, used))
     return WQ_OK;
+  if (bytes == 0 && used == 0)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
+                   "memory limit: the graph outputs take %zu bytes, which makes %zu bytes with the "
+                   "weights (%zu), more than the limit of %zu bytes (maxMemoryBytes)",
+                   plan->outputs_total, plan->memory_fixed + plan->outputs_total,
+                   plan->memory_fixed, plan->memory_limit);
   return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
                  "memory limit: %s needs %zu bytes, which makes %zu bytes in all (weights %zu, "
                  "graph outputs %zu, arena and intermediates %zu), more than the limit of %zu "
