@@ -85,7 +85,7 @@ times.forEach((t, i) => {
   const n = nodes[t.name];
   let kind = t.op;
   let macs = 0;
-  if (n && n.op === 'QConvNHWC' && n.kernel) {
+  if (n && n.op === 'QConv' && n.kernel) {
     kind = `${t.op}/${n.kernel}`;
     const w = graph.tensors[n.inputs[1]].dims, y = graph.tensors[n.outputs[0]].dims;
     macs = y.reduce((a, b) => a * Math.max(1, b), 1) * w.slice(1).reduce((a, b) => a * b, 1); // a symbolic batch (-1) counts 1

@@ -18,7 +18,7 @@ export function syntheticGraph(n) {
     const float = Math.floor(i / 40) % 4 === 3;
     const isTransition = i % 40 === 0;
     const isAdd = i % 5 === 4;
-    const op = isTransition ? 'ToNHWC' : isAdd ? (float ? 'Add' : 'QAdd') : float ? 'Conv' : 'QConvNHWC';
+    const op = isTransition ? 'ToNHWC' : isAdd ? (float ? 'Add' : 'QAdd') : float ? 'Conv' : 'QConv';
     const out = tensor(`t${i}`, float ? { dtype: 'float32', qparams: null } : {});
     const inputs = isAdd ? [prev, skip] : [prev];
     nodes.push({ id: i, name: `node_${i}`, op, domain: float ? '' : 'wasmq', source_ops: [], source_nodes: [], backend: float ? 'float' : 'int8-simd', role: isTransition ? 'transition' : 'compute', region: float ? -1 : 1 + Math.floor(i / 160), reason: { code: float ? 'NOT_QUANTIZED' : isTransition ? 'TRANSITION' : 'INT8', detail: '' }, kernel: '', inputs, outputs: [out] });

@@ -194,9 +194,12 @@ export type ReasonCode =
   | 'INPUT_NOT_QUANTIZED'
   | 'OUTPUT_NOT_QUANTIZED';
 
+/** How a tensor's elements sit in memory (the core's wq_layout record). */
 export interface GraphLayout {
   name: 'NCHW' | 'NHWC' | 'plain' | string;
+  /** The logical dim (index into dims) stored at each memory position, outermost first. */
   order: number[];
+  /** Logical dim stored in blocks of `block` elements; -1 and 0 when not packed. */
   packed_dim: number;
   block: number;
 }
@@ -249,9 +252,9 @@ export interface GraphOpCapability {
   /** The wasmq int8 op a node of it becomes ('' : itself, or no int8 form). */
   as: string;
   /** The layouts its arguments accept and its output produces. */
-  layout: 'nchw' | 'nhwc-kernel' | 'follow' | 'agnostic' | 'agnostic-binary' | 'agnostic-all' | 'nhwc' | 'to-nhwc' | 'to-nchw';
-  /** Its channels-last variant ('' : none). */
-  nhwc: string;
+  layout: 'nchw' | 'nhwc-kernel' | 'follow' | 'agnostic' | 'agnostic-binary' | 'agnostic-all' | 'to-nhwc' | 'to-nchw';
+  /** The activation layouts its kernels take: one op per kernel family, the kernel follows its tensors' layouts. */
+  layouts: Array<'NCHW' | 'NHWC'>;
 }
 
 export interface GraphRecords {

@@ -56,12 +56,9 @@ static const wq_tensor *find_tensor(const wq_model *m, const char *name) {
   return t >= 0 ? &g->tensors[t] : NULL;
 }
 
-/* op_type, or its channels-last variant the int8 layout pass switches to
- * (QConv -> QConvNHWC, ...). */
-static bool op_is(const char *op_type, const char *want) {
-  size_t n = strlen(want);
-  return strncmp(op_type, want, n) == 0 && (op_type[n] == '\0' || strcmp(op_type + n, "NHWC") == 0);
-}
+/* The op, in whichever layout the layout pass left its tensors (the kernel
+ * follows them; there are no per-layout variants). */
+static bool op_is(const char *op_type, const char *want) { return strcmp(op_type, want) == 0; }
 
 static int count_ops(const wq_model *m, const char *domain, const char *op_type) {
   const wq_graph *g = wq_model_get_ir(m)->graph;

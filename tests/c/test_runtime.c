@@ -79,7 +79,7 @@ static void test_run_input_errors(void) {
   if (!m)
     return;
   float pixels[784] = {0};
-  wq_value in = {WQ_DT_FLOAT, 4, {1, 1, 28, 28}, pixels};
+  wq_value in = {.dtype = WQ_DT_FLOAT, .rank = 4, .dims = {1, 1, 28, 28}, .data = pixels};
   CHECK(wq_model_run(m, &in, 0, &err) == WQ_ERR_INVALID_ARG);
   wq_value wrong_dtype = in;
   wrong_dtype.dtype = WQ_DT_INT32;
@@ -130,7 +130,7 @@ static void test_folding_shape_plumbing(void) {
   float *x = calloc(3 * 48 * 192, sizeof *x);
   for (int i = 0; i < 3 * 48 * 192; i++)
     x[i] = (float)((i * 7919) % 255) / 255.0f;
-  wq_value in = {WQ_DT_FLOAT, 4, {1, 3, 48, 192}, x};
+  wq_value in = {.dtype = WQ_DT_FLOAT, .rank = 4, .dims = {1, 3, 48, 192}, .data = x};
   CHECK_MSG(wq_model_run(m, &in, 1, &err) == WQ_OK, "%s (%s)", err.message, err.node);
   const wq_value *probs = wq_model_result(m, 0);
   CHECK(probs && fabs(((float *)probs->data)[0] + ((float *)probs->data)[1] - 1.0) < 1e-5);

@@ -43,7 +43,7 @@ test('capture: every produced tensor, int8 codes dequantized with their qparams,
     assert.equal(nhwc.data.length, nhwc.dims.reduce((a, b) => a * b, 1));
     // The input's layout transition is fused into its QuantizeLinear: the
     // codes it wrote channels-last read back channels-first as above.
-    assert.equal(nodes[xq.producer].op, 'QuantizeLinearNHWC');
+    assert.equal(nodes[xq.producer].op, 'QuantizeLinear');
     assert.equal(captured[xq.name].layout, 'NHWC');
     // Capture is off again afterwards: a later plain run has no `captured`.
     assert.equal((await q.run(feeds)).captured, undefined);

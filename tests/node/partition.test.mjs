@@ -59,13 +59,18 @@ test('legend.ops: the registry capability record of every op the graph runs, onc
     assert.deepEqual(g.legend.ops.map(key), ops);
     const cap = (op, domain = '') => g.legend.ops.find((o) => o.op === op && o.domain === domain);
     // Float ops with no int8 form, and what the int8 ones are.
-    assert.deepEqual(cap('Softmax'), { op: 'Softmax', domain: '', int8: 'none', as: '', layout: 'nchw', nhwc: '' });
-    assert.deepEqual(cap('Conv'), { op: 'Conv', domain: '', int8: 'conv', as: 'QConv', layout: 'nchw', nhwc: '' });
+    assert.deepEqual(cap('Softmax'), { op: 'Softmax', domain: '', int8: 'none', as: '', layout: 'nchw', layouts: ['NCHW'] });
+    assert.deepEqual(cap('Conv'), { op: 'Conv', domain: '', int8: 'conv', as: 'QConv', layout: 'nchw', layouts: ['NCHW'] });
     assert.equal(cap('QuantizeLinear').int8, 'quantize');
     assert.equal(cap('DequantizeLinear').int8, 'dequantize');
-    const conv = cap('QConvNHWC', 'wasmq');
+    // One QConv op: its kernel follows its tensors' layouts (no QConvNHWC twin).
+    const conv = cap('QConv', 'wasmq');
     assert.equal(conv.int8, 'kernel');
-    assert.equal(conv.layout, 'nhwc');
+    assert.equal(conv.layout, 'nhwc-kernel');
+    assert.deepEqual(conv.layouts, ['NCHW', 'NHWC']);
+    assert.ok(g.legend.ops.every((o) => !o.op.endsWith('NHWC') || o.op === 'ToNHWC'));
+    const qconvs = g.nodes.filter((n) => n.op === 'QConv');
+    assert.ok(qconvs.some((n) => g.tensors[n.inputs[0]].layout.name === 'NHWC'));
     // the inspector's details line reads the same record
     assert.equal(capabilityLabel(g, byName(g, 'Softmax_sm')), 'int8: none (runs float); layout: nchw');
     assert.equal(capabilityLabel(g, byName(g, 'Conv_c1')), 'int8: conv -> QConv; layout: nchw');

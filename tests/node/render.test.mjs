@@ -30,10 +30,11 @@ test('graph(): smallcnn_qdq is one int8 region with one layout transition (the p
     // 1x3x224x224 uint8 moved to NHWC; the 64-channel pooled tensor (1x1
     // spatial: the same bytes either way) is flattened without a transition.
     // It is fused into the input's QuantizeLinear (was 150528 B in a ToNHWC of its own).
-    assert.deepEqual(g.transitions.map((t) => [t.bytes, t.fused, g.nodes[t.node].op]), [[0, true, 'QuantizeLinearNHWC']]);
+    assert.deepEqual(g.transitions.map((t) => [t.bytes, t.fused, g.nodes[t.node].op]), [[0, true, 'QuantizeLinear']]);
     assert.equal(g.nodes.find((n) => n.op === 'Flatten').inputs.map((t) => g.tensors[t].layout.name)[0], 'NHWC');
     const conv = g.nodes.find((n) => n.name === 'c1_Conv');
-    assert.equal(conv.op, 'QConvNHWC');
+    assert.equal(conv.op, 'QConv');
+    assert.equal(g.tensors[conv.inputs[0]].layout.name, 'NHWC'); // so its kernel is a channels-last one
     assert.equal(conv.reason.code, 'INT8');
     assert.equal(conv.kernel, 'im2col_gemm');
     const w = g.tensors[conv.inputs[1]];

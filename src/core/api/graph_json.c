@@ -32,8 +32,7 @@ static const char *node_role(const wq_node *n) {
   switch (n->reason) {
   case WQ_REASON_TRANSITION: return "transition";
   case WQ_REASON_SHAPE: return "data";
-  case WQ_REASON_BOUNDARY:
-    return n->op_type[0] == 'D' ? "dequantize" : "quantize"; /* also the fused *NHWC */
+  case WQ_REASON_BOUNDARY: return n->op_type[0] == 'D' ? "dequantize" : "quantize";
   default: return "compute";
   }
 }
@@ -52,17 +51,17 @@ static void put_kernel(wq_text *t, const char *why) {
   wq_text_put(t, "\"%.*s\"", (int)len, k ? k : "");
 }
 
+/* The tensor's layout record: its name, the memory order of the logical
+ * dims, and the packing (packed_dim -1 and block 0: not packed). */
 static void put_layout(wq_text *t, const wq_tensor *x) {
   int rank = x->rank > 0 ? x->rank : 0;
-  bool nhwc = x->layout == WQ_LAYOUT_NHWC && rank >= 3;
+  bool nhwc = wq_layout_channels_last(x->layout, rank);
   const char *name = nhwc ? "NHWC" : rank == 4 ? "NCHW" : "plain";
   wq_text_put(t, "{\"name\":\"%s\",\"order\":[", name);
-  for (int d = 0; d < rank; d++) {
-    /* Memory order of the logical dims: channels (1) last when NHWC. */
-    int logical = nhwc ? (d == 0 ? 0 : d == rank - 1 ? 1 : d + 1) : d;
-    wq_text_put(t, "%s%d", d ? "," : "", logical);
-  }
-  wq_text_put(t, "],\"packed_dim\":-1,\"block\":0}");
+  for (int d = 0; d < rank; d++)
+    wq_text_put(t, "%s%d", d ? "," : "", wq_layout_logical_dim(x->layout, rank, d));
+  wq_text_put(t, "],\"packed_dim\":%d,\"block\":%d}", x->layout.block ? x->layout.packed_dim : -1,
+              x->layout.block);
 }
 
 /* Logical dims (channels-first for a channels-last tensor). */
@@ -71,12 +70,12 @@ static void put_dims(wq_text *t, const wq_tensor *x) {
     wq_text_put(t, "[]");
     return;
   }
-  bool nhwc = x->layout == WQ_LAYOUT_NHWC && x->rank >= 3;
+  int64_t dims[WQ_MAX_RANK];
+  for (int d = 0; d < x->rank; d++)
+    dims[wq_layout_logical_dim(x->layout, x->rank, d)] = x->dims[d];
   wq_text_put(t, "[");
-  for (int d = 0; d < x->rank; d++) {
-    int physical = nhwc ? (d == 0 ? 0 : d == 1 ? x->rank - 1 : d - 1) : d;
-    wq_text_put(t, "%s%lld", d ? "," : "", (long long)x->dims[physical]);
-  }
+  for (int d = 0; d < x->rank; d++)
+    wq_text_put(t, "%s%lld", d ? "," : "", (long long)dims[d]);
   wq_text_put(t, "]");
 }
 
@@ -209,7 +208,7 @@ static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report
         continue;
       if (first < 0)
         first = i;
-      transitions += wq_fused_boundary(&g->nodes[i]);
+      transitions += wq_fused_boundary(g, &g->nodes[i]);
       if (g->nodes[i].reason == WQ_REASON_TRANSITION) {
         transitions++;
         bytes += wq_transition_bytes(&g->tensors[g->nodes[i].outputs[0]]);
@@ -232,10 +231,11 @@ static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_re
   int listed = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
-    bool fused = wq_fused_boundary(n);
+    bool fused = wq_fused_boundary(g, n);
     if ((n->reason != WQ_REASON_TRANSITION && !fused) || n->n_inputs < 1 || n->n_outputs < 1)
       continue;
-    bool to_nhwc = g->tensors[n->outputs[0]].layout == WQ_LAYOUT_NHWC;
+    const wq_tensor *y = &g->tensors[n->outputs[0]];
+    bool to_nhwc = wq_layout_channels_last(y->layout, y->rank);
     wq_text_put(t,
                 "%s{\"node\":%d,\"from\":\"%s\",\"to\":\"%s\",\"tensor_in\":%d,\"tensor_out\":%d,"
                 "\"bytes\":%lld,\"region\":%d,\"fused\":%s}",
@@ -274,12 +274,19 @@ static void put_legend(wq_text *t, const wq_graph *g) {
       i++;
     if (i == g->n_nodes)
       continue;
-    const wq_op *as = wq_op_by_id(op->int8_as), *nhwc = wq_op_by_id(op->nhwc);
+    const wq_op *as = wq_op_by_id(op->int8_as);
+    /* The activation layouts its kernels take (the kernel follows them;
+     * Quantize/DequantizeLinear's codes side takes NHWC too, a fused
+     * transition). */
+    const int cap = op->layout;
+    const bool both =
+        cap != WQ_LCAP_NCHW || id == WQ_OPID(quantize_linear) || id == WQ_OPID(dequantize_linear);
+    const char *layouts = both ? "\"NCHW\",\"NHWC\"" : "\"NCHW\"";
     wq_text_put(t,
                 "%s{\"op\":\"%s\",\"domain\":\"%s\",\"int8\":\"%s\",\"as\":\"%s\","
-                "\"layout\":\"%s\",\"nhwc\":\"%s\"}",
+                "\"layout\":\"%s\",\"layouts\":[%s]}",
                 sep, op->op_type, op->domain, wq_int8_kind_name(op->int8), as ? as->op_type : "",
-                wq_layout_cap_name(op->layout), nhwc ? nhwc->op_type : "");
+                wq_layout_cap_name(cap), layouts);
     sep = ",";
   }
   wq_text_put(t, "]}");

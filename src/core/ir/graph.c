@@ -186,6 +186,7 @@ wq_value wq_tensor_value(const wq_tensor *t) {
   for (int i = 0; i < WQ_MAX_RANK; i++)
     v.dims[i] = (t->rank > i) ? t->dims[i] : 0;
   v.data = t->data;
+  v.layout = t->layout;
   return v;
 }
 

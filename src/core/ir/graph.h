@@ -28,13 +28,10 @@ typedef struct {
   bool is_input;    /* graph input fed at run time */
   bool is_output;
   struct wq_qparams *qparams; /* owned; NULL when the tensor is not quantized */
-  int layout;                 /* WQ_LAYOUT_*: how dims are stored */
+  /* Memory layout, chosen by the layout pass; dims are in its memory
+   * order (a channels-last tensor's dims read [N, spatial..., C]). */
+  wq_layout layout;
 } wq_tensor;
-
-/* A tensor's memory layout. DECLARED: dims in the order ONNX declares them
- * (NCHW for images). NHWC: channels-last, dims hold the physical shape
- * [N, spatial..., C] (the int8 layout pass's twins). */
-enum { WQ_LAYOUT_DECLARED = 0, WQ_LAYOUT_NHWC = 1 };
 
 typedef enum {
   WQ_ATTR_UNDEFINED = 0,

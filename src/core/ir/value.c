@@ -106,3 +106,24 @@ void wq_dims_format(const int64_t *dims, int rank, char *buf, size_t cap) {
   if (used < cap)
     wq_format(buf + used, cap - used, "]");
 }
+
+int wq_layout_logical_dim(wq_layout l, int rank, int pos) {
+  if (!wq_layout_channels_last(l, rank) || pos == 0)
+    return pos;
+  return pos == rank - 1 ? 1 : pos + 1;
+}
+
+int wq_layout_memory_pos(wq_layout l, int rank, int d) {
+  if (!wq_layout_channels_last(l, rank) || d == 0)
+    return d;
+  return d == 1 ? rank - 1 : d - 1;
+}
+
+void wq_dims_permute(const int64_t *in, int rank, bool to_channels_last, int64_t *out) {
+  int64_t tmp[WQ_MAX_RANK];
+  for (int d = 0; d < rank; d++)
+    tmp[d] = in[d];
+  for (int d = 1; d < rank; d++)
+    out[d] = to_channels_last ? tmp[d == rank - 1 ? 1 : d + 1] : tmp[d == 1 ? rank - 1 : d - 1];
+  out[0] = tmp[0];
+}

@@ -11,12 +11,48 @@
 #include "dtype.h"
 #include "status.h"
 
+/* How a tensor's elements sit in memory. `order`: WQ_ORDER_DECLARED keeps
+ * the dims in the order ONNX declares them (NCHW for images);
+ * WQ_ORDER_CHANNELS_LAST stores dim 1 last (NHWC, for rank >= 3). A packed
+ * layout also stores logical dim `packed_dim` in blocks of `block` elements
+ * (block 0: not packed). All zero is the declared, unpacked layout. Values
+ * hold their dims in memory order; wq_layout_logical_dim maps them back. */
+typedef struct {
+  unsigned char order;
+  unsigned char block;
+  signed char packed_dim;
+} wq_layout;
+
+enum { WQ_ORDER_DECLARED = 0, WQ_ORDER_CHANNELS_LAST = 1 };
+
 typedef struct {
   wq_dtype dtype; /* WQ_DT_UNDEFINED for an omitted optional input */
   int rank;       /* -1 when the shape is unknown */
   int64_t dims[WQ_MAX_RANK];
   void *data; /* NULL when only the shape is known (shape inference) */
+  wq_layout layout;
 } wq_value;
+
+/* Channels-last storage of a value of rank >= 3: the layout kernels of a
+ * family (QConv, pools, Resize, DepthToSpace, Quantize/DequantizeLinear)
+ * pick their channels-last variant by. */
+static inline bool wq_layout_channels_last(wq_layout l, int rank) {
+  return l.order == WQ_ORDER_CHANNELS_LAST && rank >= 3;
+}
+
+/* Same memory order and packing: elementwise readers and writers agree. */
+static inline bool wq_layout_same(wq_layout a, wq_layout b) {
+  return a.order == b.order && a.block == b.block && (!a.block || a.packed_dim == b.packed_dim);
+}
+
+/* The logical (declared-order) dim stored at memory position pos, and the
+ * memory position of logical dim d. */
+int wq_layout_logical_dim(wq_layout l, int rank, int pos);
+int wq_layout_memory_pos(wq_layout l, int rank, int d);
+
+/* Dims of a shape in one order as the other: declared -> channels-last
+ * (to_channels_last) or back. */
+void wq_dims_permute(const int64_t *in, int rank, bool to_channels_last, int64_t *out);
 
 /* Element count of a known shape; 1 for rank 0. Returns -1 for unknown rank or
  * any unknown (negative) dim, and WQ_MAX_ELEMENTS + 1 for any count past the

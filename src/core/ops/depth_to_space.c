@@ -1,6 +1,9 @@
-/* DepthToSpace: moves channel blocks into b x b spatial tiles (NCHW). */
+/* DepthToSpace: moves channel blocks into b x b spatial tiles, NCHW, or
+ * NHWC ([N, H, W, C] -> [N, H*b, W*b, C/b²]) on 8-bit codes the layout
+ * pass stores channels-last (the kernel follows the input's layout). */
 #include <string.h>
 
+#include "../kernels/qeltwise.h"
 #include "../kernels/ref/depth_to_space_ref.h"
 #include "tensor_util.h"
 
@@ -35,14 +38,20 @@ static wq_status d2s_infer(const wq_node *node, const wq_value *in, wq_value *ou
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "DepthToSpace: input must be 4-D, got rank %d",
                    in[0].rank);
   const int64_t *d = in[0].dims;
-  if (d[1] >= 0 && d[1] % (b * b) != 0)
+  /* Memory positions of C, H and W. */
+  const bool nhwc = wq_layout_channels_last(in[0].layout, 4);
+  const int c = nhwc ? 3 : 1, h = nhwc ? 1 : 2, w = nhwc ? 2 : 3;
+  if (nhwc && elem != 1)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "DepthToSpace: channels-last only on 8-bit codes");
+  if (d[c] >= 0 && d[c] % (b * b) != 0)
     return wq_fail(err, WQ_ERR_SHAPE, node->name,
                    "DepthToSpace: %lld channels are not divisible by blocksize^2 = %lld",
-                   (long long)d[1], (long long)(b * b));
+                   (long long)d[c], (long long)(b * b));
   out[0].dims[0] = d[0];
-  out[0].dims[1] = d[1] < 0 ? -1 : d[1] / (b * b);
-  out[0].dims[2] = d[2] < 0 ? -1 : d[2] * b;
-  out[0].dims[3] = d[3] < 0 ? -1 : d[3] * b;
+  out[0].dims[c] = d[c] < 0 ? -1 : d[c] / (b * b);
+  out[0].dims[h] = d[h] < 0 ? -1 : d[h] * b;
+  out[0].dims[w] = d[w] < 0 ? -1 : d[w] * b;
   if (wq_tu_shape_known(&out[0]))
     WQ_TRY(wq_shape_check(out[0].dims, 4, node->name, "DepthToSpace output", err));
   return WQ_OK;
@@ -54,14 +63,18 @@ static wq_status d2s_run(const wq_node *node, const wq_value *in, wq_value *out,
   int64_t b = 0;
   bool crd = false;
   WQ_TRY(d2s_params(node, &b, &crd, err));
-  if (wq_value_numel(&out[0]) > 0)
-    wq_ref_depth_to_space(in[0].data, out[0].data, elem, in[0].dims, b, crd);
+  const int64_t *d = in[0].dims;
+  if (wq_value_numel(&out[0]) <= 0)
+    return WQ_OK;
+  if (wq_layout_channels_last(in[0].layout, in[0].rank)) /* 8-bit codes: infer checked */
+    wq_depth_to_space_nhwc_q8(d[0], d[1], d[2], d[3], b, crd, in[0].data, out[0].data);
+  else
+    wq_ref_depth_to_space(in[0].data, out[0].data, elem, d, b, crd);
   return WQ_OK;
 }
 
 const wq_op wq_op_depth_to_space = {.int8 = WQ_INT8_MOVE,
                                     .layout = WQ_LCAP_FOLLOW,
-                                    .nhwc = WQ_OPID(depth_to_space_nhwc),
                                     .quant_role = WQ_QROLE_SHARED,
                                     .op_type = "DepthToSpace",
                                     .domain = "",

@@ -55,7 +55,7 @@ wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const 
                                   bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
                                   float **multiplier, wq_error *err);
 
-/* The attributes of QConv and QConvNHWC: window (kernel, pads, strides,
+/* The attributes of QConv: window (kernel, pads, strides,
  * dilations), group >= 1, y_dtype (int32 only when allow_int32) and the
  * fused clamp. */
 wq_status wq_int8_conv_attrs_parse(const wq_node *node, bool allow_int32, wq_window_attrs *win,

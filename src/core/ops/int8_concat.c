@@ -44,12 +44,15 @@ static wq_status qconcat_prepare(wq_node *node, wq_error *err) {
   return WQ_OK;
 }
 
-static wq_status qconcat_axis(const wq_node *node, int rank, int *axis, wq_error *err) {
+/* The memory axis of attribute axis in `layout` (channels-last codes join
+ * along their last dim when axis is the channels). */
+static wq_status qconcat_axis(const wq_node *node, int rank, wq_layout layout, int *axis,
+                              wq_error *err) {
   const qconcat_state *s = node->op_state;
   if (s->axis < -rank || s->axis >= rank)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
                    "QConcat: axis %lld is out of range for rank %d", (long long)s->axis, rank);
-  *axis = (int)(s->axis < 0 ? s->axis + rank : s->axis);
+  *axis = wq_layout_memory_pos(layout, rank, (int)(s->axis < 0 ? s->axis + rank : s->axis));
   return WQ_OK;
 }
 
@@ -59,17 +62,20 @@ static wq_status qconcat_infer(const wq_node *node, const wq_value *in, wq_value
   out[0].dtype = s->y_dtype;
   out[0].rank = -1;
   int rank = -1;
+  wq_layout layout = in[0].layout;
   for (int k = 0; k < node->n_inputs; k++) {
     WQ_TRY(wq_int8_expect_8bit(node, "input", in[k].dtype, err));
-    if (in[k].rank >= 0)
+    if (in[k].rank >= 0) {
       rank = in[k].rank;
+      layout = in[k].layout;
+    }
   }
   if (rank < 0)
     return WQ_OK;
   if (rank == 0)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConcat: inputs must have rank >= 1");
   int axis;
-  WQ_TRY(qconcat_axis(node, rank, &axis, err));
+  WQ_TRY(qconcat_axis(node, rank, layout, &axis, err));
   out[0].rank = rank;
   for (int d = 0; d < rank; d++)
     out[0].dims[d] = d == axis ? 0 : -1;
@@ -145,7 +151,7 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
   if (!s->planned || s->n_inputs != node->n_inputs)
     return wq_int8_not_planned(node, err);
   int rank = out[0].rank, axis;
-  WQ_TRY(qconcat_axis(node, rank, &axis, err));
+  WQ_TRY(qconcat_axis(node, rank, out[0].layout, &axis, err));
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; d++)
     outer *= out[0].dims[d];

@@ -1,18 +1,25 @@
 /* QConv (domain "wasmq"): Conv's geometry (group, pads, strides, dilations,
- * auto_pad, kernel_shape) over an int8/uint8 activation x with a constant
+ * auto_pad, kernel_shape) over an int8/uint8 activation x (channels-first
+ * [N, C, spatial...] or channels-last [N, spatial..., C], its layout) with a constant
  * int8/uint8 weight w [M, C/group, kernel...] and an optional constant int32
  * bias [M] already in accumulator units (s_x * s_w[m]). Quantization
  * parameters come from the tensors: x per tensor, w per tensor or per output
  * channel, y per tensor. Attributes beyond Conv's: y_dtype (int8, uint8, or
  * int32 = raw accumulator as ConvInteger), act_min/act_max (fused relu/clip
- * clamp in output codes). The plan hook prepacks zero-point-free weights,
- * the bias and the per-channel multipliers into op_state; the kernel is
- * wq_int8_conv_ref. */
+ * clamp in output codes). The plan hook picks the kernel by x's layout:
+ * channels-first runs wq_int8_conv_ref on weights prepacked zero-point-free
+ * with the bias and per-channel multipliers; channels-last (the layout pass
+ * makes int8 regions so) runs the SIMD algorithms of kernels/qconv.h, the
+ * one chosen appended to the node's lowering note. y has x's layout. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
+#include "../kernels/qconv.h"
 #include "../kernels/ref/int8_conv_ref.h"
 #include "../kernels/ref/quant_ref.h"
+#include "../passes/layout_int8.h"
+#include "../passes/lower.h"
 #include "int8_common.h"
 #include "nn_window.h"
 
@@ -23,12 +30,21 @@ typedef struct {
   int32_t act_min, act_max;
   /* Filled by the plan hook. */
   bool planned;
+  bool channels_last; /* planned for a channels-last x */
   int64_t M, weight_numel;
   int32_t x_zero_point, y_zero_point;
   int32_t *w;        /* [M, C/group, kernel...] centered */
   int32_t *bias;     /* [M] or NULL */
   int32_t *w_sums;   /* [M] sum of centered weights (zero-point correction for SIMD kernels) */
   float *multiplier; /* [M] (s_x * s_w[m]) / s_y; NULL for int32 output */
+  /* Channels-last: the plan of kernels/qconv.h for this x shape. */
+  int64_t x_dims[WQ_MAX_RANK];
+  int x_rank;
+  /* Planned for one batch item (a symbolic batch): runs item by item, any
+   * batch size; x_item/y_item are the bytes of one item. */
+  bool per_item;
+  int64_t x_item, y_item;
+  wq_qconv_plan plan;
 } qconv_state;
 
 static void qconv_free(void *p) {
@@ -39,6 +55,7 @@ static void qconv_free(void *p) {
   free(s->bias);
   free(s->w_sums);
   free(s->multiplier);
+  wq_qconv_plan_free(&s->plan);
   free(s);
 }
 
@@ -53,6 +70,22 @@ static wq_status qconv_prepare(wq_node *node, wq_error *err) {
     return st;
   }
   node->op_state = s;
+  return WQ_OK;
+}
+
+/* x's C channels, w's M outputs of Cg inputs each, and the groups agree
+ * (unknown dims, -1, pass). */
+static wq_status qconv_check_channels(const wq_node *node, int64_t C, int64_t M, int64_t Cg,
+                                      wq_error *err) {
+  const qconv_state *s = node->op_state;
+  if (C >= 0 && Cg >= 0 && C != Cg * s->group)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: x has %lld channels but w expects %lld per group x %lld groups",
+                   (long long)C, (long long)Cg, (long long)s->group);
+  if (M >= 0 && M % s->group != 0)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: %lld output channels do not split into %lld groups", (long long)M,
+                   (long long)s->group);
   return WQ_OK;
 }
 
@@ -73,14 +106,7 @@ static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_va
                    "QConv: x must be [N, C, spatial...] and w of the same rank (ranks %d and %d)",
                    x->rank, w->rank);
   int64_t C = x->dims[1], M = w->dims[0], Cg = w->dims[1];
-  if (C >= 0 && Cg >= 0 && C != Cg * s->group)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "QConv: x has %lld channels but w expects %lld per group x %lld groups",
-                   (long long)C, (long long)Cg, (long long)s->group);
-  if (M >= 0 && M % s->group != 0)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "QConv: %lld output channels do not split into %lld groups", (long long)M,
-                   (long long)s->group);
+  WQ_TRY(qconv_check_channels(node, C, M, Cg, err));
   int ns = x->rank - 2;
   WQ_TRY(wq_window_geometry(node, &s->win, ns, &x->dims[2], &w->dims[2], false, true, &shape->geo,
                             err));
@@ -99,8 +125,173 @@ static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_va
   return WQ_OK;
 }
 
+/* Appends `extra` to the node's lowering note (shown by info --lowered). */
+static wq_status note_append(wq_node *node, const char *extra, wq_error *err) {
+  const char *why = wq_lower_why(node);
+  size_t len = (why ? strlen(why) + 2 : 0) + strlen(extra) + 1;
+  char *text = malloc(len);
+  if (!text)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+  wq_format(text, len, "%s%s%s", why ? why : "", why ? "; " : "", extra);
+  wq_status st = wq_layout_set_note(node, text, err);
+  free(text);
+  return st;
+}
+
+static wq_status qconv_nhwc_geometry(const wq_node *node, const wq_value *x, const wq_value *w,
+                                     wq_conv_geometry *g, wq_error *err) {
+  const qconv_state *s = node->op_state;
+  if (x->rank < 3 || x->rank > 4 || w->rank != x->rank)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: x must be [N, (H,) W, C] and w [M, C/group, (kH,) kW] (ranks %d "
+                   "and %d)",
+                   x->rank, w->rank);
+  const int64_t C = x->dims[x->rank - 1], M = w->dims[0], Cg = w->dims[1];
+  WQ_TRY(qconv_check_channels(node, C, M, Cg, err));
+  return wq_window_geometry(node, &s->win, x->rank - 2, &x->dims[1], &w->dims[2], false, true, g,
+                            err);
+}
+
+static wq_status qconv_nhwc_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                                  wq_error *err) {
+  const qconv_state *s = node->op_state;
+  WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
+  WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
+  out[0].dtype = s->y_dtype;
+  if (in[0].rank < 0 || in[1].rank < 0) {
+    out[0].rank = -1;
+    return WQ_OK;
+  }
+  wq_conv_geometry g;
+  WQ_TRY(qconv_nhwc_geometry(node, &in[0], &in[1], &g, err));
+  out[0].rank = in[0].rank;
+  out[0].dims[0] = in[0].dims[0];
+  for (int i = 0; i < g.n_spatial; i++)
+    out[0].dims[1 + i] = g.out[i];
+  out[0].dims[in[0].rank - 1] = in[1].dims[0];
+  bool has_bias = node->n_inputs > 2 && wq_value_present(&in[2]);
+  if (has_bias &&
+      (in[2].dtype != WQ_DT_INT32 || (in[2].rank >= 0 && in[1].dims[0] >= 0 &&
+                                      (in[2].rank != 1 || in[2].dims[0] != in[1].dims[0]))))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias must be int32 [%lld]",
+                   (long long)in[1].dims[0]);
+  if (wq_value_shape_known(&out[0]))
+    WQ_TRY(wq_shape_check(out[0].dims, out[0].rank, node->name, "QConv output", err));
+  return WQ_OK;
+}
+
+static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  qconv_state *s = node->op_state;
+  if (s->y_dtype == WQ_DT_INT32)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "QConv: int32 output (the raw accumulator) only channels-first");
+  const wq_tensor *w;
+  WQ_TRY(wq_int8_constant_input(node, g, 1, "w", &w, err));
+  wq_value wv = wq_tensor_value(w);
+  wq_value xv = wq_tensor_value(&g->tensors[node->inputs[0]]);
+  WQ_TRY(wq_int8_expect_8bit(node, "w", wv.dtype, err));
+  s->per_item = xv.rank >= 1 && xv.dims[0] < 0;
+  if (s->per_item)
+    xv.dims[0] = 1;
+  if (!wq_value_shape_known(&xv) || !wq_value_shape_known(&wv))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: x and w shapes must be static (but for the batch)");
+  wq_conv_geometry geo;
+  WQ_TRY(qconv_nhwc_geometry(node, &xv, &wv, &geo, err));
+  const wq_qparams *qx, *qw, *qy;
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qw, err));
+  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, true, &qy, err));
+  float sx, sy;
+  int32_t zx, zy;
+  WQ_TRY(wq_int8_per_tensor(node, qx, "x", &sx, &zx, err));
+  WQ_TRY(wq_int8_per_tensor(node, qy, "y", &sy, &zy, err));
+  if (qy->dtype != s->y_dtype)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "QConv: y quantization parameters are %s but y_dtype is %s",
+                   wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
+  if (!wq_qparams_is_per_tensor(qw) && wq_qparams_channel_axis(qw) != 0)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "QConv: w must be quantized per tensor or per output channel");
+  const int64_t M = wv.dims[0], per_m = wq_value_numel(&wv) / (M > 0 ? M : 1);
+  const wq_tensor *bias = NULL;
+  if (node->n_inputs > 2 && node->inputs[2] >= 0) {
+    WQ_TRY(wq_int8_constant_input(node, g, 2, "bias", &bias, err));
+    if (bias->dtype != WQ_DT_INT32 || bias->rank != 1 || bias->dims[0] != M)
+      return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias must be int32 [%lld]",
+                     (long long)M);
+  }
+  float *mult = malloc(sizeof(float) * (size_t)(M > 0 ? M : 1));
+  int32_t *wzp = malloc(sizeof(int32_t) * (size_t)(M > 0 ? M : 1));
+  if (!mult || !wzp) {
+    free(mult);
+    free(wzp);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
+  }
+  for (int64_t m = 0; m < M; m++) {
+    int64_t at = wq_qparams_index_of(qw, m * per_m);
+    mult[m] = wq_qgemm_multiplier(sx, qw->scale[at], sy);
+    wzp[m] = qw->zero_point[at];
+  }
+  wq_qconv_desc d = {.batch = xv.dims[0],
+                     .in_channels = xv.dims[xv.rank - 1],
+                     .out_channels = M,
+                     .group = s->group,
+                     .geo = geo,
+                     .x_dtype = qx->dtype,
+                     .x_zero_point = zx,
+                     .w_dtype = wv.dtype,
+                     .w = wv.data,
+                     .w_zero_point = wzp,
+                     .w_zero_point_count = M,
+                     .bias = bias ? bias->data : NULL,
+                     .multiplier = mult,
+                     .multiplier_count = M,
+                     .y_dtype = s->y_dtype,
+                     .y_zero_point = zy,
+                     .y_min = s->act_min,
+                     .y_max = s->act_max};
+  wq_qconv_plan_free(&s->plan);
+  s->planned = false;
+  wq_status st = wq_qconv_plan_init(&s->plan, &d, node->name, err);
+  free(mult);
+  free(wzp);
+  WQ_TRY(st);
+  s->x_rank = xv.rank;
+  memcpy(s->x_dims, xv.dims, sizeof s->x_dims);
+  s->x_item = wq_value_numel(&xv) * (int64_t)wq_dtype_size(qx->dtype);
+  s->y_item = M; /* 8-bit output codes */
+  s->M = M;
+  s->weight_numel = wq_value_numel(&wv);
+  for (int i = 0; i < geo.n_spatial; i++)
+    s->y_item *= geo.out[i];
+  s->planned = true;
+  char note[96];
+  wq_format(note, sizeof note, "kernel %s", wq_qconv_algo_name(s->plan.algo));
+  return note_append(node, note, err);
+}
+
+static wq_status qconv_nhwc_run(const wq_node *node, const wq_value *in, wq_value *out,
+                                wq_error *err) {
+  const qconv_state *s = node->op_state;
+  const int first = s->per_item ? 1 : 0;
+  if (in[0].rank != s->x_rank ||
+      memcmp(in[0].dims + first, s->x_dims + first, sizeof(int64_t) * (size_t)(in[0].rank - first)))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: x shape differs from the planned one");
+  const int64_t items = s->per_item ? in[0].dims[0] : 1;
+  wq_status st = WQ_OK;
+  for (int64_t b = 0; b < items && st == WQ_OK; b++)
+    st = wq_qconv_run(&s->plan, (const unsigned char *)in[0].data + b * s->x_item,
+                      (unsigned char *)out[0].data + b * s->y_item, err);
+  if (st != WQ_OK)
+    wq_error_set_node(err, node->name);
+  return st;
+}
+
 static wq_status qconv_infer(const wq_node *node, const wq_value *in, wq_value *out,
                              wq_error *err) {
+  if (wq_layout_channels_last(in[0].layout, in[0].rank))
+    return qconv_nhwc_infer(node, in, out, err);
   WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
   WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
   bool has_bias = node->n_inputs > 2 && wq_value_present(&in[2]);
@@ -119,7 +310,7 @@ static wq_status qconv_infer(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qconv_ref_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   qconv_state *s = node->op_state;
   const wq_tensor *w;
   WQ_TRY(wq_int8_constant_input(node, g, 1, "w", &w, err));
@@ -149,10 +340,23 @@ static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   return WQ_OK;
 }
 
+/* The kernel follows x's layout (the tensor's, as the layout pass left it). */
+static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  qconv_state *s = node->op_state;
+  const wq_tensor *x = &g->tensors[node->inputs[0]];
+  s->planned = false;
+  s->channels_last = wq_layout_channels_last(x->layout, x->rank);
+  return s->channels_last ? qconv_nhwc_plan(node, g, err) : qconv_ref_plan(node, g, err);
+}
+
 static wq_status qconv_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const qconv_state *s = node->op_state;
   if (!s->planned)
     return wq_int8_not_planned(node, err);
+  if (s->channels_last != wq_layout_channels_last(in[0].layout, in[0].rank))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: x layout differs from the planned one");
+  if (s->channels_last)
+    return qconv_nhwc_run(node, in, out, err);
   wq_int8_conv_params p;
   memset(&p, 0, sizeof p);
   bool known;
@@ -175,7 +379,6 @@ static wq_status qconv_run(const wq_node *node, const wq_value *in, wq_value *ou
 
 const wq_op wq_op_int8_conv = {.int8 = WQ_INT8_KERNEL,
                                .layout = WQ_LCAP_NHWC_KERNEL,
-                               .nhwc = WQ_OPID(int8_conv_nhwc),
                                .op_type = "QConv",
                                .domain = WQ_INT8_DOMAIN,
                                .min_opset = 1,

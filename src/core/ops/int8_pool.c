@@ -2,12 +2,14 @@
  * window attributes (kernel_shape, strides, pads, dilations, auto_pad,
  * ceil_mode, count_include_pad) over int8/uint8 data with per-tensor
  * quantization parameters on the input and output tensors. Attribute
- * y_dtype. */
+ * y_dtype. X channels-first [N, C, spatial...] or channels-last
+ * [N, spatial..., C] (the kernel follows its layout; Y has X's). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/ref/int8_pool_ref.h"
 #include "int8_common.h"
+#include "int8_nhwc.h"
 #include "nn_window.h"
 
 typedef struct {
@@ -63,6 +65,8 @@ static wq_status qpool_infer(const wq_node *node, const wq_value *in, wq_value *
   const qpool_state *s = node->op_state;
   WQ_TRY(wq_int8_expect_8bit(node, "X", in[0].dtype, err));
   out[0].dtype = s->y_dtype;
+  if (wq_layout_channels_last(in[0].layout, in[0].rank))
+    return wq_pool_nhwc_infer(node, &s->win, s->ceil_mode, s->global, &in[0], &out[0], err);
   if (s->global) {
     out[0].rank = in[0].rank;
     if (in[0].rank >= 0 && in[0].rank < 2)
@@ -109,6 +113,19 @@ static wq_status qpool_run(const wq_node *node, const wq_value *in, wq_value *ou
   if (in[0].dtype != s->q.x_dtype)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: X is %s but was planned as %s",
                    node->op_type, wq_dtype_name(in[0].dtype), wq_dtype_name(s->q.x_dtype));
+  if (wq_layout_channels_last(in[0].layout, in[0].rank)) {
+    const int64_t batch = in[0].dims[0], channels = in[0].dims[in[0].rank - 1];
+    if (s->global) {
+      int64_t pixels = batch * channels > 0 ? wq_value_numel(&in[0]) / (batch * channels) : 0;
+      wq_qgap_nhwc(batch, pixels, channels, &s->q, in[0].data, out[0].data);
+      return WQ_OK;
+    }
+    wq_conv_geometry g;
+    WQ_TRY(wq_pool_nhwc_geometry(node, &s->win, s->ceil_mode, &in[0], &g, err));
+    wq_pool2d p = wq_pool2d_of(&g, batch, channels);
+    wq_qavgpool_nhwc(&p, s->count_include_pad, &s->q, in[0].data, out[0].data);
+    return WQ_OK;
+  }
   int64_t planes = in[0].dims[0] * in[0].dims[1];
   if (s->global) {
     int64_t plane = planes > 0 ? wq_value_numel(&in[0]) / planes : 0;
@@ -123,7 +140,6 @@ static wq_status qpool_run(const wq_node *node, const wq_value *in, wq_value *ou
 
 const wq_op wq_op_int8_average_pool = {.int8 = WQ_INT8_KERNEL,
                                        .layout = WQ_LCAP_NHWC_KERNEL,
-                                       .nhwc = WQ_OPID(int8_average_pool_nhwc),
                                        .op_type = "QAveragePool",
                                        .domain = WQ_INT8_DOMAIN,
                                        .min_opset = 1,
@@ -139,7 +155,6 @@ const wq_op wq_op_int8_average_pool = {.int8 = WQ_INT8_KERNEL,
 
 const wq_op wq_op_int8_global_average_pool = {.int8 = WQ_INT8_KERNEL,
                                               .layout = WQ_LCAP_NHWC_KERNEL,
-                                              .nhwc = WQ_OPID(int8_global_average_pool_nhwc),
                                               .op_type = "QGlobalAveragePool",
                                               .domain = WQ_INT8_DOMAIN,
                                               .min_opset = 1,

@@ -72,15 +72,16 @@ typedef enum wq_int8_kind {
 
 /* The layouts an op's arguments accept and its output produces (read by
  * passes/layout_int8.c). NCHW stands for channels-first (the declared
- * layout), NHWC for channels-last, for rank 3 and 4 alike. */
+ * layout), NHWC for channels-last, for rank 3 and 4 alike. An op that
+ * accepts both picks its kernel by its tensors' layouts (wq_value.layout):
+ * there are no per-layout twin ops. */
 typedef enum wq_layout_cap {
   WQ_LCAP_NCHW = 0,     /* every argument in the declared (channels-first) layout */
-  WQ_LCAP_NHWC_KERNEL,  /* has a channels-last variant (wq_op.nhwc) it always switches to */
-  WQ_LCAP_FOLLOW,       /* switches to its channels-last variant when input 0 is already so */
+  WQ_LCAP_NHWC_KERNEL,  /* input 0 and output in either layout; the planner makes them NHWC */
+  WQ_LCAP_FOLLOW,       /* input 0 and output NHWC when input 0 already is, else NCHW */
   WQ_LCAP_AGNOSTIC,     /* elementwise on input 0: any layout, output as input */
   WQ_LCAP_AGNOSTIC_BIN, /* inputs 0 and 1 agree (a single element broadcasts either way) */
   WQ_LCAP_AGNOSTIC_ALL, /* every input agrees; the channel axis attribute follows */
-  WQ_LCAP_NHWC,         /* input 0 and output channels-last, other inputs plain */
   WQ_LCAP_TO_NHWC,      /* transition: reads channels-first, writes channels-last */
   WQ_LCAP_TO_NCHW,      /* transition: reads channels-last, writes channels-first */
   WQ_LCAP_COUNT
@@ -102,10 +103,8 @@ enum {
   /* int8 op whose kernels the int8-semantics stage owns (QuantizeLinear...);
    * the conformance runner reports such cases as skipped when unregistered. */
   WQ_OP_FLAG_INT8 = 1u << 1,
-  /* Layout transition writing channels-last (ToNHWC, QuantizeLinearNHWC). */
+  /* Layout transition writing channels-last (ToNHWC). */
   WQ_OP_FLAG_TO_NHWC = 1u << 2,
-  /* Quantize/DequantizeLinear with a layout transition fused in. */
-  WQ_OP_FLAG_FUSED_BOUNDARY = 1u << 3,
 };
 
 /* How the post-training quantizer treats a float node of this op: what the
@@ -140,7 +139,6 @@ typedef struct wq_op {
   unsigned char int8;   /* wq_int8_kind */
   unsigned char layout; /* wq_layout_cap */
   short int8_as;        /* wq_op_id of the int8 op a node becomes (WQ_OPID_NONE: itself) */
-  short nhwc;           /* wq_op_id of the channels-last variant, WQ_OPID_NONE if none */
   /* Optional: the op's own conditions for an int8 form (attributes, which
    * inputs are constants), checked on the graph as it stands without
    * changing it; sets a->reason (and a->detail) only when it says no. The

@@ -1,10 +1,12 @@
 /* MaxPool (opset 1+; Indices output from 8, ceil_mode/dilations from 10,
- * int8/uint8 from 12), AveragePool (count_include_pad from 7, ceil_mode from
- * 10, dilations from 19), GlobalAveragePool and GlobalMaxPool. */
+ * int8/uint8 from 12; int8/uint8 codes also channels-last [N, spatial..., C]
+ * when the layout pass stores them so, without Indices), AveragePool (count_include_pad from 7,
+ * ceil_mode from 10, dilations from 19), GlobalAveragePool and GlobalMaxPool. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../kernels/ref/ref_pool.h"
+#include "int8_nhwc.h"
 #include "nn_window.h"
 #include "op.h"
 
@@ -67,6 +69,15 @@ static wq_status pool_resolve(const wq_node *node, const wq_value *x, wq_conv_ge
 }
 
 static wq_status pool_infer(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  if (wq_layout_channels_last(in[0].layout, in[0].rank)) {
+    const pool_state *s = node->op_state;
+    if (!is_max_pool(node) || wq_dtype_size(in[0].dtype) != 1 || node->n_outputs > 1)
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                     "%s: channels-last only for MaxPool on 8-bit codes without Indices",
+                     node->op_type);
+    out[0].dtype = in[0].dtype;
+    return wq_pool_nhwc_infer(node, &s->win, s->ceil_mode, false, &in[0], &out[0], err);
+  }
   wq_conv_geometry g;
   WQ_TRY(pool_resolve(node, &in[0], &g, err));
   out[0].dtype = in[0].dtype;
@@ -87,6 +98,13 @@ static wq_status pool_infer(const wq_node *node, const wq_value *in, wq_value *o
 static wq_status pool_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const pool_state *s = node->op_state;
   wq_conv_geometry g;
+  if (wq_layout_channels_last(in[0].layout, in[0].rank)) { /* MaxPool on codes (infer checked) */
+    const int64_t batch = in[0].dims[0], channels = in[0].dims[in[0].rank - 1];
+    WQ_TRY(wq_pool_nhwc_geometry(node, &s->win, s->ceil_mode, &in[0], &g, err));
+    wq_pool2d p = wq_pool2d_of(&g, batch, channels);
+    wq_maxpool_nhwc_q8(&p, in[0].dtype == WQ_DT_UINT8, in[0].data, out[0].data);
+    return WQ_OK;
+  }
   WQ_TRY(pool_resolve(node, &in[0], &g, err));
   int64_t planes = in[0].dims[0] * in[0].dims[1];
   if (!is_max_pool(node)) {
@@ -116,7 +134,6 @@ static void max_pool_int8_check(const wq_graph *g, const wq_node *n, wq_int8_ans
 const wq_op wq_op_max_pool = {
     .int8 = WQ_INT8_MOVE,
     .layout = WQ_LCAP_NHWC_KERNEL,
-    .nhwc = WQ_OPID(max_pool_nhwc),
     .int8_check = max_pool_int8_check,
     .quant_role = WQ_QROLE_SHARED,
 

@@ -8,6 +8,7 @@
 
 #include "../kernels/quantize.h"
 #include "../kernels/ref/quant_ref.h"
+#include "int8_nhwc.h"
 #include "quant_common.h"
 
 #define QUANTIZED_OUT_DTYPES (WQ_QDT_8BIT | WQ_QDT_16BIT)
@@ -68,6 +69,13 @@ static bool scalar_qparams_8bit(const wq_node *node, const wq_value *in, wq_dtyp
   return true;
 }
 
+/* The layout pass fused a layout transition into this node: input and
+ * output layouts differ (channels-first floats, channels-last codes). */
+static bool layout_change(const wq_value *in, const wq_value *out) {
+  return wq_layout_channels_last(in[0].layout, in[0].rank) !=
+         wq_layout_channels_last(out[0].layout, in[0].rank);
+}
+
 /* ---- QuantizeLinear ---------------------------------------------------- */
 
 static wq_status quantize_out_dtype(const wq_node *node, const quant_linear_attrs *a,
@@ -104,6 +112,8 @@ static wq_status quantize_infer(const wq_node *node, const wq_value *in, wq_valu
   memcpy(out[0].dims, in[0].dims, sizeof out[0].dims);
   if (in[0].rank < 0 || !wq_value_shape_known(&in[1]))
     return WQ_OK;
+  if (layout_change(in, out))
+    wq_dims_permute(in[0].dims, in[0].rank, true, out[0].dims);
   wq_qparams qp;
   WQ_TRY(node_qparams(node, &a, qdt, &in[0], &in[1], node->n_inputs > 2 ? &in[2] : NULL,
                       "QuantizeLinear: y_scale", &qp, err));
@@ -113,6 +123,8 @@ static wq_status quantize_infer(const wq_node *node, const wq_value *in, wq_valu
 
 static wq_status quantize_run(const wq_node *node, const wq_value *in, wq_value *out,
                               wq_error *err) {
+  if (layout_change(in, out)) /* float channels-first in, channels-last codes out */
+    return wq_boundary_nhwc(node, true, in, out, err);
   float scale;
   int32_t zero_point;
   if (scalar_qparams_8bit(node, in, out[0].dtype, &scale, &zero_point)) {
@@ -166,6 +178,8 @@ static wq_status dequantize_infer(const wq_node *node, const wq_value *in, wq_va
   memcpy(out[0].dims, in[0].dims, sizeof out[0].dims);
   if (in[0].rank < 0 || !wq_value_shape_known(&in[1]))
     return WQ_OK;
+  if (layout_change(in, out))
+    wq_dims_permute(in[0].dims, in[0].rank, false, out[0].dims);
   wq_qparams qp;
   WQ_TRY(node_qparams(node, &a, in[0].dtype, &in[0], &in[1], node->n_inputs > 2 ? &in[2] : NULL,
                       "DequantizeLinear: x_scale", &qp, err));
@@ -175,6 +189,8 @@ static wq_status dequantize_infer(const wq_node *node, const wq_value *in, wq_va
 
 static wq_status dequantize_run(const wq_node *node, const wq_value *in, wq_value *out,
                                 wq_error *err) {
+  if (layout_change(in, out)) /* channels-last codes in, float channels-first out */
+    return wq_boundary_nhwc(node, false, in, out, err);
   float scale;
   int32_t zero_point;
   if (scalar_qparams_8bit(node, in, in[0].dtype, &scale, &zero_point)) {

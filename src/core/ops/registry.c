@@ -20,7 +20,7 @@ const wq_op *const wq_op_registry[] = {
 
 _Static_assert(sizeof wq_op_registry / sizeof wq_op_registry[0] == WQ_OPID_COUNT,
                "one registry entry per op id");
-_Static_assert(WQ_OPID_COUNT < 32767, "op ids fit wq_op.int8_as and wq_op.nhwc");
+_Static_assert(WQ_OPID_COUNT < 32767, "op ids fit wq_op.int8_as");
 _Static_assert(WQ_INT8_KIND_COUNT < 256 && WQ_LCAP_COUNT < 256,
                "capability kinds fit wq_op's bytes");
 
@@ -204,6 +204,6 @@ const char *wq_int8_kind_name(int kind) {
 const char *wq_layout_cap_name(int cap) {
   static const char *const names[WQ_LCAP_COUNT] = {"nchw",     "nhwc-kernel",     "follow",
                                                    "agnostic", "agnostic-binary", "agnostic-all",
-                                                   "nhwc",     "to-nhwc",         "to-nchw"};
+                                                   "to-nhwc",  "to-nchw"};
   return cap > 0 && cap < WQ_LCAP_COUNT ? names[cap] : names[0];
 }

@@ -2,11 +2,16 @@
  * axes, keep_aspect_ratio_policy, antialias; opset 19 half_pixel_symmetric.
  * Modes nearest (any fixed-size dtype), linear and cubic (float, N-D,
  * separable). Output sizes need the scales/sizes data: without it shape
- * inference gives the rank with unknown (-1) resized dims. */
+ * inference gives the rank with unknown (-1) resized dims. Nearest mode also
+ * runs on 8-bit codes stored channels-last ([N, (H,) W, C], N and C not
+ * resized) when the layout pass stores them so: the source pixel of every
+ * output pixel is found when planned by running this op itself on a tensor
+ * of pixel indices, so the mapping is the reference's exactly. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/qeltwise.h"
 #include "../kernels/ref/ref_resize.h"
 #include "op.h"
 
@@ -19,7 +24,23 @@ typedef struct {
   int keep_aspect; /* 0 stretch, 1 not_larger, 2 not_smaller */
   int n_axes;      /* 0: all axes */
   int64_t axes[WQ_MAX_RANK];
+  /* Channels-last plan: the input shape it is for, the source row / column
+   * of every output row / column. */
+  bool nhwc_planned;
+  int64_t x_dims[WQ_MAX_RANK];
+  int x_rank;
+  int32_t *src_h, *src_w;
+  int64_t out_h, out_w;
 } resize_state;
+
+static void resize_free(void *p) {
+  resize_state *s = p;
+  if (!s)
+    return;
+  free(s->src_h);
+  free(s->src_w);
+  free(s);
+}
 
 typedef struct {
   const char *name;
@@ -272,8 +293,8 @@ static wq_status resize_plan_build(const wq_node *node, const wq_value *in, resi
   return WQ_OK;
 }
 
-static wq_status resize_infer(const wq_node *node, const wq_value *in, wq_value *out,
-                              wq_error *err) {
+static wq_status resize_nchw_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                                   wq_error *err) {
   resize_plan p;
   WQ_TRY(resize_plan_build(node, in, &p, err));
   out[0].dtype = in[0].dtype;
@@ -281,6 +302,39 @@ static wq_status resize_infer(const wq_node *node, const wq_value *in, wq_value 
   for (int i = 0; i < p.rank; i++)
     out[0].dims[i] = p.known ? p.out[i] : (p.resized[i] ? -1 : in[0].dims[i]);
   return WQ_OK;
+}
+
+/* Channels-last X: the declared-order shapes through the same rules; N and
+ * C are not resized. */
+static wq_status resize_nhwc_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                                   wq_error *err) {
+  const int r = in[0].rank;
+  if (wq_dtype_size(in[0].dtype) != 1 || r > 4)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "Resize: channels-last only on 8-bit codes of rank 3 or 4");
+  wq_value view_in[4];
+  const int n = node->n_inputs < 4 ? node->n_inputs : 4;
+  for (int k = 0; k < n; k++)
+    view_in[k] = in[k];
+  wq_dims_permute(in[0].dims, r, false, view_in[0].dims);
+  view_in[0].layout = (wq_layout){0};
+  WQ_TRY(resize_nchw_infer(node, view_in, out, err));
+  if ((out[0].dims[0] >= 0 && out[0].dims[0] != in[0].dims[0]) ||
+      (out[0].dims[1] >= 0 && out[0].dims[1] != in[0].dims[r - 1]))
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "Resize: resizing N or C ([%lld, %lld] -> [%lld, %lld]) channels-last is not "
+                   "supported",
+                   (long long)in[0].dims[0], (long long)in[0].dims[r - 1],
+                   (long long)out[0].dims[0], (long long)out[0].dims[1]);
+  wq_dims_permute(out[0].dims, r, true, out[0].dims);
+  return WQ_OK;
+}
+
+static wq_status resize_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                              wq_error *err) {
+  if (wq_layout_channels_last(in[0].layout, in[0].rank))
+    return resize_nhwc_infer(node, in, out, err);
+  return resize_nchw_infer(node, in, out, err);
 }
 
 static wq_resize_axis axis_of(const resize_state *s, const resize_plan *p, const wq_value *x,
@@ -431,8 +485,32 @@ done:
   return st;
 }
 
+static wq_status resize_nhwc_run(const wq_node *node, const wq_value *in, wq_value *out,
+                                 wq_error *err) {
+  const resize_state *s = node->op_state;
+  if (!s->nhwc_planned)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "Resize: run channels-last before being planned so");
+  if (in[0].rank != s->x_rank ||
+      memcmp(in[0].dims, s->x_dims, sizeof(int64_t) * (size_t)in[0].rank))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "Resize: X shape differs from the planned one");
+  const int r = in[0].rank;
+  wq_resize_nhwc rz = {.batch = in[0].dims[0],
+                       .in_h = r == 4 ? in[0].dims[1] : 1,
+                       .in_w = in[0].dims[r - 2],
+                       .out_h = s->out_h,
+                       .out_w = s->out_w,
+                       .channels = in[0].dims[r - 1],
+                       .src_h = s->src_h,
+                       .src_w = s->src_w};
+  wq_resize_nearest_nhwc_q8(&rz, in[0].data, out[0].data);
+  return WQ_OK;
+}
+
 static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const resize_state *s = node->op_state;
+  if (wq_layout_channels_last(in[0].layout, in[0].rank))
+    return resize_nhwc_run(node, in, out, err);
   resize_plan p;
   WQ_TRY(resize_plan_build(node, in, &p, err));
   if (!p.known || p.roi_missing)
@@ -441,6 +519,111 @@ static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *o
   if (s->mode == WQ_RESIZE_NEAREST)
     return run_nearest(node, &p, &in[0], &out[0], err);
   return run_interpolate(node, &p, &in[0], &out[0], err);
+}
+
+/* Runs ONNX Resize on an int32 [1, 1, (H,) W] tensor holding each pixel's
+ * index: output pixel (oh, ow) then holds its source pixel. */
+static wq_status resize_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  resize_state *s = node->op_state;
+  s->nhwc_planned = false;
+  wq_value x = wq_tensor_value(&g->tensors[node->inputs[0]]);
+  if (!wq_value_shape_known(&x) || x.rank < 3 || x.rank > 4)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "Resize: X must have a static [N, (H,) W, C] shape");
+  const int r = x.rank;
+  const int64_t in_h = r == 4 ? x.dims[1] : 1, in_w = x.dims[r - 2];
+  wq_value in[4];
+  const int n_in = node->n_inputs < 4 ? node->n_inputs : 4;
+  int64_t sizes[WQ_MAX_RANK];
+  for (int k = 1; k < n_in; k++) {
+    int t = node->inputs[k];
+    if (t < 0) {
+      memset(&in[k], 0, sizeof in[k]);
+      in[k].dtype = WQ_DT_UNDEFINED;
+      in[k].rank = -1;
+      continue;
+    }
+    if (!g->tensors[t].is_constant || !g->tensors[t].data)
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "Resize: input %d must be a constant", k);
+    in[k] = wq_tensor_value(&g->tensors[t]);
+  }
+  /* sizes (opset 11+: input 3) name N and C too: they become 1 like the
+   * index tensor's (only their entries change; `axes` says which). */
+  if (n_in > 3 && node->inputs[3] >= 0 && in[3].dtype == WQ_DT_INT64 && in[3].rank == 1 &&
+      in[3].dims[0] <= WQ_MAX_RANK && wq_value_numel(&in[3]) > 0) {
+    const int64_t *axes = NULL;
+    size_t n_axes = 0;
+    WQ_TRY(wq_attr_ints(node, "axes", &axes, &n_axes, err));
+    for (int64_t j = 0; j < in[3].dims[0]; j++) {
+      int64_t axis = n_axes ? axes[j < (int64_t)n_axes ? j : 0] : j;
+      if (axis < 0)
+        axis += r;
+      sizes[j] = axis == 0 || axis == 1 ? 1 : ((const int64_t *)in[3].data)[j];
+    }
+    in[3].data = sizes;
+  }
+  const int64_t pixels = in_h * in_w;
+  int32_t *index = malloc(sizeof(int32_t) * (size_t)(pixels > 0 ? pixels : 1));
+  if (!index)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+  for (int64_t i = 0; i < pixels; i++)
+    index[i] = (int32_t)i;
+  memset(&in[0], 0, sizeof in[0]);
+  in[0].dtype = WQ_DT_INT32;
+  in[0].rank = r;
+  in[0].dims[0] = in[0].dims[1] = 1;
+  in[0].dims[r - 2] = in_h;
+  in[0].dims[r - 1] = in_w;
+  in[0].data = index;
+  wq_value out;
+  memset(&out, 0, sizeof out);
+  wq_status st = resize_infer(node, in, &out, err);
+  int64_t total = st == WQ_OK && wq_value_shape_known(&out) ? wq_value_numel(&out) : -1;
+  const int64_t out_h = r == 4 ? out.dims[2] : 1, out_w = out.dims[r - 1];
+  if (st == WQ_OK && (total < 0 || total != out_h * out_w))
+    st = wq_fail(err, WQ_ERR_SHAPE, node->name, "Resize: the resized pixel grid is not static");
+  int32_t *map = st == WQ_OK ? malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1)) : NULL;
+  if (st == WQ_OK && !map)
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+  out.data = map;
+  if (st == WQ_OK)
+    st = resize_run(node, in, &out, err);
+  free(index);
+  free(s->src_h);
+  free(s->src_w);
+  s->src_h = st == WQ_OK ? malloc(sizeof(int32_t) * (size_t)(out_h > 0 ? out_h : 1)) : NULL;
+  s->src_w = st == WQ_OK ? malloc(sizeof(int32_t) * (size_t)(out_w > 0 ? out_w : 1)) : NULL;
+  if (st == WQ_OK && (!s->src_h || !s->src_w))
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+  /* Nearest resizing is separable: the first column and row give the
+   * source row and column of every output pixel. */
+  for (int64_t o = 0; st == WQ_OK && o < out_h + out_w; o++) {
+    int32_t src = map[o < out_h ? o * out_w : o - out_h];
+    if (src < 0 || src >= pixels)
+      st = wq_fail(err, WQ_ERR_SHAPE, node->name, "Resize: source pixel %d of %lld", (int)src,
+                   (long long)pixels);
+    else if (o < out_h)
+      s->src_h[o] = (int32_t)(src / in_w);
+    else
+      s->src_w[o - out_h] = (int32_t)(src % in_w);
+  }
+  free(map);
+  if (st != WQ_OK)
+    return st;
+  s->out_h = out_h;
+  s->out_w = out_w;
+  s->x_rank = r;
+  memcpy(s->x_dims, x.dims, sizeof s->x_dims);
+  s->nhwc_planned = true;
+  return WQ_OK;
+}
+
+/* A channels-last X (the layout pass's choice) is planned here. */
+static wq_status resize_plan_hook(wq_node *node, const wq_graph *g, wq_error *err) {
+  const wq_tensor *x = &g->tensors[node->inputs[0]];
+  if (!wq_layout_channels_last(x->layout, x->rank))
+    return WQ_OK;
+  return resize_nhwc_plan(node, g, err);
 }
 
 /* On int8 codes only in nearest mode (copies elements) and not with
@@ -459,7 +642,6 @@ static void resize_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answe
 const wq_op wq_op_resize = {
     .int8 = WQ_INT8_MOVE,
     .layout = WQ_LCAP_FOLLOW,
-    .nhwc = WQ_OPID(resize_nearest_nhwc),
     .int8_check = resize_int8_check,
     .quant_role = WQ_QROLE_SHARED,
 
@@ -471,7 +653,8 @@ const wq_op wq_op_resize = {
     .min_outputs = 1,
     .max_outputs = 1,
     .prepare = resize_prepare,
-    .free_state = free,
+    .free_state = resize_free,
     .infer = resize_infer,
     .run = resize_run,
+    .plan = resize_plan_hook,
 };

@@ -52,14 +52,6 @@ static int64_t tensor_bytes(const wq_tensor *t) {
   return n * (int64_t)wq_dtype_size(t->dtype);
 }
 
-/* dims[perm] of a channels-first shape as channels-last (or back). */
-static void permute_dims(const int64_t *in, int rank, bool to_nhwc, int64_t *out) {
-  for (int d = 0; d < rank; d++)
-    out[d] = in[d];
-  for (int d = 1; d < rank; d++)
-    out[d] = to_nhwc ? in[d == rank - 1 ? 1 : d + 1] : in[d == 1 ? rank - 1 : d - 1];
-}
-
 /* A new tensor shaped like t in the other layout, with t's qparams. */
 static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
   wq_graph *g = c->g;
@@ -76,8 +68,8 @@ static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
   wq_tensor *dst = &g->tensors[u];
   dst->dtype = src->dtype;
   dst->rank = src->rank;
-  dst->layout = to_nhwc ? WQ_LAYOUT_NHWC : WQ_LAYOUT_DECLARED;
-  permute_dims(src->dims, src->rank, to_nhwc, dst->dims);
+  dst->layout = (wq_layout){.order = to_nhwc ? WQ_ORDER_CHANNELS_LAST : WQ_ORDER_DECLARED};
+  wq_dims_permute(src->dims, src->rank, to_nhwc, dst->dims);
   if (src->qparams) {
     dst->qparams = calloc(1, sizeof *dst->qparams);
     if (!dst->qparams || wq_qparams_clone(dst->qparams, src->qparams, err) != WQ_OK) {
@@ -88,9 +80,9 @@ static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
     }
     wq_qparams *qp = dst->qparams;
     int64_t tmp[WQ_MAX_RANK];
-    permute_dims(qp->data_dims, qp->rank, to_nhwc, tmp);
+    wq_dims_permute(qp->data_dims, qp->rank, to_nhwc, tmp);
     memcpy(qp->data_dims, tmp, sizeof tmp);
-    permute_dims(qp->block, qp->rank, to_nhwc, tmp);
+    wq_dims_permute(qp->block, qp->rank, to_nhwc, tmp);
     memcpy(qp->block, tmp, sizeof tmp);
   }
   return u;
@@ -172,27 +164,6 @@ static wq_status ensure_nchw(layout_ctx *c, int t, wq_error *err) {
   return WQ_OK;
 }
 
-/* Switches node n to the registry op of this id (its channels-last
- * variant, a fused boundary) and prepares it again. */
-static wq_status retarget(wq_node *n, int id, wq_error *err) {
-  const wq_op *op = wq_op_by_id(id);
-  char *type = wq_strdup(op->op_type), *domain = wq_strdup(op->domain);
-  if (!type || !domain) {
-    free(type);
-    free(domain);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "layout: out of memory");
-  }
-  if (n->op && n->op->free_state && n->op_state)
-    n->op->free_state(n->op_state);
-  n->op_state = NULL;
-  free(n->op_type);
-  free(n->domain);
-  n->op_type = type;
-  n->domain = domain;
-  n->op = op;
-  return op->prepare ? op->prepare(n, err) : WQ_OK;
-}
-
 static wq_status add_note(wq_node *n, const char *extra, wq_error *err) {
   const char *why = wq_lower_why(n);
   char text[WQ_LOWER_WHY_MAX + 64];
@@ -200,18 +171,19 @@ static wq_status add_note(wq_node *n, const char *extra, wq_error *err) {
   return wq_layout_set_note(n, text, err);
 }
 
-/* The channels-last variant (op id) of a node whose op always switches to
- * it (WQ_LCAP_NHWC_KERNEL: QConv, QAveragePool, QGlobalAveragePool,
- * MaxPool on codes), or 0. Outputs the variant lacks must be omitted
- * (MaxPool's Indices). */
-static int nhwc_kernel_op(const wq_graph *g, const wq_node *n) {
+/* A node whose op runs channels-last whenever it can (WQ_LCAP_NHWC_KERNEL:
+ * QConv, QAveragePool, QGlobalAveragePool, MaxPool on codes): its kernel
+ * follows its input's layout, so the pass only stores input and output
+ * channels-last. Outputs besides the first must be omitted (MaxPool's
+ * Indices has no channels-last kernel). */
+static bool nhwc_kernel_op(const wq_graph *g, const wq_node *n) {
   if (lcap(n) != WQ_LCAP_NHWC_KERNEL || n->n_inputs < 1 || !movable(g, n->inputs[0]) ||
       n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
-    return 0;
-  for (int k = wq_op_by_id(n->op->nhwc)->max_outputs; k < n->n_outputs; k++)
+    return false;
+  for (int k = 1; k < n->n_outputs; k++)
     if (n->outputs[k] >= 0)
-      return 0;
-  return n->op->nhwc;
+      return false;
+  return true;
 }
 
 /* True when tensor t holds a single element: it broadcasts the same way in
@@ -309,10 +281,10 @@ static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   return count;
 }
 
-/* The channels-last variant (op id) of a data-movement node whose input is
- * already channels-last (WQ_LCAP_FOLLOW: Resize nearest, DepthToSpace on
- * int8 codes), or 0. */
-static int follower_op(const layout_ctx *c, const wq_node *n) {
+/* A data-movement node whose input is already channels-last and whose
+ * kernel can follow it (WQ_LCAP_FOLLOW: Resize nearest, DepthToSpace on
+ * int8 codes). */
+static bool follower_op(const layout_ctx *c, const wq_node *n) {
   const wq_graph *g = c->g;
   if (lcap(n) != WQ_LCAP_FOLLOW || n->n_inputs < 1 || !has_twin(c, n->inputs[0]) ||
       n->n_outputs != 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
@@ -321,7 +293,7 @@ static int follower_op(const layout_ctx *c, const wq_node *n) {
   if (x->rank != y->rank)
     return 0;
   if (wq_node_is(n, WQ_OPID(depth_to_space)))
-    return x->rank == 4 ? n->op->nhwc : 0;
+    return x->rank == 4;
   wq_int8_answer a; /* Resize: nearest, not tf_crop_and_resize */
   if (wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
     return 0;
@@ -329,19 +301,8 @@ static int follower_op(const layout_ctx *c, const wq_node *n) {
     return 0;
   for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: known when planned */
     if (n->inputs[k] >= 0 && !g->tensors[n->inputs[k]].is_constant)
-      return 0;
-  return n->op->nhwc;
-}
-
-/* Rewrites QConcat's axis from C (1) to last, then prepares it again. */
-static wq_status concat_axis_last(wq_node *n, int rank, wq_error *err) {
-  for (int i = 0; i < n->n_attrs; i++)
-    if (strcmp(n->attrs[i].name, "axis") == 0)
-      n->attrs[i].i = rank - 1;
-  if (n->op->free_state && n->op_state)
-    n->op->free_state(n->op_state);
-  n->op_state = NULL;
-  return n->op->prepare ? n->op->prepare(n, err) : WQ_OK;
+      return false;
+  return true;
 }
 
 /* Gives node n a channels-last output twin for its output 0. */
@@ -390,16 +351,18 @@ static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
   return true;
 }
 
+/* Places node n: chooses the layout of its activations (the node keeps its
+ * op; its kernel follows its tensors' layouts) and inserts the transitions
+ * its inputs need. */
 static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
-  int kernel_op = nhwc_kernel_op(c->g, n);
-  int follow_op = kernel_op ? 0 : follower_op(c, n);
+  bool kernel_op = nhwc_kernel_op(c->g, n);
+  bool follow_op = !kernel_op && follower_op(c, n);
   int agnostic = kernel_op || follow_op ? 0 : agnostic_inputs(c, n);
   if (follow_op) {
     n->inputs[0] = c->twin[n->inputs[0]];
     for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: constants */
       WQ_TRY(ensure_nchw(c, n->inputs[k], err));
     WQ_TRY(twin_output(c, n, err));
-    WQ_TRY(retarget(n, follow_op, err));
     WQ_TRY(add_note(n, "channels-last (NHWC)", err));
   } else if (kernel_op) {
     int x;
@@ -408,7 +371,6 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
       WQ_TRY(ensure_nchw(c, n->inputs[k], err));
     n->inputs[0] = x;
     WQ_TRY(twin_output(c, n, err));
-    WQ_TRY(retarget(n, kernel_op, err));
     WQ_TRY(add_note(n, "channels-last (NHWC)", err));
   } else if (agnostic) {
     const bool binary = is_binary(n);
@@ -419,10 +381,7 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
       else
         WQ_TRY(ensure_nchw(c, t, err));
     }
-    int rank = c->g->tensors[n->outputs[0]].rank;
-    WQ_TRY(twin_output(c, n, err));
-    if (is_concat(n))
-      WQ_TRY(concat_axis_last(n, rank, err));
+    WQ_TRY(twin_output(c, n, err)); /* a concat's axis stays: it joins channels either way */
     WQ_TRY(add_note(n, "channels-last (NHWC), layout-agnostic", err));
   } else {
     int k = 0;
@@ -449,10 +408,11 @@ static bool plain_boundary(const wq_graph *g, const wq_node *n, int id, int t) {
 }
 
 /* A ToNHWC of a QuantizeLinear's result that nothing else reads, or a ToNCHW
- * read only by a DequantizeLinear, folds into it: QuantizeLinearNHWC writes
- * the codes channels-last, DequantizeLinearNHWC reads them so
- * (ops/int8_nhwc.c). */
-static wq_status fold_boundaries(wq_graph *g, wq_layout_stats *stats, wq_error *err) {
+ * read only by a DequantizeLinear, folds into it: the QuantizeLinear then
+ * writes a channels-last tensor (its kernel sees the layouts differ and
+ * quantizes and transposes in one pass, ops/int8_nhwc.c), the
+ * DequantizeLinear reads one. */
+static void fold_boundaries(wq_graph *g, wq_layout_stats *stats) {
   for (int i = 0; i < g->n_nodes; i++) {
     wq_node *tr = &g->nodes[i], *b = NULL;
     if (tr->reason != WQ_REASON_TRANSITION)
@@ -477,11 +437,9 @@ static wq_status fold_boundaries(wq_graph *g, wq_layout_stats *stats, wq_error *
       b->outputs[0] = tr->outputs[0];
     else
       b->inputs[0] = tr->inputs[0];
-    WQ_TRY(retarget(b, in ? WQ_OPID(quantize_linear_nhwc) : WQ_OPID(dequantize_linear_nhwc), err));
     stats->transition_bytes -= tensor_bytes(&g->tensors[t]);
     wq_graph_remove_node(g, i--);
   }
-  return WQ_OK;
 }
 
 wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err) {
@@ -521,7 +479,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   g->n_nodes = c.n_order;
   g->cap_nodes = c.cap_order;
   if (st == WQ_OK)
-    st = fold_boundaries(g, &c.stats, err);
+    fold_boundaries(g, &c.stats);
   free(c.twin);
   free(c.nchw_live);
   if (stats)

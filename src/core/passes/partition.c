@@ -58,8 +58,12 @@ int64_t wq_transition_bytes(const wq_tensor *t) {
   return n * (int64_t)wq_dtype_size(t->dtype);
 }
 
-bool wq_fused_boundary(const wq_node *n) {
-  return n->op && (n->op->flags & WQ_OP_FLAG_FUSED_BOUNDARY);
+bool wq_fused_boundary(const wq_graph *g, const wq_node *n) {
+  if (!n->op || (n->op->int8 != WQ_INT8_QUANTIZE && n->op->int8 != WQ_INT8_DEQUANTIZE) ||
+      n->n_inputs < 1 || n->n_outputs < 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+    return false;
+  const wq_tensor *x = &g->tensors[n->inputs[0]], *y = &g->tensors[n->outputs[0]];
+  return wq_layout_channels_last(x->layout, x->rank) != wq_layout_channels_last(y->layout, y->rank);
 }
 
 static int kind_of(const wq_node *n) { return n->op ? n->op->int8 : WQ_INT8_NONE; }
@@ -265,7 +269,7 @@ wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, w
                                  ? wq_transition_bytes(&g->tensors[n->outputs[0]])
                                  : 0;
     }
-    if (wq_fused_boundary(n)) {
+    if (wq_fused_boundary(g, n)) {
       r->transitions++;
       r->fused++;
     }

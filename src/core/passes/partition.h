@@ -87,9 +87,9 @@ typedef struct {
   int fused; /* folded into a Quantize/DequantizeLinear (move nothing extra) */
 } wq_partition_report;
 
-/* n is a Quantize/DequantizeLinear with a layout transition fused in
- * (wasmq.QuantizeLinearNHWC / DequantizeLinearNHWC, passes/layout_int8.c). */
-bool wq_fused_boundary(const wq_node *n);
+/* n is a Quantize/DequantizeLinear with a layout transition fused in: its
+ * input and output layouts differ (passes/layout_int8.c). */
+bool wq_fused_boundary(const wq_graph *g, const wq_node *n);
 
 /* Fills *r (arrays malloc'ed; wq_partition_report_free releases them). */
 wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, wq_error *err);

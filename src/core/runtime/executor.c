@@ -491,12 +491,16 @@ static wq_status place_and_run(const wq_node *node, const wq_value *in, wq_value
 /* wq_run_node with optional slots (NULL: every output allocated). Sets
  * allocated[k] when out[k].data was malloc'ed here, and *outgrown when an
  * output did not fit its slot and was allocated instead. */
-static wq_status run_node_placed(const wq_node *node, const wq_value *in, wq_value *out,
-                                 const output_slot *slots, bool poison, bool *allocated,
-                                 bool *outgrown, size_t *room, double (*now_ms)(void),
-                                 double *kernel_ms, wq_error *err) {
+static wq_status run_node_placed(const wq_graph *g, const wq_node *node, const wq_value *in,
+                                 wq_value *out, const output_slot *slots, bool poison,
+                                 bool *allocated, bool *outgrown, size_t *room,
+                                 double (*now_ms)(void), double *kernel_ms, wq_error *err) {
   for (int k = 0; k < node->n_outputs; k++) {
     reset_value(&out[k]);
+    /* The layout the layout pass gave the result: infer and the kernel
+     * see it (a fused QuantizeLinear writes channels-last). */
+    if (g && node->outputs[k] >= 0)
+      out[k].layout = g->tensors[node->outputs[k]].layout;
     allocated[k] = false;
   }
   wq_status st = node->op->infer(node, in, out, err);
@@ -517,7 +521,7 @@ wq_status wq_run_node(const wq_node *node, const wq_value *in, wq_value *out, wq
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
   }
   wq_status st =
-      run_node_placed(node, in, out, NULL, false, allocated, NULL, NULL, NULL, NULL, err);
+      run_node_placed(NULL, node, in, out, NULL, false, allocated, NULL, NULL, NULL, NULL, err);
   if (allocated != stack_flags)
     free(allocated);
   return st;
@@ -636,6 +640,7 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
         continue;
       }
       in[k] = values[t];
+      in[k].layout = g->tensors[t].layout; /* graph inputs come from the caller */
       if (!in[k].data && wq_value_nbytes(&in[k]) > 0) {
         st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: input '%s' has no value",
                      node->op_type, g->tensors[t].name);
@@ -663,7 +668,7 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
       st = place_and_run(node, in, out, slots, plan->poison, allocated, &outgrown, room,
                          plan->now_ms, kernel_ms, err);
     } else if (st == WQ_OK) {
-      st = run_node_placed(node, in, out, slots, plan->poison, allocated, &outgrown, room,
+      st = run_node_placed(g, node, in, out, slots, plan->poison, allocated, &outgrown, room,
                            plan->now_ms, kernel_ms, err);
       if (st == WQ_OK && templates && !reuse_shapes)
         for (int k = 0; k < node->n_outputs; k++) {

@@ -36,14 +36,16 @@ const fmtBytes = (b) => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MB` : b >
 /**
  * What the core's op registry says about a node's op (graph.legend.ops,
  * docs/graph-json.md): "int8: conv -> QConv; layout: nchw", "int8: none
- * (runs float); layout: nchw", "int8: kernel; layout: nhwc-kernel -> QConvNHWC".
+ * (runs float); layout: nchw", "int8: kernel; layout: nhwc-kernel (NCHW or NHWC)" (the
+ * layouts its kernel takes when more than one: it follows its tensors').
  * '' when the records carry no legend (an older core).
  */
 export function capabilityLabel(graph, node) {
   const c = graph.legend?.ops?.find((o) => o.op === node.op && o.domain === node.domain);
   if (!c) return '';
   const int8 = c.int8 === 'none' ? 'none (runs float)' : c.as ? `${c.int8} -> ${c.as}` : c.int8;
-  return `int8: ${int8}; layout: ${c.layout}${c.nhwc ? ` -> ${c.nhwc}` : ''}`;
+  const layouts = c.layouts?.length > 1 ? ` (${c.layouts.join(' or ')})` : '';
+  return `int8: ${int8}; layout: ${c.layout}${layouts}`;
 }
 
 /** "int8 NHWC s=0.0235 zp=-3", "int8 per-channel[32]", "float32 NCHW 1x16x28x28". */
