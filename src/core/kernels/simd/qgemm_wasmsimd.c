@@ -4,6 +4,7 @@
 #include <wasm_simd128.h>
 
 #include "../../runtime/parallel.h"
+#include "cold_loop.h"
 #include "qgemm_simd.h"
 #include "qgemm_ukernel.h"
 
@@ -121,14 +122,17 @@ static void widen_row(const wq_qgemm_packed *p, const uint8_t *a, int16_t *a16) 
   if (p->a_dtype == WQ_DT_UINT8) {
     for (; k + 8 <= p->k; k += 8)
       wasm_v128_store(a16 + k, wasm_u16x8_load8x8(a + k));
+    WQ_COLD_LOOP
     for (; k < p->k; k++)
       a16[k] = a[k];
   } else {
     for (; k + 8 <= p->k; k += 8)
       wasm_v128_store(a16 + k, wasm_i16x8_load8x8(a + k));
+    WQ_COLD_LOOP
     for (; k < p->k; k++)
       a16[k] = (int8_t)a[k];
   }
+  WQ_COLD_LOOP
   for (; k < p->k_padded; k++)
     a16[k] = (int16_t)p->a_zero_point;
 }

@@ -8,13 +8,9 @@
 #include <wasm_simd128.h>
 
 #include "../sgemm.h"
+#include "cold_loop.h"
 
 enum { MR = 4, NR = 8, KC = 256, MC = 96, NC = 512 };
-
-/* Edge and tail loops (a few iterations per panel, tile or row; k == 0) stay
- * rolled: -O3's unrolled and vectorized copies of them were 3 KB of the
- * .wasm for no measurable time. */
-#define COLD_LOOP _Pragma("clang loop unroll(disable) vectorize(disable)")
 
 /* Rows [i0, i0 + mc) x cols [p0, p0 + kc) of A into MR-row panels,
  * panel[p * MR + r]; rows past the block are zero. */
@@ -39,7 +35,7 @@ static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t i0, int64_t m
         wasm_v128_store(dst + 12, wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7));
         dst += 16;
       }
-      COLD_LOOP
+      WQ_COLD_LOOP
       for (; p < kc; p++) {
         dst[0] = r0[p];
         dst[1] = r1[p];
@@ -49,7 +45,7 @@ static void pack_a(const float *a, int64_t rs, int64_t cs, int64_t i0, int64_t m
       }
       continue;
     }
-    COLD_LOOP
+    WQ_COLD_LOOP
     for (int64_t p = 0; p < kc; p++) {
       for (int64_t r = 0; r < MR; r++)
         dst[r] = r < rows ? base[r * rs + p * cs] : 0.0f;
@@ -131,7 +127,7 @@ static void store_tile(v128_t acc[8], int64_t rows, int64_t cols, float *c, int6
     float t[NR];
     wasm_v128_store(t, v0);
     wasm_v128_store(t + 4, v1);
-    COLD_LOOP
+    WQ_COLD_LOOP
     for (int64_t j = 0; j < cols; j++) {
       if (!first_block)
         row[j] += t[j];
@@ -144,13 +140,13 @@ static void store_tile(v128_t acc[8], int64_t rows, int64_t cols, float *c, int6
 }
 
 static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
-  COLD_LOOP
+  WQ_COLD_LOOP
   for (int64_t i = 0; i < m; i++) {
     float *row = c + i * ldc;
     if (beta == 0.0f)
       memset(row, 0, sizeof(float) * (size_t)n);
     else {
-      COLD_LOOP
+      WQ_COLD_LOOP
       for (int64_t j = 0; j < n; j++)
         row[j] *= beta;
     }
@@ -188,7 +184,7 @@ static void gemv_rows(int64_t n, int64_t k, float alpha, const float *a, int64_t
           v = wasm_f32x4_add(v, wasm_f32x4_mul(av[q], wasm_v128_load(r + q * b_row_stride + j)));
         wasm_v128_store(acc + j, v);
       }
-      COLD_LOOP
+      WQ_COLD_LOOP
       for (; j < nc; j++) {
         float v = acc[j];
         for (int q = 0; q < 8; q++)
@@ -281,6 +277,7 @@ void wq_simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w,
         }
       wasm_v128_store(y + ow, acc);
     }
+    WQ_COLD_LOOP
     for (; ow < out_w; ow++) {
       float acc = bias;
       for (int64_t ki = 0; ki < kh; ki++)
@@ -326,14 +323,14 @@ static void gemv_dots(int64_t n, int64_t k, float alpha, const float *a, const f
     for (int q = 0; q < 4; q++)
       c[j + q] = beta != 0.0f ? alpha * d[q] + beta * c[j + q] : alpha * d[q];
   }
-  COLD_LOOP
+  WQ_COLD_LOOP
   for (; j < n; j++) {
     const float *bj = b + j * b_col_stride;
     v128_t s = wasm_f32x4_splat(0.0f);
     for (int64_t p = 0; p < kv; p += 4)
       s = wasm_f32x4_add(s, wasm_f32x4_mul(wasm_v128_load(a + p), wasm_v128_load(bj + p)));
     float d = hsum(s);
-    COLD_LOOP
+    WQ_COLD_LOOP
     for (int64_t p = kv; p < k; p++)
       d += a[p] * bj[p];
     c[j] = beta != 0.0f ? alpha * d + beta * c[j] : alpha * d;
