@@ -137,10 +137,12 @@ export class Model {
       for (const t of tensors) {
         const value = this.#capturedValue(t.id);
         if (!value) continue;
-        const nhwc = t.layout?.name === 'NHWC' && value.dims.length === 4;
-        const data = dequantize(value.data, t.qparams, value.dims, nhwc);
-        const dims = nhwc ? [value.dims[0], value.dims[3], value.dims[1], value.dims[2]] : value.dims;
-        captured[t.name] = { data: nhwc ? nhwcToNchw(data, value.dims) : data, dims, dtype: value.dtype, layout: nhwc ? 'NHWC' : 'plain', producer: nodes[t.producer]?.name ?? '', op: nodes[t.producer]?.op ?? '', step: t.producer };
+        // Dims are logical ([N, C, H, W]) in every layout; a channels-last tensor's data is [N, H, W, C].
+        const dims = value.dims;
+        const nhwc = t.layout?.name === 'NHWC' && dims.length === 4;
+        const stored = nhwc ? [dims[0], dims[2], dims[3], dims[1]] : dims;
+        const data = dequantize(value.data, t.qparams, stored, nhwc);
+        captured[t.name] = { data: nhwc ? nhwcToNchw(data, stored) : data, dims, dtype: value.dtype, layout: nhwc ? 'NHWC' : 'plain', producer: nodes[t.producer]?.name ?? '', op: nodes[t.producer]?.op ?? '', step: t.producer };
       }
     } finally {
       if (!this.disposed) this.#core._wqx_capture(this.#ctx, this.#handle, 0);

@@ -64,18 +64,11 @@ static void put_layout(wq_text *t, const wq_tensor *x) {
               x->layout.block);
 }
 
-/* Logical dims (channels-first for a channels-last tensor). */
+/* Logical dims (channels-first also for a channels-last tensor). */
 static void put_dims(wq_text *t, const wq_tensor *x) {
-  if (x->rank < 0) {
-    wq_text_put(t, "[]");
-    return;
-  }
-  int64_t dims[WQ_MAX_RANK];
-  for (int d = 0; d < x->rank; d++)
-    dims[wq_layout_logical_dim(x->layout, x->rank, d)] = x->dims[d];
   wq_text_put(t, "[");
   for (int d = 0; d < x->rank; d++)
-    wq_text_put(t, "%s%lld", d ? "," : "", (long long)dims[d]);
+    wq_text_put(t, "%s%lld", d ? "," : "", (long long)x->dims[d]);
   wq_text_put(t, "]");
 }
 

@@ -28,8 +28,7 @@ typedef struct {
   bool is_input;    /* graph input fed at run time */
   bool is_output;
   struct wq_qparams *qparams; /* owned; NULL when the tensor is not quantized */
-  /* Memory layout, chosen by the layout pass; dims are in its memory
-   * order (a channels-last tensor's dims read [N, spatial..., C]). */
+  /* Memory layout, chosen by the layout pass; dims stay logical. */
   wq_layout layout;
 } wq_tensor;
 

@@ -119,11 +119,9 @@ int wq_layout_memory_pos(wq_layout l, int rank, int d) {
   return d == 1 ? rank - 1 : d - 1;
 }
 
-void wq_dims_permute(const int64_t *in, int rank, bool to_channels_last, int64_t *out) {
-  int64_t tmp[WQ_MAX_RANK];
-  for (int d = 0; d < rank; d++)
-    tmp[d] = in[d];
-  for (int d = 1; d < rank; d++)
-    out[d] = to_channels_last ? tmp[d == rank - 1 ? 1 : d + 1] : tmp[d == 1 ? rank - 1 : d - 1];
-  out[0] = tmp[0];
+wq_value wq_value_memory_order(const wq_value *v) {
+  wq_value m = *v;
+  for (int pos = 0; pos < v->rank; pos++)
+    m.dims[pos] = v->dims[wq_layout_logical_dim(v->layout, v->rank, pos)];
+  return m;
 }

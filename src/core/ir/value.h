@@ -15,8 +15,10 @@
  * the dims in the order ONNX declares them (NCHW for images);
  * WQ_ORDER_CHANNELS_LAST stores dim 1 last (NHWC, for rank >= 3). A packed
  * layout also stores logical dim `packed_dim` in blocks of `block` elements
- * (block 0: not packed). All zero is the declared, unpacked layout. Values
- * hold their dims in memory order; wq_layout_logical_dim maps them back. */
+ * (block 0: not packed). All zero is the declared, unpacked layout. Dims
+ * stay logical (declared order) in every layout: shape inference never
+ * depends on the layout; kernels that walk memory take the dims in memory
+ * order from wq_value_memory_order. */
 typedef struct {
   unsigned char order;
   unsigned char block;
@@ -50,9 +52,9 @@ static inline bool wq_layout_same(wq_layout a, wq_layout b) {
 int wq_layout_logical_dim(wq_layout l, int rank, int pos);
 int wq_layout_memory_pos(wq_layout l, int rank, int d);
 
-/* Dims of a shape in one order as the other: declared -> channels-last
- * (to_channels_last) or back. */
-void wq_dims_permute(const int64_t *in, int rank, bool to_channels_last, int64_t *out);
+/* v with its dims in memory order (a channels-last [N, C, H, W] reads
+ * [N, H, W, C]), for kernels that walk its elements. */
+wq_value wq_value_memory_order(const wq_value *v);
 
 /* Element count of a known shape; 1 for rank 0. Returns -1 for unknown rank or
  * any unknown (negative) dim, and WQ_MAX_ELEMENTS + 1 for any count past the

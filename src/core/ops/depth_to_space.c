@@ -38,20 +38,17 @@ static wq_status d2s_infer(const wq_node *node, const wq_value *in, wq_value *ou
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "DepthToSpace: input must be 4-D, got rank %d",
                    in[0].rank);
   const int64_t *d = in[0].dims;
-  /* Memory positions of C, H and W. */
-  const bool nhwc = wq_layout_channels_last(in[0].layout, 4);
-  const int c = nhwc ? 3 : 1, h = nhwc ? 1 : 2, w = nhwc ? 2 : 3;
-  if (nhwc && elem != 1)
+  if (wq_layout_channels_last(in[0].layout, 4) && elem != 1)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
                    "DepthToSpace: channels-last only on 8-bit codes");
-  if (d[c] >= 0 && d[c] % (b * b) != 0)
+  if (d[1] >= 0 && d[1] % (b * b) != 0)
     return wq_fail(err, WQ_ERR_SHAPE, node->name,
                    "DepthToSpace: %lld channels are not divisible by blocksize^2 = %lld",
-                   (long long)d[c], (long long)(b * b));
+                   (long long)d[1], (long long)(b * b));
   out[0].dims[0] = d[0];
-  out[0].dims[c] = d[c] < 0 ? -1 : d[c] / (b * b);
-  out[0].dims[h] = d[h] < 0 ? -1 : d[h] * b;
-  out[0].dims[w] = d[w] < 0 ? -1 : d[w] * b;
+  out[0].dims[1] = d[1] < 0 ? -1 : d[1] / (b * b);
+  out[0].dims[2] = d[2] < 0 ? -1 : d[2] * b;
+  out[0].dims[3] = d[3] < 0 ? -1 : d[3] * b;
   if (wq_tu_shape_known(&out[0]))
     WQ_TRY(wq_shape_check(out[0].dims, 4, node->name, "DepthToSpace output", err));
   return WQ_OK;
@@ -67,7 +64,7 @@ static wq_status d2s_run(const wq_node *node, const wq_value *in, wq_value *out,
   if (wq_value_numel(&out[0]) <= 0)
     return WQ_OK;
   if (wq_layout_channels_last(in[0].layout, in[0].rank)) /* 8-bit codes: infer checked */
-    wq_depth_to_space_nhwc_q8(d[0], d[1], d[2], d[3], b, crd, in[0].data, out[0].data);
+    wq_depth_to_space_nhwc_q8(d[0], d[2], d[3], d[1], b, crd, in[0].data, out[0].data);
   else
     wq_ref_depth_to_space(in[0].data, out[0].data, elem, d, b, crd);
   return WQ_OK;

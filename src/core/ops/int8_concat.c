@@ -44,15 +44,12 @@ static wq_status qconcat_prepare(wq_node *node, wq_error *err) {
   return WQ_OK;
 }
 
-/* The memory axis of attribute axis in `layout` (channels-last codes join
- * along their last dim when axis is the channels). */
-static wq_status qconcat_axis(const wq_node *node, int rank, wq_layout layout, int *axis,
-                              wq_error *err) {
+static wq_status qconcat_axis(const wq_node *node, int rank, int *axis, wq_error *err) {
   const qconcat_state *s = node->op_state;
   if (s->axis < -rank || s->axis >= rank)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
                    "QConcat: axis %lld is out of range for rank %d", (long long)s->axis, rank);
-  *axis = wq_layout_memory_pos(layout, rank, (int)(s->axis < 0 ? s->axis + rank : s->axis));
+  *axis = (int)(s->axis < 0 ? s->axis + rank : s->axis);
   return WQ_OK;
 }
 
@@ -62,20 +59,17 @@ static wq_status qconcat_infer(const wq_node *node, const wq_value *in, wq_value
   out[0].dtype = s->y_dtype;
   out[0].rank = -1;
   int rank = -1;
-  wq_layout layout = in[0].layout;
   for (int k = 0; k < node->n_inputs; k++) {
     WQ_TRY(wq_int8_expect_8bit(node, "input", in[k].dtype, err));
-    if (in[k].rank >= 0) {
+    if (in[k].rank >= 0)
       rank = in[k].rank;
-      layout = in[k].layout;
-    }
   }
   if (rank < 0)
     return WQ_OK;
   if (rank == 0)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConcat: inputs must have rank >= 1");
   int axis;
-  WQ_TRY(qconcat_axis(node, rank, layout, &axis, err));
+  WQ_TRY(qconcat_axis(node, rank, &axis, err));
   out[0].rank = rank;
   for (int d = 0; d < rank; d++)
     out[0].dims[d] = d == axis ? 0 : -1;
@@ -151,13 +145,17 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
   if (!s->planned || s->n_inputs != node->n_inputs)
     return wq_int8_not_planned(node, err);
   int rank = out[0].rank, axis;
-  WQ_TRY(qconcat_axis(node, rank, out[0].layout, &axis, err));
+  WQ_TRY(qconcat_axis(node, rank, &axis, err));
+  /* Rows of the output in memory: channels-last codes join along their last
+   * dim when axis is the channels (the inputs share the output's layout). */
+  const wq_value ym = wq_value_memory_order(&out[0]);
+  const int at = wq_layout_memory_pos(out[0].layout, rank, axis);
   int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; d++)
-    outer *= out[0].dims[d];
-  for (int d = axis + 1; d < rank; d++)
-    inner *= out[0].dims[d];
-  const int64_t out_row = out[0].dims[axis] * inner;
+  for (int d = 0; d < at; d++)
+    outer *= ym.dims[d];
+  for (int d = at + 1; d < rank; d++)
+    inner *= ym.dims[d];
+  const int64_t out_row = ym.dims[at] * inner;
   uint8_t *y = out[0].data;
   int64_t offset = 0;
   for (int k = 0; k < node->n_inputs; k++) {

@@ -73,22 +73,6 @@ static wq_status qconv_prepare(wq_node *node, wq_error *err) {
   return WQ_OK;
 }
 
-/* x's C channels, w's M outputs of Cg inputs each, and the groups agree
- * (unknown dims, -1, pass). */
-static wq_status qconv_check_channels(const wq_node *node, int64_t C, int64_t M, int64_t Cg,
-                                      wq_error *err) {
-  const qconv_state *s = node->op_state;
-  if (C >= 0 && Cg >= 0 && C != Cg * s->group)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "QConv: x has %lld channels but w expects %lld per group x %lld groups",
-                   (long long)C, (long long)Cg, (long long)s->group);
-  if (M >= 0 && M % s->group != 0)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "QConv: %lld output channels do not split into %lld groups", (long long)M,
-                   (long long)s->group);
-  return WQ_OK;
-}
-
 /* Output shape and geometry from x and w; *known is false while a dim is
  * unknown. */
 static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_value *w,
@@ -106,7 +90,14 @@ static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_va
                    "QConv: x must be [N, C, spatial...] and w of the same rank (ranks %d and %d)",
                    x->rank, w->rank);
   int64_t C = x->dims[1], M = w->dims[0], Cg = w->dims[1];
-  WQ_TRY(qconv_check_channels(node, C, M, Cg, err));
+  if (C >= 0 && Cg >= 0 && C != Cg * s->group)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: x has %lld channels but w expects %lld per group x %lld groups",
+                   (long long)C, (long long)Cg, (long long)s->group);
+  if (M >= 0 && M % s->group != 0)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "QConv: %lld output channels do not split into %lld groups", (long long)M,
+                   (long long)s->group);
   int ns = x->rank - 2;
   WQ_TRY(wq_window_geometry(node, &s->win, ns, &x->dims[2], &w->dims[2], false, true, &shape->geo,
                             err));
@@ -138,48 +129,6 @@ static wq_status note_append(wq_node *node, const char *extra, wq_error *err) {
   return st;
 }
 
-static wq_status qconv_nhwc_geometry(const wq_node *node, const wq_value *x, const wq_value *w,
-                                     wq_conv_geometry *g, wq_error *err) {
-  const qconv_state *s = node->op_state;
-  if (x->rank < 3 || x->rank > 4 || w->rank != x->rank)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "QConv: x must be [N, (H,) W, C] and w [M, C/group, (kH,) kW] (ranks %d "
-                   "and %d)",
-                   x->rank, w->rank);
-  const int64_t C = x->dims[x->rank - 1], M = w->dims[0], Cg = w->dims[1];
-  WQ_TRY(qconv_check_channels(node, C, M, Cg, err));
-  return wq_window_geometry(node, &s->win, x->rank - 2, &x->dims[1], &w->dims[2], false, true, g,
-                            err);
-}
-
-static wq_status qconv_nhwc_infer(const wq_node *node, const wq_value *in, wq_value *out,
-                                  wq_error *err) {
-  const qconv_state *s = node->op_state;
-  WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
-  WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
-  out[0].dtype = s->y_dtype;
-  if (in[0].rank < 0 || in[1].rank < 0) {
-    out[0].rank = -1;
-    return WQ_OK;
-  }
-  wq_conv_geometry g;
-  WQ_TRY(qconv_nhwc_geometry(node, &in[0], &in[1], &g, err));
-  out[0].rank = in[0].rank;
-  out[0].dims[0] = in[0].dims[0];
-  for (int i = 0; i < g.n_spatial; i++)
-    out[0].dims[1 + i] = g.out[i];
-  out[0].dims[in[0].rank - 1] = in[1].dims[0];
-  bool has_bias = node->n_inputs > 2 && wq_value_present(&in[2]);
-  if (has_bias &&
-      (in[2].dtype != WQ_DT_INT32 || (in[2].rank >= 0 && in[1].dims[0] >= 0 &&
-                                      (in[2].rank != 1 || in[2].dims[0] != in[1].dims[0]))))
-    return wq_fail(err, WQ_ERR_SHAPE, node->name, "QConv: bias must be int32 [%lld]",
-                   (long long)in[1].dims[0]);
-  if (wq_value_shape_known(&out[0]))
-    WQ_TRY(wq_shape_check(out[0].dims, out[0].rank, node->name, "QConv output", err));
-  return WQ_OK;
-}
-
 static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   qconv_state *s = node->op_state;
   if (s->y_dtype == WQ_DT_INT32)
@@ -196,8 +145,14 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
   if (!wq_value_shape_known(&xv) || !wq_value_shape_known(&wv))
     return wq_fail(err, WQ_ERR_SHAPE, node->name,
                    "QConv: x and w shapes must be static (but for the batch)");
-  wq_conv_geometry geo;
-  WQ_TRY(qconv_nhwc_geometry(node, &xv, &wv, &geo, err));
+  if (xv.rank > 4)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "QConv: channels-last x of rank %d (3 or 4 supported)", xv.rank);
+  wq_value yv = {.rank = -1};
+  wq_qconv_shape shape;
+  bool known;
+  WQ_TRY(qconv_shape(node, &xv, &wv, &yv, &shape, &known, err));
+  const wq_conv_geometry geo = shape.geo;
   const wq_qparams *qx, *qw, *qy;
   WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));
   WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qw, err));
@@ -234,7 +189,7 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
     wzp[m] = qw->zero_point[at];
   }
   wq_qconv_desc d = {.batch = xv.dims[0],
-                     .in_channels = xv.dims[xv.rank - 1],
+                     .in_channels = xv.dims[1],
                      .out_channels = M,
                      .group = s->group,
                      .geo = geo,
@@ -290,8 +245,6 @@ static wq_status qconv_nhwc_run(const wq_node *node, const wq_value *in, wq_valu
 
 static wq_status qconv_infer(const wq_node *node, const wq_value *in, wq_value *out,
                              wq_error *err) {
-  if (wq_layout_channels_last(in[0].layout, in[0].rank))
-    return qconv_nhwc_infer(node, in, out, err);
   WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
   WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
   bool has_bias = node->n_inputs > 2 && wq_value_present(&in[2]);

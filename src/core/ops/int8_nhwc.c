@@ -6,8 +6,8 @@
  *   wq_boundary_nhwc     such a transition fused into the Quantize /
  *                        DequantizeLinear at a region's edge (those ops call
  *                        it when their input and output layouts differ);
- *   wq_pool_nhwc_*       the window geometry of a pool over [N, S..., C]
- *                        (QAveragePool, QGlobalAveragePool, MaxPool).
+ *   wq_pool2d_of         the window of a pool over channels-last codes
+ *                        (QAveragePool, MaxPool).
  * Weights keep ONNX's [M, C/group, kH, kW] layout; only activations move. */
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +29,13 @@ enum { BOUNDARY_TILE = 4096 };
 
 static wq_status transition_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                   wq_error *err) {
-  const bool to_nhwc = node->op->flags & WQ_OP_FLAG_TO_NHWC;
   const wq_layout layout = out[0].layout;
-  out[0] = in[0];
+  out[0] = in[0]; /* logical dims: the same in both layouts */
   out[0].data = NULL;
   out[0].layout = layout;
-  if (in[0].rank < 0)
-    return WQ_OK;
-  if (in[0].rank < 3)
+  if (in[0].rank >= 0 && in[0].rank < 3)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: input must have rank >= 3 (has %d)",
                    node->op_type, in[0].rank);
-  wq_dims_permute(in[0].dims, in[0].rank, to_nhwc, out[0].dims);
   return WQ_OK;
 }
 
@@ -99,13 +95,12 @@ static void boundary_run(bool to_nhwc, const wq_value *in, wq_value *out, int64_
     boundary_tiles(&job, 0, tiles);
 }
 
-/* Images n, channels c and pixels s of x stored channels-first
- * (channels_first) or channels-last; returns x's element count. */
-static int64_t image_extents(const wq_value *x, bool channels_first, int64_t *n, int64_t *c,
-                             int64_t *s) {
+/* Images n, channels c and pixels s of x (logical dims [N, C, S...]);
+ * returns x's element count. */
+static int64_t image_extents(const wq_value *x, int64_t *n, int64_t *c, int64_t *s) {
   const int64_t total = wq_value_numel(x);
   *n = x->dims[0];
-  *c = channels_first ? x->dims[1] : x->dims[x->rank - 1];
+  *c = x->dims[1];
   *s = *n * *c > 0 ? total / (*n * *c) : 0;
   return total;
 }
@@ -113,7 +108,7 @@ static int64_t image_extents(const wq_value *x, bool channels_first, int64_t *n,
 wq_status wq_boundary_nhwc(const wq_node *node, bool to_nhwc, const wq_value *in, wq_value *out,
                            wq_error *err) {
   int64_t n, c, s;
-  if (image_extents(&in[0], to_nhwc, &n, &c, &s) == 0)
+  if (image_extents(&in[0], &n, &c, &s) == 0)
     return WQ_OK;
   if (c > BOUNDARY_TILE || in[1].dtype != WQ_DT_FLOAT || wq_value_numel(&in[1]) != 1 ||
       node->n_inputs < 3 || wq_value_numel(&in[2]) != 1)
@@ -129,7 +124,7 @@ static wq_status transition_run(const wq_node *node, const wq_value *in, wq_valu
                                 wq_error *err) {
   const bool to_nhwc = node->op->flags & WQ_OP_FLAG_TO_NHWC;
   int64_t n, c, s;
-  const int64_t total = image_extents(&in[0], to_nhwc, &n, &c, &s);
+  const int64_t total = image_extents(&in[0], &n, &c, &s);
   if (total == 0)
     return WQ_OK;
   if (wq_dtype_size(in[0].dtype) != 1)
@@ -161,39 +156,6 @@ TRANSITION_OP(wq_op_to_nhwc, "ToNHWC", 1, WQ_OP_FLAG_TO_NHWC, WQ_INT8_KERNEL, WQ
 TRANSITION_OP(wq_op_to_nchw, "ToNCHW", 1, 0, WQ_INT8_KERNEL, WQ_LCAP_TO_NCHW)
 
 /* ---- pools ------------------------------------------------------------- */
-
-wq_status wq_pool_nhwc_geometry(const wq_node *node, const wq_window_attrs *win, bool ceil_mode,
-                                const wq_value *x, wq_conv_geometry *g, wq_error *err) {
-  if (x->rank != win->n_kernel_shape + 2)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "%s: input has rank %d but kernel_shape has %d dims", node->op_type, x->rank,
-                   win->n_kernel_shape);
-  if (win->n_kernel_shape > 2)
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
-                   "%s: %d spatial dims channels-last (1 or 2 supported)", node->op_type,
-                   win->n_kernel_shape);
-  return wq_window_geometry(node, win, x->rank - 2, &x->dims[1], NULL, ceil_mode, true, g, err);
-}
-
-wq_status wq_pool_nhwc_infer(const wq_node *node, const wq_window_attrs *win, bool ceil_mode,
-                             bool global, const wq_value *x, wq_value *out, wq_error *err) {
-  out->rank = x->rank;
-  const int r = x->rank;
-  out->dims[0] = x->dims[0];
-  out->dims[r - 1] = x->dims[r - 1];
-  if (global) {
-    for (int d = 1; d < r - 1; d++)
-      out->dims[d] = 1;
-    return WQ_OK;
-  }
-  wq_conv_geometry g;
-  WQ_TRY(wq_pool_nhwc_geometry(node, win, ceil_mode, x, &g, err));
-  for (int i = 0; i < g.n_spatial; i++)
-    out->dims[1 + i] = g.out[i];
-  if (wq_value_shape_known(out))
-    WQ_TRY(wq_shape_check(out->dims, out->rank, node->name, "pool output", err));
-  return WQ_OK;
-}
 
 /* The 2-D window of a 1-D or 2-D geometry. */
 wq_pool2d wq_pool2d_of(const wq_conv_geometry *g, int64_t batch, int64_t channels) {

@@ -1,6 +1,6 @@
 /* Channels-last pieces the kernel families share (ops/int8_nhwc.c): the
- * fused Quantize/DequantizeLinear layout change and the window geometry of
- * pools over [N, spatial..., C] values. */
+ * fused Quantize/DequantizeLinear layout change and the window of pools
+ * over channels-last codes. */
 #ifndef WQ_OPS_INT8_NHWC_H
 #define WQ_OPS_INT8_NHWC_H
 
@@ -15,13 +15,6 @@
 wq_status wq_boundary_nhwc(const wq_node *node, bool to_nhwc, const wq_value *in, wq_value *out,
                            wq_error *err);
 
-/* Window geometry of a pool over x [N, (H,) W, C] (1 or 2 spatial dims). */
-wq_status wq_pool_nhwc_geometry(const wq_node *node, const wq_window_attrs *win, bool ceil_mode,
-                                const wq_value *x, wq_conv_geometry *g, wq_error *err);
-/* Output dims of such a pool (global: every spatial dim 1); out->dtype is
- * the caller's. */
-wq_status wq_pool_nhwc_infer(const wq_node *node, const wq_window_attrs *win, bool ceil_mode,
-                             bool global, const wq_value *x, wq_value *out, wq_error *err);
 /* The 2-D window of a 1-D or 2-D geometry. */
 wq_pool2d wq_pool2d_of(const wq_conv_geometry *g, int64_t batch, int64_t channels);
 

@@ -65,8 +65,6 @@ static wq_status qpool_infer(const wq_node *node, const wq_value *in, wq_value *
   const qpool_state *s = node->op_state;
   WQ_TRY(wq_int8_expect_8bit(node, "X", in[0].dtype, err));
   out[0].dtype = s->y_dtype;
-  if (wq_layout_channels_last(in[0].layout, in[0].rank))
-    return wq_pool_nhwc_infer(node, &s->win, s->ceil_mode, s->global, &in[0], &out[0], err);
   if (s->global) {
     out[0].rank = in[0].rank;
     if (in[0].rank >= 0 && in[0].rank < 2)
@@ -113,20 +111,23 @@ static wq_status qpool_run(const wq_node *node, const wq_value *in, wq_value *ou
   if (in[0].dtype != s->q.x_dtype)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: X is %s but was planned as %s",
                    node->op_type, wq_dtype_name(in[0].dtype), wq_dtype_name(s->q.x_dtype));
+  const int64_t batch = in[0].dims[0], channels = in[0].dims[1], planes = batch * channels;
   if (wq_layout_channels_last(in[0].layout, in[0].rank)) {
-    const int64_t batch = in[0].dims[0], channels = in[0].dims[in[0].rank - 1];
     if (s->global) {
-      int64_t pixels = batch * channels > 0 ? wq_value_numel(&in[0]) / (batch * channels) : 0;
+      int64_t pixels = planes > 0 ? wq_value_numel(&in[0]) / planes : 0;
       wq_qgap_nhwc(batch, pixels, channels, &s->q, in[0].data, out[0].data);
       return WQ_OK;
     }
     wq_conv_geometry g;
-    WQ_TRY(wq_pool_nhwc_geometry(node, &s->win, s->ceil_mode, &in[0], &g, err));
+    WQ_TRY(qpool_geometry(node, &in[0], &g, err));
+    if (g.n_spatial > 2)
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                     "%s: channels-last with %d spatial dims (1 or 2 supported)", node->op_type,
+                     g.n_spatial);
     wq_pool2d p = wq_pool2d_of(&g, batch, channels);
     wq_qavgpool_nhwc(&p, s->count_include_pad, &s->q, in[0].data, out[0].data);
     return WQ_OK;
   }
-  int64_t planes = in[0].dims[0] * in[0].dims[1];
   if (s->global) {
     int64_t plane = planes > 0 ? wq_value_numel(&in[0]) / planes : 0;
     wq_int8_global_avgpool_ref(planes, plane, &s->q, in[0].data, out[0].data);

@@ -69,17 +69,15 @@ static wq_status pool_resolve(const wq_node *node, const wq_value *x, wq_conv_ge
 }
 
 static wq_status pool_infer(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  if (wq_layout_channels_last(in[0].layout, in[0].rank)) {
-    const pool_state *s = node->op_state;
-    if (!is_max_pool(node) || wq_dtype_size(in[0].dtype) != 1 || node->n_outputs > 1)
-      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
-                     "%s: channels-last only for MaxPool on 8-bit codes without Indices",
-                     node->op_type);
-    out[0].dtype = in[0].dtype;
-    return wq_pool_nhwc_infer(node, &s->win, s->ceil_mode, false, &in[0], &out[0], err);
-  }
   wq_conv_geometry g;
   WQ_TRY(pool_resolve(node, &in[0], &g, err));
+  if (wq_layout_channels_last(in[0].layout, in[0].rank) &&
+      (!is_max_pool(node) || wq_dtype_size(in[0].dtype) != 1 || node->n_outputs > 1 ||
+       g.n_spatial > 2))
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "%s: channels-last only for MaxPool on 8-bit codes, 1 or 2 spatial dims, "
+                   "without Indices",
+                   node->op_type);
   out[0].dtype = in[0].dtype;
   out[0].rank = g.n_spatial + 2;
   out[0].dims[0] = in[0].rank >= 0 ? in[0].dims[0] : -1;
@@ -98,14 +96,12 @@ static wq_status pool_infer(const wq_node *node, const wq_value *in, wq_value *o
 static wq_status pool_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const pool_state *s = node->op_state;
   wq_conv_geometry g;
+  WQ_TRY(pool_resolve(node, &in[0], &g, err));
   if (wq_layout_channels_last(in[0].layout, in[0].rank)) { /* MaxPool on codes (infer checked) */
-    const int64_t batch = in[0].dims[0], channels = in[0].dims[in[0].rank - 1];
-    WQ_TRY(wq_pool_nhwc_geometry(node, &s->win, s->ceil_mode, &in[0], &g, err));
-    wq_pool2d p = wq_pool2d_of(&g, batch, channels);
+    wq_pool2d p = wq_pool2d_of(&g, in[0].dims[0], in[0].dims[1]);
     wq_maxpool_nhwc_q8(&p, in[0].dtype == WQ_DT_UINT8, in[0].data, out[0].data);
     return WQ_OK;
   }
-  WQ_TRY(pool_resolve(node, &in[0], &g, err));
   int64_t planes = in[0].dims[0] * in[0].dims[1];
   if (!is_max_pool(node)) {
     wq_ref_avgpool_f32(&g, planes, s->count_include_pad, in[0].data, out[0].data);

@@ -112,8 +112,6 @@ static wq_status quantize_infer(const wq_node *node, const wq_value *in, wq_valu
   memcpy(out[0].dims, in[0].dims, sizeof out[0].dims);
   if (in[0].rank < 0 || !wq_value_shape_known(&in[1]))
     return WQ_OK;
-  if (layout_change(in, out))
-    wq_dims_permute(in[0].dims, in[0].rank, true, out[0].dims);
   wq_qparams qp;
   WQ_TRY(node_qparams(node, &a, qdt, &in[0], &in[1], node->n_inputs > 2 ? &in[2] : NULL,
                       "QuantizeLinear: y_scale", &qp, err));
@@ -178,8 +176,6 @@ static wq_status dequantize_infer(const wq_node *node, const wq_value *in, wq_va
   memcpy(out[0].dims, in[0].dims, sizeof out[0].dims);
   if (in[0].rank < 0 || !wq_value_shape_known(&in[1]))
     return WQ_OK;
-  if (layout_change(in, out))
-    wq_dims_permute(in[0].dims, in[0].rank, false, out[0].dims);
   wq_qparams qp;
   WQ_TRY(node_qparams(node, &a, in[0].dtype, &in[0], &in[1], node->n_inputs > 2 ? &in[2] : NULL,
                       "DequantizeLinear: x_scale", &qp, err));

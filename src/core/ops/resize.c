@@ -3,7 +3,7 @@
  * Modes nearest (any fixed-size dtype), linear and cubic (float, N-D,
  * separable). Output sizes need the scales/sizes data: without it shape
  * inference gives the rank with unknown (-1) resized dims. Nearest mode also
- * runs on 8-bit codes stored channels-last ([N, (H,) W, C], N and C not
+ * runs on 8-bit codes stored channels-last (rank 3 or 4, N and C not
  * resized) when the layout pass stores them so: the source pixel of every
  * output pixel is found when planned by running this op itself on a tensor
  * of pixel indices, so the mapping is the reference's exactly. */
@@ -304,37 +304,24 @@ static wq_status resize_nchw_infer(const wq_node *node, const wq_value *in, wq_v
   return WQ_OK;
 }
 
-/* Channels-last X: the declared-order shapes through the same rules; N and
- * C are not resized. */
-static wq_status resize_nhwc_infer(const wq_node *node, const wq_value *in, wq_value *out,
-                                   wq_error *err) {
-  const int r = in[0].rank;
-  if (wq_dtype_size(in[0].dtype) != 1 || r > 4)
+/* A channels-last X (codes, N and C not resized) has the same logical
+ * shapes. */
+static wq_status resize_infer(const wq_node *node, const wq_value *in, wq_value *out,
+                              wq_error *err) {
+  WQ_TRY(resize_nchw_infer(node, in, out, err));
+  if (!wq_layout_channels_last(in[0].layout, in[0].rank))
+    return WQ_OK;
+  if (wq_dtype_size(in[0].dtype) != 1 || in[0].rank > 4)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
                    "Resize: channels-last only on 8-bit codes of rank 3 or 4");
-  wq_value view_in[4];
-  const int n = node->n_inputs < 4 ? node->n_inputs : 4;
-  for (int k = 0; k < n; k++)
-    view_in[k] = in[k];
-  wq_dims_permute(in[0].dims, r, false, view_in[0].dims);
-  view_in[0].layout = (wq_layout){0};
-  WQ_TRY(resize_nchw_infer(node, view_in, out, err));
   if ((out[0].dims[0] >= 0 && out[0].dims[0] != in[0].dims[0]) ||
-      (out[0].dims[1] >= 0 && out[0].dims[1] != in[0].dims[r - 1]))
+      (out[0].dims[1] >= 0 && out[0].dims[1] != in[0].dims[1]))
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
                    "Resize: resizing N or C ([%lld, %lld] -> [%lld, %lld]) channels-last is not "
                    "supported",
-                   (long long)in[0].dims[0], (long long)in[0].dims[r - 1],
-                   (long long)out[0].dims[0], (long long)out[0].dims[1]);
-  wq_dims_permute(out[0].dims, r, true, out[0].dims);
+                   (long long)in[0].dims[0], (long long)in[0].dims[1], (long long)out[0].dims[0],
+                   (long long)out[0].dims[1]);
   return WQ_OK;
-}
-
-static wq_status resize_infer(const wq_node *node, const wq_value *in, wq_value *out,
-                              wq_error *err) {
-  if (wq_layout_channels_last(in[0].layout, in[0].rank))
-    return resize_nhwc_infer(node, in, out, err);
-  return resize_nchw_infer(node, in, out, err);
 }
 
 static wq_resize_axis axis_of(const resize_state *s, const resize_plan *p, const wq_value *x,
@@ -496,11 +483,11 @@ static wq_status resize_nhwc_run(const wq_node *node, const wq_value *in, wq_val
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "Resize: X shape differs from the planned one");
   const int r = in[0].rank;
   wq_resize_nhwc rz = {.batch = in[0].dims[0],
-                       .in_h = r == 4 ? in[0].dims[1] : 1,
-                       .in_w = in[0].dims[r - 2],
+                       .in_h = r == 4 ? in[0].dims[2] : 1,
+                       .in_w = in[0].dims[r - 1],
                        .out_h = s->out_h,
                        .out_w = s->out_w,
-                       .channels = in[0].dims[r - 1],
+                       .channels = in[0].dims[1],
                        .src_h = s->src_h,
                        .src_w = s->src_w};
   wq_resize_nearest_nhwc_q8(&rz, in[0].data, out[0].data);
@@ -529,9 +516,9 @@ static wq_status resize_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *er
   wq_value x = wq_tensor_value(&g->tensors[node->inputs[0]]);
   if (!wq_value_shape_known(&x) || x.rank < 3 || x.rank > 4)
     return wq_fail(err, WQ_ERR_SHAPE, node->name,
-                   "Resize: X must have a static [N, (H,) W, C] shape");
+                   "Resize: channels-last X must have a static shape of rank 3 or 4");
   const int r = x.rank;
-  const int64_t in_h = r == 4 ? x.dims[1] : 1, in_w = x.dims[r - 2];
+  const int64_t in_h = r == 4 ? x.dims[2] : 1, in_w = x.dims[r - 1];
   wq_value in[4];
   const int n_in = node->n_inputs < 4 ? node->n_inputs : 4;
   int64_t sizes[WQ_MAX_RANK];

@@ -9,17 +9,13 @@
 
 /* --------------------------------------------------------------- Concat */
 
-/* The memory axis of attribute axis in v's layout (channels-last codes
- * join along their last dim when axis is the channels). */
-static wq_status concat_axis(const wq_node *node, const wq_value *v, int *axis, wq_error *err) {
+static wq_status concat_axis(const wq_node *node, int rank, int *axis, wq_error *err) {
   int64_t a = 0;
   const bool required = node->opset >= 4; /* opset 1 defaulted axis to 1 */
   if (required && !wq_node_attr(node, "axis"))
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "Concat: attribute 'axis' missing");
   WQ_TRY(wq_attr_int(node, "axis", 1, &a, err));
-  WQ_TRY(wq_tu_axis(node, a, v->rank, "axis", axis, err));
-  *axis = wq_layout_memory_pos(v->layout, v->rank, *axis);
-  return WQ_OK;
+  return wq_tu_axis(node, a, rank, "axis", axis, err);
 }
 
 static wq_status concat_infer(const wq_node *node, const wq_value *in, wq_value *out,
@@ -42,7 +38,7 @@ static wq_status concat_infer(const wq_node *node, const wq_value *in, wq_value 
   int rank = in[ref].rank, axis;
   if (rank == 0)
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "Concat: inputs must have rank >= 1");
-  WQ_TRY(concat_axis(node, &in[ref], &axis, err));
+  WQ_TRY(concat_axis(node, rank, &axis, err));
   out[0].rank = rank;
   int64_t total = 0;
   for (int i = 0; i < node->n_inputs; i++) {
@@ -84,9 +80,13 @@ static wq_status concat_run(const wq_node *node, const wq_value *in, wq_value *o
   size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "input", &elem, err));
   int axis = 0;
-  WQ_TRY(concat_axis(node, &out[0], &axis, err));
-  int64_t outer = wq_tu_prod(out[0].dims, 0, axis);
-  int64_t inner = wq_tu_prod(out[0].dims, axis + 1, out[0].rank);
+  WQ_TRY(concat_axis(node, out[0].rank, &axis, err));
+  /* Rows in memory: channels-last codes (the layout pass's) join along
+   * their last dim when axis is the channels; the inputs share the layout. */
+  const wq_value ym = wq_value_memory_order(&out[0]);
+  const int at = wq_layout_memory_pos(out[0].layout, out[0].rank, axis);
+  int64_t outer = wq_tu_prod(ym.dims, 0, at);
+  int64_t inner = wq_tu_prod(ym.dims, at + 1, out[0].rank);
   unsigned char *dst = out[0].data;
   for (int64_t o = 0; o < outer; o++)
     for (int i = 0; i < node->n_inputs; i++) {

@@ -69,7 +69,7 @@ static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
   dst->dtype = src->dtype;
   dst->rank = src->rank;
   dst->layout = (wq_layout){.order = to_nhwc ? WQ_ORDER_CHANNELS_LAST : WQ_ORDER_DECLARED};
-  wq_dims_permute(src->dims, src->rank, to_nhwc, dst->dims);
+  memcpy(dst->dims, src->dims, sizeof dst->dims); /* logical dims: the same in every layout */
   if (src->qparams) {
     dst->qparams = calloc(1, sizeof *dst->qparams);
     if (!dst->qparams || wq_qparams_clone(dst->qparams, src->qparams, err) != WQ_OK) {
@@ -78,12 +78,6 @@ static int add_twin(layout_ctx *c, int t, bool to_nhwc, wq_error *err) {
       wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
       return -1;
     }
-    wq_qparams *qp = dst->qparams;
-    int64_t tmp[WQ_MAX_RANK];
-    wq_dims_permute(qp->data_dims, qp->rank, to_nhwc, tmp);
-    memcpy(qp->data_dims, tmp, sizeof tmp);
-    wq_dims_permute(qp->block, qp->rank, to_nhwc, tmp);
-    memcpy(qp->block, tmp, sizeof tmp);
   }
   return u;
 }
