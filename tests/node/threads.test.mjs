@@ -8,6 +8,8 @@ import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { load, threadsSupported, WasmqError } from '../../src/js/index.mjs';
 import { randomInput } from '../../bench/common.mjs';
+import { randomArray } from '../../src/js/random.mjs';
+import { encodeModel } from '../models/qdq_builder.mjs';
 import { MODELS, SHARED } from './helpers.mjs';
 import { getThreadedCore } from '../../src/js/core.mjs';
 
@@ -103,5 +105,48 @@ test('memory grown outside the calling thread: inputs and results beyond the old
   } finally {
     one.dispose();
     two.dispose();
+  }
+});
+
+// QAdd / QMul whose operands are one run (same shape, or a broadcast scalar)
+// are cut into pieces across threads from 8192 codes on: 65536 codes here
+// (16 pieces), then 4096 (one thread). uint8 and int8 codes.
+test('QAdd (same shape) and QMul (scalar operand) on 2 threads equal 1 thread bit for bit', async () => {
+  for (const [dtype, Data, zp] of [['uint8', Uint8Array, 128], ['int8', Int8Array, -3]]) {
+    for (const shape of [[1, 16, 64, 64], [1, 4, 32, 32]]) {
+      const scalar = (name, ty, value) => ({ name, dtype: ty, dims: [], data: ty === 'float' ? Float32Array.of(value) : Data.of(value) });
+      const bytes = encodeModel({
+        nodes: [
+          { op: 'QuantizeLinear', name: 'qa', inputs: ['x', 'a_scale', 'zp'], outputs: ['a'] },
+          { op: 'QuantizeLinear', name: 'qb', inputs: ['x', 'b_scale', 'zp'], outputs: ['b'] },
+          { op: 'QLinearAdd', name: 'add', domain: 'com.microsoft', inputs: ['a', 'a_scale', 'zp', 'b', 'b_scale', 'zp', 's_scale', 'zp'], outputs: ['s'] },
+          { op: 'QLinearMul', name: 'mul', domain: 'com.microsoft', inputs: ['s', 's_scale', 'zp', 'c', 'c_scale', 'zp', 'y_scale', 'zp'], outputs: ['yq'] },
+          { op: 'DequantizeLinear', name: 'dq', inputs: ['yq', 'y_scale', 'zp'], outputs: ['y'] },
+        ],
+        initializers: [
+          scalar('a_scale', 'float', 0.03), scalar('b_scale', 'float', 0.05), scalar('s_scale', 'float', 0.07),
+          scalar('c_scale', 'float', 0.01), scalar('y_scale', 'float', 0.09), scalar('zp', dtype, zp),
+          scalar('c', dtype, zp + 90),
+        ],
+        opset: 13,
+        extraOpsets: [['com.microsoft', 1]],
+        inputs: [{ name: 'x', dtype: 'float', shape }],
+        outputs: [{ name: 'y', dtype: 'float' }],
+      });
+      const one = await load(bytes, { threads: 1 });
+      const two = await load(bytes, { threads: 2 });
+      try {
+        assert.match(two.describeLowered(), /QAdd/);
+        assert.match(two.describeLowered(), /QMul/);
+        const n = shape.reduce((a, b) => a * b, 1);
+        const feeds = { x: { data: randomArray('float32', n, 11).map((v) => v * 12 - 6), dims: shape } };
+        const a = await one.run(feeds);
+        const b = await two.run(feeds);
+        assert.ok(sameBytes(a.y.data, b.y.data), `${dtype} ${shape}: differs with 2 threads`);
+      } finally {
+        one.dispose();
+        two.dispose();
+      }
+    }
   }
 });

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "../runtime/parallel.h"
+
 void wq_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step, const void *b,
                     int b_step, void *y) {
 #ifdef __wasm_simd128__
@@ -15,6 +17,28 @@ void wq_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_
  * channels-last data with few channels): the repeating operand is then
  * tiled into a buffer of this many codes so one call covers several runs. */
 enum { TILE_BYTES = 256, SHORT_RUN = 64 };
+
+/* One run of a binary op cut into pieces across threads (threaded builds
+ * only: behind wq_parallel_threads() > 1). Every code is computed the same
+ * way in any piece, so results equal one thread's bit for bit. */
+typedef struct {
+  const wq_qbinary_params *p;
+  const uint8_t *a8, *b8;
+  uint8_t *y8;
+  int a_step, b_step;
+} qbinary_run_job;
+
+static void qbinary_pieces(void *ctx, int64_t i0, int64_t i1) {
+  const qbinary_run_job *j = ctx;
+  wq_qbinary_row(j->p, i1 - i0, j->a8 + i0 * j->a_step, j->a_step, j->b8 + i0 * j->b_step,
+                 j->b_step, j->y8 + i0);
+}
+
+/* A single run this long (~4.5 us) or more is split; pieces hold at least
+ * QBINARY_PIECE_MIN codes (~1 us), at most 16 per op. Runs that repeat
+ * along outer dims (broadcasts) stay on one thread. */
+#define QBINARY_PARALLEL_MIN ((int64_t)1 << 13)
+#define QBINARY_PIECE_MIN ((int64_t)1 << 11)
 
 void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b, wq_value *y) {
   const int rank = y->rank;
@@ -83,6 +107,13 @@ void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b
   int64_t coord[WQ_MAX_RANK] = {0};
   int64_t ai = 0, bi = 0;
   const int64_t rows = total / run;
+  if (wq_parallel_threads() > 1 && rows == 1 && !tiled && run >= QBINARY_PARALLEL_MIN) {
+    qbinary_run_job job = {p, a8, b8, y8, a_step, b_step};
+    const int64_t piece = (run / 16 + 15) / 16 * 16;
+    wq_parallel_for(run, piece > QBINARY_PIECE_MIN ? piece : QBINARY_PIECE_MIN, qbinary_pieces,
+                    &job);
+    return;
+  }
   for (int64_t r = 0; r < rows; r++) {
     const uint8_t *pa = a8 + ai, *pb = b8 + bi;
     if (tiled) {
