@@ -500,9 +500,9 @@ typedef struct {
   const wq_qconv_plan *p;
   const uint8_t *x;
   uint8_t *y;
-  /* Shares: row blocks of row_grain output rows x blocks of chunk_grain
+  /* Shares: row_blocks blocks of output rows x chunk_blocks blocks of
    * 16-channel chunks (share s: row block s / chunk_blocks). */
-  int64_t row_grain, chunk_grain, chunk_blocks;
+  int64_t row_blocks, chunk_blocks;
   atomic_int status;
 } dw_job;
 
@@ -585,11 +585,11 @@ static void dw_share(void *ctx, int64_t s0, int64_t s1) {
   dw_job *job = ctx;
   const int64_t rows = job->p->batch * job->p->out_h;
   const int64_t chunks = round_up(job->p->in_channels, DW_LANES) / DW_LANES;
+  /* Balanced blocks: sizes differ by one row (one chunk) at most. */
   for (int64_t s = s0; s < s1; s++) {
-    const int64_t r0 = s / job->chunk_blocks * job->row_grain;
-    const int64_t k0 = s % job->chunk_blocks * job->chunk_grain;
-    dw_block(job, r0, r0 + job->row_grain < rows ? r0 + job->row_grain : rows, k0,
-             k0 + job->chunk_grain < chunks ? k0 + job->chunk_grain : chunks);
+    const int64_t rb = s / job->chunk_blocks, cb = s % job->chunk_blocks;
+    dw_block(job, rb * rows / job->row_blocks, (rb + 1) * rows / job->row_blocks,
+             cb * chunks / job->chunk_blocks, (cb + 1) * chunks / job->chunk_blocks);
   }
 }
 
@@ -612,14 +612,12 @@ static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t
     int64_t target = work / DW_SHARE_MIN_MACS;
     target = target > 16 ? 16 : target;
     int64_t row_blocks = rows / 4 < target ? rows / 4 : target;
-    row_blocks = row_blocks < 1 ? 1 : row_blocks;
-    job.row_grain = (rows + row_blocks - 1) / row_blocks;
-    row_blocks = (rows + job.row_grain - 1) / job.row_grain;
-    int64_t chunk_blocks = (target + row_blocks - 1) / row_blocks;
-    chunk_blocks = chunk_blocks > chunks ? chunks : chunk_blocks;
-    job.chunk_grain = (chunks + chunk_blocks - 1) / chunk_blocks;
-    job.chunk_blocks = (chunks + job.chunk_grain - 1) / job.chunk_grain;
-    wq_parallel_for(row_blocks * job.chunk_blocks, 1, dw_share, &job);
+    job.row_blocks = row_blocks < 1 ? 1 : row_blocks;
+    int64_t chunk_blocks = (target + job.row_blocks - 1) / job.row_blocks;
+    /* An even share count where the chunks allow (two threads end together). */
+    chunk_blocks += job.row_blocks * chunk_blocks % 2;
+    job.chunk_blocks = chunk_blocks > chunks ? chunks : chunk_blocks;
+    wq_parallel_for(job.row_blocks * job.chunk_blocks, 1, dw_share, &job);
   } else {
     dw_block(&job, 0, rows, 0, chunks);
   }

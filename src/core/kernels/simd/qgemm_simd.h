@@ -41,14 +41,16 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
                                   int64_t t1, wq_simd_panel_fn fill, const void *ctx, void *y,
                                   int64_t ldy, wq_error *err);
 
-/* How a product of m rows is cut into shares for threads: row blocks of
- * row_grain rows times column blocks of tile_grain tiles; share c is row
- * block c / col_chunks, column block c % col_chunks. Depends on the shape
+/* How a product of m rows is cut into shares for threads: row_chunks row
+ * blocks times col_chunks column blocks, balanced (block i of R over P
+ * panels: panels [i * P / R, (i + 1) * P / R)); share c is row block
+ * c / col_chunks, column block c % col_chunks. row_grain (whole panels) is
+ * the uniform row cut for callers that split rows alone. Depends on the shape
  * alone, never on the thread count; each output is computed the same way
  * in any share, so results are bit-identical for any number of threads. */
 typedef struct {
   int64_t m, tiles;
-  int64_t row_grain, tile_grain;
+  int64_t row_grain;
   int64_t row_chunks, col_chunks, chunks;
 } wq_simd_qgemm_split;
 /* Fills *s and returns its share count (1: too small to split); `columns`

@@ -179,10 +179,14 @@ static void dense_share(void *ctx, int64_t c0, int64_t c1) {
   const wq_simd_qgemm_split *s = &job->split;
   wq_error err;
   wq_error_clear(&err);
+  const int64_t panels = (s->m + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
   for (int64_t c = c0; c < c1; c++) {
-    const int64_t r0 = c / s->col_chunks * s->row_grain, t0 = c % s->col_chunks * s->tile_grain;
-    const int64_t r1 = r0 + s->row_grain < s->m ? r0 + s->row_grain : s->m;
-    const int64_t t1 = t0 + s->tile_grain < s->tiles ? t0 + s->tile_grain : s->tiles;
+    /* Balanced blocks: sizes differ by one panel (one tile) at most. */
+    const int64_t rc = c / s->col_chunks, cc = c % s->col_chunks;
+    const int64_t r0 = rc * panels / s->row_chunks * WQ_QGEMM_MR;
+    const int64_t r_end = (rc + 1) * panels / s->row_chunks * WQ_QGEMM_MR;
+    const int64_t r1 = r_end < s->m ? r_end : s->m;
+    const int64_t t0 = cc * s->tiles / s->col_chunks, t1 = (cc + 1) * s->tiles / s->col_chunks;
     if (wq_simd_qgemm_run_block(job->p, r0, r1, t0, t1, fill_dense_panel, &job->rows, job->y,
                                 job->ldy, &err) != WQ_OK)
       atomic_store(&job->status, (int)err.code);
@@ -294,30 +298,29 @@ int64_t wq_simd_qgemm_split_plan(const wq_qgemm_packed *p, int64_t m, int column
                                  wq_simd_qgemm_split *s) {
   const int64_t macs = m * p->n * p->k, tiles = p->n_padded / WQ_QGEMM_NR;
   const int64_t panels = (m + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
-  *s = (wq_simd_qgemm_split){.m = m,
-                             .tiles = tiles,
-                             .row_grain = m,
-                             .tile_grain = tiles,
-                             .row_chunks = 1,
-                             .col_chunks = 1,
-                             .chunks = 1};
+  *s = (wq_simd_qgemm_split){
+      .m = m, .tiles = tiles, .row_grain = m, .row_chunks = 1, .col_chunks = 1, .chunks = 1};
   if (macs < QGEMM_PARALLEL_MIN_MACS)
     return 1;
   int64_t target = macs / QGEMM_SHARE_MIN_MACS;
-  target = target > QGEMM_MAX_SHARES ? QGEMM_MAX_SHARES : target;
+  target = target > QGEMM_MAX_SHARES ? QGEMM_MAX_SHARES : target & ~(int64_t)1;
   /* Whole panels of rows while there are two or more per share (or column
    * splitting is not allowed: im2col rows cost their packing once only). */
   int64_t row_chunks = panels >= 2 * target || !columns ? target : panels / 2;
   row_chunks = row_chunks < 1 ? 1 : (row_chunks > panels ? panels : row_chunks);
+  /* A dense product's shares are row_chunks x col_chunks balanced blocks
+   * (dense_share): with whole-grain blocks, 49 panels (a 14x14 map) in
+   * blocks of 4 made 13 shares, 7 of them on one of 2 threads. */
   s->row_grain = (panels + row_chunks - 1) / row_chunks * WQ_QGEMM_MR;
-  s->row_chunks = (m + s->row_grain - 1) / s->row_grain;
+  s->row_chunks = row_chunks;
   if (columns && s->row_chunks < target) {
     /* Few rows (7x7, 14x14 feature maps, small batches): column tiles too,
      * each share packing its rows' panels itself. */
     int64_t col_chunks = (target + s->row_chunks - 1) / s->row_chunks;
+    /* An even share count where the tiles allow (two threads end together). */
+    col_chunks += s->row_chunks * col_chunks % 2;
     col_chunks = col_chunks > tiles ? tiles : col_chunks;
-    s->tile_grain = (tiles + col_chunks - 1) / col_chunks;
-    s->col_chunks = (tiles + s->tile_grain - 1) / s->tile_grain;
+    s->col_chunks = col_chunks;
   }
   s->chunks = s->row_chunks * s->col_chunks;
   return s->chunks;
