@@ -107,11 +107,13 @@ export class Model {
       const dataPtr = this.#stagingFor(i, bytes);
       const dimsPtr = this.#dimsPtr + i * MAX_RANK * 4;
       // Views taken after the allocation: growing memory replaces the buffer.
-      heapU8(core).set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
       heap32(core).set(s.dims, dimsPtr >> 2);
       if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
         throw errorFromCtx(core, this.#ctx);
       }
+      // After set_input, which only records the view: a threaded core's
+      // workers wake up while the data is copied.
+      heapU8(core).set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
     }
     if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
     const results = {};

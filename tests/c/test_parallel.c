@@ -86,12 +86,18 @@ static void test_parallel_for(void) {
   for (int round = 0; round < 3000; round++) {
     wq_parallel_for(2 + round % 7, 1, count_chunk, &total);
     expected += 2 + round % 7;
-    if (round % 500 == 499) {
+    if (round % 3 == 0) /* a wake while the workers spin: nothing to do */
+      wq_pool_wake(pool);
+    /* After a pause the workers sleep; an early wake (as a run's input
+     * staging does) gives them a loop with nothing to claim, then the next
+     * loop follows at once or after they fell asleep again. */
+    for (int pause = 0; pause < (round % 500 == 499) + (round % 1000 == 999); pause++) {
       struct timespec t0, t;
       timespec_get(&t0, TIME_UTC);
       do
         timespec_get(&t, TIME_UTC);
       while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
+      wq_pool_wake(pool);
     }
   }
   CHECK_MSG(atomic_load(&total) == expected, "back-to-back loops: %d items of %d",

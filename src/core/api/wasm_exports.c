@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "../ir/format.h"
+#include "model_internal.h"
 #include "wasm_exports_internal.h"
 
 /* A loaded model plus the inputs staged for its next run. */
@@ -286,6 +287,10 @@ WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int3
   wq_error_clear(&ctx->err);
   if (!model)
     return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: no model");
+  /* The caller copies the data in after this call (the view is only read
+   * by the run): the workers wake meanwhile. */
+  if (i == 0)
+    wq_pool_wake(model->model->pool);
   return wqx_staging_set(&model->staging, model->model, i, dtype, rank, dims, data, &ctx->err);
 }
 

@@ -151,6 +151,27 @@ static void *worker_main(void *arg) {
   }
 }
 
+/* Publishes the next loop's ticket (generation, chunks) and wakes the
+ * sleeping workers. With no chunks (wq_pool_wake) they find nothing to
+ * claim and spin for the next loop. */
+static void publish(wq_pool *p, int64_t chunks) {
+  p->generation = (p->generation + 1) & GEN_MASK;
+  if (p->generation == 0) /* workers start having seen generation 0 */
+    p->generation = 1;
+  atomic_store(&p->ticket,
+               (uint64_t)p->generation << (2 * TICKET_BITS) | (uint64_t)chunks << TICKET_BITS);
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->lock);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+  }
+}
+
+void wq_pool_wake(wq_pool *p) {
+  if (p && p->n_workers > 0 && !p->in_loop && atomic_load(&p->sleepers) > 0)
+    publish(p, 0);
+}
+
 void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
   if (n <= 0)
     return;
@@ -168,16 +189,7 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
   p->n = n;
   p->grain = grain;
   atomic_store(&p->done, 0);
-  p->generation = (p->generation + 1) & GEN_MASK;
-  if (p->generation == 0) /* workers start having seen generation 0 */
-    p->generation = 1;
-  atomic_store(&p->ticket,
-               (uint64_t)p->generation << (2 * TICKET_BITS) | (uint64_t)chunks << TICKET_BITS);
-  if (atomic_load(&p->sleepers) > 0) {
-    pthread_mutex_lock(&p->lock);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->lock);
-  }
+  publish(p, chunks);
   run_chunks(p, p->generation);
   /* Chunks the workers claimed may still run: spin, then sleep. */
   double deadline = 0;
