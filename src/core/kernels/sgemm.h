@@ -43,6 +43,15 @@ wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const floa
                         int64_t a_row_stride, int64_t a_col_stride, const float *b,
                         int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
                         int64_t ldc);
+/* A (m >= 4 rows) packed once into the blocked GEMM's panels,
+ * WQ_SIMD_SGEMM_PACKED_A_FLOATS(m, k) floats, then products of column
+ * slices reading it (threads' shares: each would pack all of A again). */
+#define WQ_SIMD_SGEMM_PACKED_A_FLOATS(m, k) (((m) + 3) / 4 * 4 * (k))
+void wq_simd_sgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t a_row_stride,
+                          int64_t a_col_stride, float *a_full);
+wq_status wq_simd_sgemm_packed_a(int64_t m, int64_t n, int64_t k, float alpha, const float *a_full,
+                                 const float *b, int64_t b_row_stride, int64_t b_col_stride,
+                                 float beta, float *c, int64_t ldc);
 #endif
 
 #endif

@@ -337,10 +337,12 @@ static void gemv_dots(int64_t n, int64_t k, float alpha, const float *a, const f
   }
 }
 
-wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                        int64_t a_row_stride, int64_t a_col_stride, const float *b,
-                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
-                        int64_t ldc) {
+/* The blocked product; a_full (packed by wq_simd_sgemm_pack_a: threads'
+ * column shares read one copy) or NULL: each block packs its own. */
+static wq_status sgemm_blocked(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                               int64_t a_row_stride, int64_t a_col_stride, const float *a_full,
+                               const float *b, int64_t b_row_stride, int64_t b_col_stride,
+                               float beta, float *c, int64_t ldc) {
   if (m <= 0 || n <= 0)
     return WQ_OK;
   if (k <= 0) {
@@ -363,9 +365,10 @@ wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const floa
   int64_t kc_max = k < KC ? k : KC;
   int64_t mc_max = (m < MC ? m : MC) + MR;
   int64_t nc_max = (n < NC ? n : NC) + NR;
-  float *a_pack = malloc(sizeof(float) * (size_t)(kc_max * mc_max));
+  const int64_t m_pad = (m + MR - 1) / MR * MR;
+  float *a_pack = a_full ? NULL : malloc(sizeof(float) * (size_t)(kc_max * mc_max));
   float *b_pack = malloc(sizeof(float) * (size_t)(kc_max * nc_max));
-  if (!a_pack || !b_pack) {
+  if ((!a_full && !a_pack) || !b_pack) {
     free(a_pack);
     free(b_pack);
     return WQ_ERR_OUT_OF_MEMORY;
@@ -378,12 +381,14 @@ wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const floa
       pack_b(b, b_row_stride, b_col_stride, p0, kc, j0, nc, b_pack);
       for (int64_t i0 = 0; i0 < m; i0 += MC) {
         int64_t mc = m - i0 < MC ? m - i0 : MC;
-        pack_a(a, a_row_stride, a_col_stride, i0, mc, p0, kc, a_pack);
+        const float *ap = a_full ? a_full + p0 * m_pad + i0 * kc : a_pack;
+        if (!a_full)
+          pack_a(a, a_row_stride, a_col_stride, i0, mc, p0, kc, a_pack);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           int64_t cols = nc - jr < NR ? nc - jr : NR;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             int64_t rows = mc - ir < MR ? mc - ir : MR;
-            micro_kernel(kc, a_pack + ir * kc, b_pack + jr * kc, acc);
+            micro_kernel(kc, ap + ir * kc, b_pack + jr * kc, acc);
             store_tile(acc, rows, cols, c + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, p0 == 0);
           }
         }
@@ -393,4 +398,30 @@ wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const floa
   free(a_pack);
   free(b_pack);
   return WQ_OK;
+}
+
+wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                        int64_t a_row_stride, int64_t a_col_stride, const float *b,
+                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
+                        int64_t ldc) {
+  return sgemm_blocked(m, n, k, alpha, a, a_row_stride, a_col_stride, NULL, b, b_row_stride,
+                       b_col_stride, beta, c, ldc);
+}
+
+void wq_simd_sgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t a_row_stride,
+                          int64_t a_col_stride, float *a_full) {
+  const int64_t m_pad = (m + MR - 1) / MR * MR;
+  for (int64_t p0 = 0; p0 < k; p0 += KC) {
+    int64_t kc = k - p0 < KC ? k - p0 : KC;
+    for (int64_t i0 = 0; i0 < m; i0 += MC)
+      pack_a(a, a_row_stride, a_col_stride, i0, m - i0 < MC ? m - i0 : MC, p0, kc,
+             a_full + p0 * m_pad + i0 * kc);
+  }
+}
+
+wq_status wq_simd_sgemm_packed_a(int64_t m, int64_t n, int64_t k, float alpha, const float *a_full,
+                                 const float *b, int64_t b_row_stride, int64_t b_col_stride,
+                                 float beta, float *c, int64_t ldc) {
+  return sgemm_blocked(m, n, k, alpha, NULL, 0, 0, a_full, b, b_row_stride, b_col_stride, beta, c,
+                       ldc);
 }
