@@ -252,7 +252,7 @@ export interface GraphOpCapability {
   /** The wasmq int8 op a node of it becomes ('' : itself, or no int8 form). */
   as: string;
   /** The layouts its arguments accept and its output produces. */
-  layout: 'nchw' | 'nhwc-kernel' | 'follow' | 'agnostic' | 'agnostic-binary' | 'agnostic-all' | 'to-nhwc' | 'to-nchw';
+  layout: 'nchw' | 'nhwc-kernel' | 'follow' | 'agnostic' | 'agnostic-binary' | 'agnostic-all' | 'nhwc-float' | 'to-nhwc' | 'to-nchw';
   /** The activation layouts its kernels take: one op per kernel family, the kernel follows its tensors' layouts. */
   layouts: Array<'NCHW' | 'NHWC'>;
 }

@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { load } from '../../src/js/index.mjs';
-import { REPO } from './helpers.mjs';
+import { readFileSync } from 'node:fs';
+import { REPO, SHARED } from './helpers.mjs';
 import { randomArray } from '../../src/js/random.mjs';
 import { FloatGraph, calibrate, quantize } from '../models/qdq_builder.mjs';
 
@@ -146,4 +147,30 @@ test('int8 Add: both inputs channels-last, no transition; one channels-first inp
   const add = mixed.nodes.find((n) => n.op === 'QAdd');
   assert.ok(add.inputs.every((t) => mixed.tensors[t].layout.name === 'NHWC'));
   assert.equal(mixed.transitions.filter((t) => t.to === 'NHWC').length, 2);
+});
+
+test('QConvToFloat reads and writes channels-last when only per-tensor QuantizeLinears read its floats (mnist-8-dynamic-int8)', async () => {
+  const m = await load(readFileSync(path.join(SHARED, 'models/mnist-8-dynamic-int8/model.onnx')));
+  try {
+    const g = m.graph();
+    const convs = g.nodes.filter((n) => n.op === 'QConvToFloat');
+    assert.equal(convs.length, 2);
+    for (const c of convs) {
+      assert.deepEqual([c.inputs[0], c.outputs[0]].map((t) => g.tensors[t].layout.name), ['NHWC', 'NHWC']);
+      assert.equal(g.tensors[c.outputs[0]].dtype, 'float32');
+      // Its float result is quantized channels-last into channels-last codes: no transition there.
+      for (const r of g.tensors[c.outputs[0]].consumers) {
+        assert.equal(g.nodes[r].op, 'QuantizeLinear');
+        assert.equal(g.tensors[g.nodes[r].outputs[0]].layout.name, 'NHWC');
+        assert.ok(!g.transitions.some((t) => t.node === r));
+      }
+    }
+    // The input's transition (fused into its QuantizeLinear) and one ToNCHW
+    // before the Reshape; none between the convolutions (was 4: the second
+    // conv's input went back to NCHW, each conv transposed in and out).
+    assert.deepEqual(g.transitions.map((t) => [g.nodes[t.node].op, t.fused]), [['QuantizeLinear', true], ['ToNCHW', false]]);
+    assert.ok(g.transitions[1].node > g.nodes.indexOf(convs[1]));
+  } finally {
+    m.dispose();
+  }
 });

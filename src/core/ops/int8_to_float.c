@@ -12,7 +12,8 @@
  * constant float [M]). Attribute relu (0/1). QConvToFloat: x [N, C, (H,) W]
  * NCHW, w [M, C/group, (kH,) kW], Conv's window attributes and group,
  * output [N, M, (OH,) OW] float; it runs the NHWC kernels of
- * kernels/qconv.h on a channels-last copy of x. QGemmToFloat: x [..., K], w
+ * kernels/qconv.h, reading x and writing y as the layout pass stores them
+ * (a channels-first one through a channels-last copy). QGemmToFloat: x [..., K], w
  * [N, K] (the canonical QGemm weight), output [..., N] float. */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ typedef struct {
   bool relu;
   /* Filled by the plan hook. */
   bool planned;
+  bool x_last, y_last; /* conv: x, y stored channels-last */
   int64_t x_dims[WQ_MAX_RANK];
   int x_rank;
   wq_qconv_plan conv_plan; /* conv */
@@ -241,6 +243,9 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) 
   WQ_TRY(st);
   s->x_rank = xv.rank;
   memcpy(s->x_dims, xv.dims, sizeof s->x_dims);
+  const wq_tensor *y = &g->tensors[node->outputs[0]];
+  s->x_last = s->conv && wq_layout_channels_last(xv.layout, xv.rank);
+  s->y_last = s->conv && wq_layout_channels_last(y->layout, y->rank);
   s->planned = true;
   return WQ_OK;
 }
@@ -269,9 +274,11 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
   if (!s->planned)
     return wq_int8_not_planned(node, err);
   if (in[0].rank != s->x_rank ||
-      memcmp(in[0].dims, s->x_dims, sizeof(int64_t) * (size_t)in[0].rank))
-    return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: x shape differs from the planned one",
-                   node->op_type);
+      memcmp(in[0].dims, s->x_dims, sizeof(int64_t) * (size_t)in[0].rank) ||
+      s->x_last != wq_layout_channels_last(in[0].layout, in[0].rank) ||
+      s->y_last != wq_layout_channels_last(out[0].layout, out[0].rank))
+    return wq_fail(err, WQ_ERR_SHAPE, node->name,
+                   "%s: x shape or layouts differ from the planned ones", node->op_type);
   wq_status st;
   if (!s->conv) {
     st = wq_qgemm_run(&s->gemm, wq_value_numel(&in[0]) / s->K, in[0].data, s->K, out[0].data, s->N,
@@ -281,16 +288,19 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
     const int64_t in_pixels = p->in_h * p->in_w, out_pixels = p->out_h * p->out_w;
     const int64_t x_bytes = p->batch * p->in_channels * in_pixels;
     const int64_t y_floats = p->batch * p->out_channels * out_pixels;
-    uint8_t *x_nhwc = malloc((size_t)(x_bytes > 0 ? x_bytes : 1) + 16);
-    float *y_nhwc = malloc(sizeof(float) * (size_t)(y_floats > 0 ? y_floats : 1));
-    if (!x_nhwc || !y_nhwc) {
+    /* Channels-first x or y go through channels-last copies. */
+    uint8_t *x_nhwc = s->x_last ? NULL : malloc((size_t)(x_bytes > 0 ? x_bytes : 1) + 16);
+    float *y_nhwc =
+        s->y_last ? NULL : malloc(sizeof(float) * (size_t)(y_floats > 0 ? y_floats : 1));
+    if ((!s->x_last && !x_nhwc) || (!s->y_last && !y_nhwc)) {
       free(x_nhwc);
       free(y_nhwc);
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
     }
-    bytes_to_nhwc(in[0].data, x_nhwc, p->batch, p->in_channels, in_pixels);
-    st = wq_qconv_run(p, x_nhwc, y_nhwc, err);
-    if (st == WQ_OK)
+    if (x_nhwc)
+      bytes_to_nhwc(in[0].data, x_nhwc, p->batch, p->in_channels, in_pixels);
+    st = wq_qconv_run(p, x_nhwc ? x_nhwc : in[0].data, y_nhwc ? y_nhwc : out[0].data, err);
+    if (st == WQ_OK && y_nhwc)
       floats_to_nchw(y_nhwc, out[0].data, p->batch, p->out_channels, out_pixels);
     free(x_nhwc);
     free(y_nhwc);
@@ -301,6 +311,7 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
 }
 
 const wq_op wq_op_int8_conv_to_float = {.int8 = WQ_INT8_KERNEL,
+                                        .layout = WQ_LCAP_NHWC_FLOAT,
                                         .op_type = "QConvToFloat",
                                         .domain = WQ_INT8_DOMAIN,
                                         .min_opset = 1,

@@ -82,6 +82,9 @@ typedef enum wq_layout_cap {
   WQ_LCAP_AGNOSTIC,     /* elementwise on input 0: any layout, output as input */
   WQ_LCAP_AGNOSTIC_BIN, /* inputs 0 and 1 agree (a single element broadcasts either way) */
   WQ_LCAP_AGNOSTIC_ALL, /* every input agrees; the channel axis attribute follows */
+  WQ_LCAP_NHWC_FLOAT,   /* int8 codes in, floats out (QConvToFloat): both NHWC when only
+                           per-tensor QuantizeLinears read the floats, which then quantize
+                           them channels-last (elementwise, no transition) */
   WQ_LCAP_TO_NHWC,      /* transition: reads channels-first, writes channels-last */
   WQ_LCAP_TO_NCHW,      /* transition: reads channels-last, writes channels-first */
   WQ_LCAP_COUNT

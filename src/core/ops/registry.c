@@ -202,8 +202,8 @@ const char *wq_int8_kind_name(int kind) {
 }
 
 const char *wq_layout_cap_name(int cap) {
-  static const char *const names[WQ_LCAP_COUNT] = {"nchw",     "nhwc-kernel",     "follow",
-                                                   "agnostic", "agnostic-binary", "agnostic-all",
-                                                   "to-nhwc",  "to-nchw"};
+  static const char *const names[WQ_LCAP_COUNT] = {"nchw",       "nhwc-kernel",     "follow",
+                                                   "agnostic",   "agnostic-binary", "agnostic-all",
+                                                   "nhwc-float", "to-nhwc",         "to-nchw"};
   return cap > 0 && cap < WQ_LCAP_COUNT ? names[cap] : names[0];
 }

@@ -345,12 +345,57 @@ static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
   return true;
 }
 
+/* n is op id with a constant per-tensor scale and zero point: it maps each
+ * element alone, in any layout. */
+static bool plain_qdq(const wq_graph *g, const wq_node *n, int id) {
+  return wq_node_is(n, id) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
+         g->tensors[n->inputs[1]].is_constant && g->tensors[n->inputs[2]].is_constant &&
+         single_element(g, n->inputs[1]);
+}
+
+/* A node whose int8 codes in and float result out may both be channels-last
+ * (WQ_LCAP_NHWC_FLOAT: QConvToFloat) when every reader of the result is a
+ * QuantizeLinear with plain parameters whose codes may move: those then
+ * quantize the channels-last floats into channels-last codes, so the int8
+ * path stays channels-last without a float transition (there is none). */
+static bool nhwc_float_op(const layout_ctx *c, const wq_node *n) {
+  const wq_graph *g = c->g;
+  if (lcap(n) != WQ_LCAP_NHWC_FLOAT || n->n_inputs < 1 || !movable(g, n->inputs[0]) ||
+      n->n_outputs != 1 || n->outputs[0] < 0)
+    return false;
+  const int t = n->outputs[0];
+  const wq_tensor *y = &g->tensors[t], *x = &g->tensors[n->inputs[0]];
+  if (y->is_output || y->dtype != WQ_DT_FLOAT || y->rank != x->rank)
+    return false;
+  int readers = 0;
+  for (int i = 0; i < g->n_nodes; i++) { /* placed nodes are emptied */
+    const wq_node *o = &g->nodes[i];
+    for (int k = 0; k < o->n_inputs; k++) {
+      if (o->inputs[k] != t)
+        continue;
+      if (k != 0 || !plain_qdq(g, o, WQ_OPID(quantize_linear)) || o->n_outputs != 1 ||
+          !movable(g, o->outputs[0]))
+        return false;
+      readers++;
+    }
+  }
+  return readers > 0;
+}
+
+/* A QuantizeLinear reading a channels-last float result (nhwc_float_op
+ * checked it) writes channels-last codes. */
+static bool quantizes_nhwc_floats(const layout_ctx *c, const wq_node *n) {
+  const int t = n->n_inputs > 0 ? n->inputs[0] : -1;
+  return wq_node_is(n, WQ_OPID(quantize_linear)) && t >= 0 && t < c->n_original &&
+         c->twin[t] >= 0 && c->g->tensors[t].dtype == WQ_DT_FLOAT;
+}
+
 /* Places node n: chooses the layout of its activations (the node keeps its
  * op; its kernel follows its tensors' layouts) and inserts the transitions
  * its inputs need. */
 static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
-  bool kernel_op = nhwc_kernel_op(c->g, n);
-  bool follow_op = !kernel_op && follower_op(c, n);
+  bool kernel_op = nhwc_kernel_op(c->g, n) || nhwc_float_op(c, n);
+  bool follow_op = !kernel_op && (follower_op(c, n) || quantizes_nhwc_floats(c, n));
   int agnostic = kernel_op || follow_op ? 0 : agnostic_inputs(c, n);
   if (follow_op) {
     n->inputs[0] = c->twin[n->inputs[0]];
@@ -396,9 +441,7 @@ static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
  * quantize/transpose calls cost more than the separate passes: mobilenetv2's
  * 1280-channel DequantizeLinear ran 0.3 ms slower fused). */
 static bool plain_boundary(const wq_graph *g, const wq_node *n, int id, int t) {
-  return n && wq_node_is(n, id) && n->n_inputs == 3 && n->inputs[2] >= 0 &&
-         g->tensors[n->inputs[1]].is_constant && g->tensors[n->inputs[2]].is_constant &&
-         single_element(g, n->inputs[1]) && g->tensors[t].dims[1] <= 64;
+  return n && plain_qdq(g, n, id) && g->tensors[t].dims[1] <= 64;
 }
 
 /* A ToNHWC of a QuantizeLinear's result that nothing else reads, or a ToNCHW
