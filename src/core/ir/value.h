@@ -15,7 +15,9 @@
  * the dims in the order ONNX declares them (NCHW for images);
  * WQ_ORDER_CHANNELS_LAST stores dim 1 last (NHWC, for rank >= 3). A packed
  * layout also stores logical dim `packed_dim` in blocks of `block` elements
- * (block 0: not packed). All zero is the declared, unpacked layout. Dims
+ * (block 0: not packed; no op writes one yet: the SIMD kernels block their
+ * weights, not their activations). All zero is the declared, unpacked
+ * layout. Dims
  * stay logical (declared order) in every layout: shape inference never
  * depends on the layout; kernels that walk memory take the dims in memory
  * order from wq_value_memory_order. */
@@ -40,11 +42,6 @@ typedef struct {
  * pick their channels-last variant by. */
 static inline bool wq_layout_channels_last(wq_layout l, int rank) {
   return l.order == WQ_ORDER_CHANNELS_LAST && rank >= 3;
-}
-
-/* Same memory order and packing: elementwise readers and writers agree. */
-static inline bool wq_layout_same(wq_layout a, wq_layout b) {
-  return a.order == b.order && a.block == b.block && (!a.block || a.packed_dim == b.packed_dim);
 }
 
 /* The logical (declared-order) dim stored at memory position pos, and the
