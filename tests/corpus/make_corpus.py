@@ -402,7 +402,10 @@ def add_integer_attribute_cases(add):
                                          i64_tensor("a", [INT64_MAX])]),
          "WQ_ERR_SHAPE", "axes 9223372036854775807"),
         ("conv_group_int64_max", one_op("Conv", [attr_int("group", INT64_MAX)], ["W"], [w]),
-         "WQ_ERR_SHAPE", "group"),
+         "WQ_ERR_INVALID_MODEL", "group is 9223372036854775807"),
+        # Found by fuzz_structured: W.shape[1] * group overflowed in the channel check.
+        ("conv_group_2p62", one_op("Conv", [attr_int("group", 1 << 62)], ["W"], [w]),
+         "WQ_ERR_INVALID_MODEL", "group is 4611686018427387904"),
         ("conv_group_int64_min", one_op("Conv", [attr_int("group", imin)], ["W"], [w]),
          "WQ_ERR_INVALID_MODEL", "group is -9223372036854775808"),
         ("concat_axis_int64_min", one_op("Concat", [attr_int("axis", imin)], ["X"]),
@@ -464,6 +467,10 @@ def add_geometry_cases(add):
     add("conv_stride_300.onnx", float_conv([1, 3, 26, 16], [1, 300], [2] * 4, 1), "WQ_OK", "run")
     add("conv_stride_int64_max.onnx", float_conv([1, 3, 26, 16], [1, INT64_MAX], [2] * 4, 1),
         "WQ_OK", "run same-as conv_stride_300.onnx")
+    # Found by fuzz_load: the left pad (39) lies past every window of the one
+    # output column, so the padded copy has no input column to take.
+    add("conv_pad_past_window.onnx", float_conv([1, 3, 26, 16], [1, 300], [64, 39, 2, 2], 1),
+        "WQ_OK", "run")
     add("conv_stride_both_int64_max.onnx",
         float_conv([1, 3, 26, 16], [INT64_MAX, INT64_MAX], [2] * 4, 1), "WQ_OK", "run")
     add("conv_pads_2p30.onnx", float_conv(dw, [1, 1], [1 << 30] * 4, 8),

@@ -23,10 +23,7 @@ static wq_status conv_transpose_prepare(wq_node *node, wq_error *err) {
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "ConvTranspose: out of memory");
   wq_status st = wq_window_attrs_parse(node, &s->win, err);
   if (st == WQ_OK)
-    st = wq_attr_int(node, "group", 1, &s->group, err);
-  if (st == WQ_OK && s->group < 1)
-    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
-                 "ConvTranspose: group is %lld (must be >= 1)", (long long)s->group);
+    st = wq_conv_group_parse(node, &s->group, err);
   if (st == WQ_OK)
     st = wq_window_read_ints(node, "output_padding", s->output_padding, WQ_CONV_MAX_SPATIAL,
                              &s->n_output_padding, err);

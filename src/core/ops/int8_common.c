@@ -144,10 +144,7 @@ wq_status wq_int8_conv_attrs_parse(const wq_node *node, bool allow_int32, wq_win
                                    int64_t *group, wq_dtype *y_dtype, int32_t *act_min,
                                    int32_t *act_max, wq_error *err) {
   WQ_TRY(wq_window_attrs_parse(node, win, err));
-  WQ_TRY(wq_attr_int(node, "group", 1, group, err));
-  if (*group < 1)
-    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: group %lld must be >= 1",
-                   node->op_type, (long long)*group);
+  WQ_TRY(wq_conv_group_parse(node, group, err));
   WQ_TRY(wq_int8_read_y_dtype(node, allow_int32, y_dtype, err));
   return wq_int8_read_act_range(node, *y_dtype, act_min, act_max, err);
 }

@@ -60,10 +60,7 @@ static wq_status to_float_prepare(wq_node *node, bool conv, wq_error *err) {
   if (st == WQ_OK && conv)
     st = wq_window_attrs_parse(node, &s->win, err);
   if (st == WQ_OK && conv)
-    st = wq_attr_int(node, "group", 1, &s->group, err);
-  if (st == WQ_OK && s->group < 1)
-    st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: group %lld must be >= 1",
-                 node->op_type, (long long)s->group);
+    st = wq_conv_group_parse(node, &s->group, err);
   if (st != WQ_OK) {
     free(s);
     return st;

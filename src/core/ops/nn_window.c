@@ -28,6 +28,15 @@ static wq_status check_range(const wq_node *node, const char *name, const int64_
   return WQ_OK;
 }
 
+wq_status wq_conv_group_parse(const wq_node *node, int64_t *group, wq_error *err) {
+  WQ_TRY(wq_attr_int(node, "group", 1, group, err));
+  if (*group < 1 || *group > WQ_MAX_DIM)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "%s: group is %lld (must be from 1 to %lld)", node->op_type, (long long)*group,
+                   (long long)WQ_MAX_DIM);
+  return WQ_OK;
+}
+
 wq_status wq_window_attrs_parse(const wq_node *node, wq_window_attrs *a, wq_error *err) {
   const char *auto_pad;
   WQ_TRY(wq_attr_string(node, "auto_pad", "NOTSET", &auto_pad, err));

@@ -21,6 +21,10 @@ typedef struct {
  * ranges (kernel, stride, dilation >= 1; pads >= 0). */
 wq_status wq_window_attrs_parse(const wq_node *node, wq_window_attrs *out, wq_error *err);
 
+/* A conv's "group" (default 1), from 1 to WQ_MAX_DIM: a group times a
+ * channel count (both within WQ_MAX_DIM) then stays far inside int64. */
+wq_status wq_conv_group_parse(const wq_node *node, int64_t *group, wq_error *err);
+
 /* Reads an optional ints attribute of at most `cap` entries into dst;
  * *count is 0 when absent. */
 wq_status wq_window_read_ints(const wq_node *node, const char *name, int64_t *dst, int cap,

@@ -26,10 +26,7 @@ static wq_status qconv_shapes(const wq_node *node, const wq_value *x, const wq_v
     return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: w has rank %d but x has rank %d",
                    node->op_type, w->rank, x->rank);
   int64_t group;
-  WQ_TRY(wq_attr_int(node, "group", 1, &group, err));
-  if (group < 1)
-    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: group %lld must be >= 1",
-                   node->op_type, (long long)group);
+  WQ_TRY(wq_conv_group_parse(node, &group, err));
   int64_t C = x->dims[1], M = w->dims[0], Cg = w->dims[1];
   if (C >= 0 && Cg >= 0 && C != Cg * group)
     return wq_fail(err, WQ_ERR_SHAPE, node->name,

@@ -394,7 +394,9 @@ static wq_status conv_small(const plane_geometry *p, const conv_job *job, int64_
   for (int64_t n = 0; n < batch && st == WQ_OK; n++)
     for (int64_t gi = 0; gi < job->in_channels / cg && st == WQ_OK; gi++) {
       const float *xg = job->x + (n * job->in_channels + gi * cg) * in_plane;
-      for (int64_t c = 0; c < cg; c++)
+      /* A pad past the padded extent (the whole input lies in windows no
+       * output reads) leaves no rows or columns to copy. */
+      for (int64_t c = 0; c < cg && cols > 0; c++)
         for (int64_t ih = 0; ih < rows; ih++)
           copy_floats(xp + (c * ph + ih + p->p_h) * pw + p->p_w, xg + c * in_plane + ih * p->in_w,
                       cols);
