@@ -140,11 +140,11 @@ wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const 
   return WQ_OK;
 }
 
-wq_status wq_int8_conv_attrs_parse(const wq_node *node, bool allow_int32, wq_window_attrs *win,
-                                   int64_t *group, wq_dtype *y_dtype, int32_t *act_min,
-                                   int32_t *act_max, wq_error *err) {
+wq_status wq_int8_conv_attrs_parse(const wq_node *node, wq_window_attrs *win, int64_t *group,
+                                   wq_dtype *y_dtype, int32_t *act_min, int32_t *act_max,
+                                   wq_error *err) {
   WQ_TRY(wq_window_attrs_parse(node, win, err));
   WQ_TRY(wq_conv_group_parse(node, group, err));
-  WQ_TRY(wq_int8_read_y_dtype(node, allow_int32, y_dtype, err));
+  WQ_TRY(wq_int8_read_y_dtype(node, true, y_dtype, err));
   return wq_int8_read_act_range(node, *y_dtype, act_min, act_max, err);
 }

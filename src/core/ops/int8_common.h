@@ -55,12 +55,12 @@ wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const 
                                   bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
                                   float **multiplier, wq_error *err);
 
-/* The attributes of QConv: window (kernel, pads, strides,
- * dilations), group >= 1, y_dtype (int32 only when allow_int32) and the
+/* The attributes of QConv: window (kernel, pads, strides, dilations),
+ * group >= 1, y_dtype (int8, uint8, or int32: the raw accumulator) and the
  * fused clamp. */
-wq_status wq_int8_conv_attrs_parse(const wq_node *node, bool allow_int32, wq_window_attrs *win,
-                                   int64_t *group, wq_dtype *y_dtype, int32_t *act_min,
-                                   int32_t *act_max, wq_error *err);
+wq_status wq_int8_conv_attrs_parse(const wq_node *node, wq_window_attrs *win, int64_t *group,
+                                   wq_dtype *y_dtype, int32_t *act_min, int32_t *act_max,
+                                   wq_error *err);
 
 /* Error for an op run before its plan hook. */
 wq_status wq_int8_not_planned(const wq_node *node, wq_error *err);

@@ -63,7 +63,7 @@ static wq_status qconv_prepare(wq_node *node, wq_error *err) {
   qconv_state *s = calloc(1, sizeof *s);
   if (!s)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
-  wq_status st = wq_int8_conv_attrs_parse(node, true, &s->win, &s->group, &s->y_dtype, &s->act_min,
+  wq_status st = wq_int8_conv_attrs_parse(node, &s->win, &s->group, &s->y_dtype, &s->act_min,
                                           &s->act_max, err);
   if (st != WQ_OK) {
     free(s);
