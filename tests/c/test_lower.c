@@ -293,6 +293,10 @@ static void test_describe(void) {
   CHECK(a && strstr(a, "[int8 ] wasmq.QConv") && strstr(a, "int8 per-channel axis 0 [8]") &&
         strstr(a, "out0 'r1_q_nhwc': int8 per-tensor scale=") && strstr(a, "why: QConv from Conv"));
   CHECK(a && strstr(a, "[q/dq ] QuantizeLinear") && strstr(a, "graph input"));
+  /* each quantized tensor's layout: the conv's codes channels-last, its weights as declared */
+  CHECK(a &&
+        strstr(a, "in0 'x_q_nhwc': int8 per-tensor scale=0.00392093509 zp=-128; layout NHWC") &&
+        strstr(a, "in1 'w1_Conv_c1_q': int8 per-channel axis 0 [8]; layout NCHW"));
   CHECK(b && strstr(b, "lowering did not run") && strstr(b, "[float] Conv"));
   free(a);
   free(b);

@@ -55,9 +55,7 @@ static void put_kernel(wq_text *t, const char *why) {
  * dims, and the packing (packed_dim -1 and block 0: not packed). */
 static void put_layout(wq_text *t, const wq_tensor *x) {
   int rank = x->rank > 0 ? x->rank : 0;
-  bool nhwc = wq_layout_channels_last(x->layout, rank);
-  const char *name = nhwc ? "NHWC" : rank == 4 ? "NCHW" : "plain";
-  wq_text_put(t, "{\"name\":\"%s\",\"order\":[", name);
+  wq_text_put(t, "{\"name\":\"%s\",\"order\":[", wq_layout_name(x->layout, rank));
   for (int d = 0; d < rank; d++)
     wq_text_put(t, "%s%d", d ? "," : "", wq_layout_logical_dim(x->layout, rank, d));
   wq_text_put(t, "],\"packed_dim\":%d,\"block\":%d}", x->layout.block ? x->layout.packed_dim : -1,

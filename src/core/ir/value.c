@@ -107,6 +107,10 @@ void wq_dims_format(const int64_t *dims, int rank, char *buf, size_t cap) {
     wq_format(buf + used, cap - used, "]");
 }
 
+const char *wq_layout_name(wq_layout l, int rank) {
+  return wq_layout_channels_last(l, rank) ? "NHWC" : rank == 4 ? "NCHW" : "plain";
+}
+
 int wq_layout_logical_dim(wq_layout l, int rank, int pos) {
   if (!wq_layout_channels_last(l, rank) || pos == 0)
     return pos;

@@ -44,6 +44,9 @@ static inline bool wq_layout_channels_last(wq_layout l, int rank) {
   return l.order == WQ_ORDER_CHANNELS_LAST && rank >= 3;
 }
 
+/* "NHWC" (channels-last), "NCHW" (declared, rank 4) or "plain". */
+const char *wq_layout_name(wq_layout l, int rank);
+
 /* The logical (declared-order) dim stored at memory position pos, and the
  * memory position of logical dim d. */
 int wq_layout_logical_dim(wq_layout l, int rank, int pos);

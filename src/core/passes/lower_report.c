@@ -34,7 +34,8 @@ static void put_qparams(wq_text *t, const wq_graph *g, const char *role, int idx
     return;
   char desc[200];
   wq_qparams_describe(tensor->qparams, desc, sizeof desc);
-  wq_text_put(t, "      %s '%s': %s\n", role, tensor->name, desc);
+  wq_text_put(t, "      %s '%s': %s; layout %s\n", role, tensor->name, desc,
+              wq_layout_name(tensor->layout, tensor->rank));
 }
 
 char *wq_lower_describe(const wq_graph *g) {
