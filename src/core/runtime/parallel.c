@@ -57,6 +57,8 @@ struct wq_pool {
   atomic_int stop;
   uint32_t generation; /* touched by the bound (calling) thread only */
   int in_loop;         /* likewise */
+  unsigned loops;      /* likewise: loops run in parallel so far */
+  unsigned loops_seen; /* likewise: `loops` at the last wq_pool_wake */
   /* The loop in progress: written before its ticket is published, read by
    * a thread only after it claimed one of its chunks. */
   wq_range_fn fn;
@@ -168,7 +170,13 @@ static void publish(wq_pool *p, int64_t chunks) {
 }
 
 void wq_pool_wake(wq_pool *p) {
-  if (p && p->n_workers > 0 && !p->in_loop && atomic_load(&p->sleepers) > 0)
+  /* Only when the runs go parallel at all (some loop since the last wake):
+   * a model whose kernels all stay on one thread (a float GEMV, mnist-8)
+   * would pay the wake and a worker spinning beside it for nothing. */
+  if (!p || p->n_workers == 0 || p->in_loop || p->loops == p->loops_seen)
+    return;
+  p->loops_seen = p->loops;
+  if (atomic_load(&p->sleepers) > 0)
     publish(p, 0);
 }
 
@@ -184,6 +192,7 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
     return;
   }
   p->in_loop = 1;
+  p->loops++;
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;

@@ -48,7 +48,8 @@ static inline int wq_parallel_threads(void) { return 1; }
 /* Wakes a sleeping pool's workers ahead of a run (from the thread that
  * runs it, while it stages the inputs), so the run's first parallel loop
  * does not pay their wake-up; they spin as after a loop, then sleep again.
- * Nothing to wake without WQ_THREADS. */
+ * Only if some loop ran in parallel since the last wake (runs that stay on
+ * one thread wake nobody). Nothing to wake without WQ_THREADS. */
 #ifdef WQ_THREADS
 void wq_pool_wake(wq_pool *pool);
 #else
