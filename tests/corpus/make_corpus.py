@@ -499,6 +499,14 @@ def add_geometry_cases(add):
         model(graph([node("Relu", ["X"], ["Y"], name="relu")],
                     [value_info("X", FLOAT, [4, 1 << 62])], [value_info("Y", FLOAT, None)])),
         "WQ_ERR_SHAPE", "element count overflows")
+    # Found by fuzz_structured (kept as the fuzzer wrote it): a declared
+    # uint8 input dim of 2^63-2 into a Concat whose other input has no type
+    # reached the int8 layout pass, whose byte counts overflowed (UBSan).
+    add("concat_uint8_dim_int64_max.onnx", bytes.fromhex(
+        "0807120d6261636b656e64ff01746573743a95010a2d0a0676616c7565300a0676616c75653112066f757470"
+        "75742206436f6e6361742a0b0a04617869731802a00102121474657374e56f6e6361745f33645f617869735f"
+        "325a240a0676616c756530121a0a18080212140a0208020a0a08feffffffffffffff7f0a0208025a0a0a0676"
+        "616c7565311200621c0a066f757470757412120a100803120c0a0208020a0208020a0208044202100d"), "WQ_OK")
     add("initializer_dim_2p62.onnx",
         model(relu_model() + f_bytes(5, tensor("big", FLOAT, [1 << 62, 4], raw=b""))),
         "WQ_ERR_SHAPE", "element count overflows")

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/checked.h"
 #include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "../quant/qparams.h"
@@ -44,12 +45,16 @@ static bool movable(const wq_graph *g, int t) {
   return !x->qparams || wq_qparams_is_per_tensor(x->qparams);
 }
 
-/* Bytes of a tensor; per batch item when the batch is symbolic. */
+/* Bytes of a tensor; per batch item when the batch is symbolic. Capped at
+ * 2^40 (no tensor that large runs) so that the planner's sums over a graph's
+ * tensors stay inside int64 whatever dims a model declares. */
+#define TENSOR_BYTES_CAP ((int64_t)1 << 40)
 static int64_t tensor_bytes(const wq_tensor *t) {
-  int64_t n = 1;
+  int64_t n = (int64_t)wq_dtype_size(t->dtype);
   for (int d = 0; d < t->rank; d++)
-    n *= t->dims[d] < 0 ? 1 : t->dims[d];
-  return n * (int64_t)wq_dtype_size(t->dtype);
+    if (!wq_mul_i64(n, t->dims[d] < 0 ? 1 : t->dims[d], &n) || n > TENSOR_BYTES_CAP)
+      return TENSOR_BYTES_CAP;
+  return n;
 }
 
 /* A new tensor shaped like t in the other layout, with t's qparams. */
