@@ -178,8 +178,12 @@ export function quantizeWeight(c, axis) {
   return { q, scales };
 }
 
-/** The QDQ graph of g with calibrated ranges. */
-export function quantize(g, ranges) {
+/**
+ * The QDQ graph of g with calibrated ranges. options.exposeIntermediates adds
+ * the dequantized value of every quantized node output as a graph output too
+ * (named `${tensor}_dq`), for comparing runs node by node.
+ */
+export function quantize(g, ranges, options = {}) {
   const nodes = [], inits = [];
   const qp = new Map();
   const qparamsOf = (t) => {
@@ -260,14 +264,17 @@ export function quantize(g, ranges) {
     const c = g.consts.get(t);
     inits.push({ name: t, dtype: c.dtype ?? 'float', dims: c.dims, data: c.data });
   }
+  const intermediates = g.nodes.map((n) => n.outputs[0]).filter((t) => !g.outputs.includes(t) && !g.opts.get(t)?.noq);
   const model = encodeModel({
     nodes,
     initializers: inits,
     inputs: g.inputs.map((t) => ({ name: t.name, dtype: 'float', shape: t.shape })),
-    outputs: g.outputs.map((name) => ({ name, dtype: 'float' })),
+    outputs: [...g.outputs, ...(options.exposeIntermediates ? intermediates.map((t) => `${t}_dq`) : [])].map((name) => ({ name, dtype: 'float' })),
     opset: g.opset,
   });
-  // The quantization step of each output (the scale its DequantizeLinear reads with).
-  model.steps = Object.fromEntries(g.outputs.filter((o) => !g.opts.get(o)?.noq).map((o) => [o, qparamsOf(o).scale]));
+  // The quantization step of each quantized node output (the scale its DequantizeLinear reads with).
+  const quantized = [...g.outputs, ...intermediates].filter((o) => !g.opts.get(o)?.noq);
+  model.steps = Object.fromEntries(quantized.map((o) => [o, qparamsOf(o).scale]));
+  model.qparams = Object.fromEntries(quantized.map((o) => [o, qparamsOf(o)]));
   return model;
 }
