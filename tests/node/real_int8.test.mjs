@@ -78,3 +78,19 @@ for (const c of CASES) {
     assert.deepEqual(floatLines, [], 'native: float nodes other than integer shape plumbing');
   });
 }
+
+test('mobilenetv2-12-int8: its Shape reads the quantized feature map, so no DequantizeLinear runs only for dims', async () => {
+  const model = await load(path.join(INT8_MODELS, 'mobilenetv2-12-int8', 'model.onnx'));
+  try {
+    const g = model.graph();
+    const shapes = g.nodes.filter((n) => n.op === 'Shape');
+    assert.equal(shapes.length, 1);
+    assert.equal(g.tensors[shapes[0].inputs[0]].dtype, 'uint8', 'Shape reads the codes, not floats');
+    const dequantize = g.nodes.filter((n) => n.op === 'DequantizeLinear');
+    assert.deepEqual(dequantize.map((n) => g.tensors[n.outputs[0]].kind), ['output'], 'only the graph output is dequantized');
+    const fold = g.passes.find((p) => p.name === 'fold_constants');
+    assert.equal(fold.stats.shape_reads_rewired, 1);
+  } finally {
+    model.dispose();
+  }
+});

@@ -236,10 +236,11 @@ static wq_status pass_capture(void *ctx, wq_graph *g, wq_pass_record *rec, wq_er
 
 static wq_status pass_fold(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
   const load_ctx *c = ctx;
-  wq_fold_stats stats = {0, 0};
+  wq_fold_stats stats = {0, 0, 0};
   wq_status st = wq_pass_fold_constants(g, !(c->opts && c->opts->no_constant_folding), &stats, err);
   wq_pass_stat_set(rec, "folded", stats.nodes_folded);
   wq_pass_stat_set(rec, "shapes_inferred", stats.shapes_inferred);
+  wq_pass_stat_set(rec, "shape_reads_rewired", stats.shape_reads_rewired);
   return st;
 }
 

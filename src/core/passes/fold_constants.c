@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/topo.h"
 #include "../ops/op.h"
 #include "../runtime/executor.h"
 
@@ -157,12 +158,43 @@ static void infer_through_symbolic_dims(wq_graph *g, const wq_node *node, const 
     probe_symbolic_dims(g, node, in, pr, large);
 }
 
+/* A shape-only reader (Shape) of a DequantizeLinear's result reads the
+ * DequantizeLinear's input instead: both have the same dims. A
+ * DequantizeLinear left with no reader is dropped, so a quantized model's
+ * Shape -> Gather -> Reshape plumbing no longer dequantizes (and converts
+ * to the declared layout) a whole feature map only for its dims. */
+static int read_shapes_before_dequantize(wq_graph *g) {
+  int rewired = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    wq_node *reader = &g->nodes[i];
+    if (!reader->op || !(reader->op->flags & WQ_OP_FLAG_SHAPE_ONLY) || reader->n_inputs < 1 ||
+        reader->inputs[0] < 0)
+      continue;
+    for (int j = 0; j < g->n_nodes; j++) {
+      const wq_node *dq = &g->nodes[j];
+      if (dq->n_outputs < 1 || dq->outputs[0] != reader->inputs[0] ||
+          !wq_node_is(dq, WQ_OPID(dequantize_linear)) || dq->n_inputs < 1 || dq->inputs[0] < 0)
+        continue;
+      reader->inputs[0] = dq->inputs[0];
+      rewired++;
+      if (!g->tensors[dq->outputs[0]].is_output && !wq_graph_tensor_is_read(g, dq->outputs[0])) {
+        wq_graph_remove_node(g, j);
+        i -= j < i;
+      }
+      break;
+    }
+  }
+  return rewired;
+}
+
 wq_status wq_pass_fold_constants(wq_graph *g, int fold, wq_fold_stats *stats, wq_error *err) {
-  wq_fold_stats local = {0, 0};
+  wq_fold_stats local = {0, 0, 0};
   wq_status st = WQ_OK;
   /* Tensor indices stay valid: removing nodes keeps the tensor table. */
   symbolic_probe probe = {{calloc((size_t)g->n_tensors + 1, sizeof(wq_value)),
                            calloc((size_t)g->n_tensors + 1, sizeof(wq_value))}};
+  if (fold)
+    local.shape_reads_rewired = read_shapes_before_dequantize(g);
   int i = 0;
   while (i < g->n_nodes && st == WQ_OK) {
     wq_node *node = &g->nodes[i];

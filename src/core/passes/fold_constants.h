@@ -15,6 +15,7 @@
 typedef struct {
   int nodes_folded;
   int shapes_inferred;
+  int shape_reads_rewired; /* Shape reading a DequantizeLinear's input instead */
 } wq_fold_stats;
 
 /* `fold` = 0 only infers shapes. stats may be NULL. */
