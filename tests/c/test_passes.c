@@ -8,6 +8,7 @@
 #include "api/wasmq.h"
 #include "graph_build.h"
 #include "passes/layout_int8.h"
+#include "passes/layout_plan.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "wq_test.h"
@@ -202,8 +203,9 @@ static double now_ms(void) {
 
 /* A random DAG of int8 nodes the layout pass moves: MaxPool 1x1 (a
  * channels-last kernel), Identity and Concat on channel axis 1 (layout
- * agnostic), each reading earlier tensors of [1, 4, 8, 8] (Concat:
- * [1, 8, 8, 8], read by the others). */
+ * agnostic), Relu (channels-first), each reading earlier tensors of
+ * [1, 4, 8, 8] (Concat: [1, 8, 8, 8], read by the others): the planner's
+ * minimum cut has real work to do. */
 static wq_graph *random_dag(int n_nodes, uint32_t seed) {
   wq_graph *g = wq_graph_new();
   int64_t dims4[4] = {1, 4, 8, 8}, dims8[4] = {1, 8, 8, 8};
@@ -221,7 +223,7 @@ static wq_graph *random_dag(int n_nodes, uint32_t seed) {
   int last = x;
   for (int i = 0; i < n_nodes; i++) {
     seed = seed * 1664525u + 1013904223u;
-    int kind = (int)(seed >> 28) % 3;
+    int kind = (int)(seed >> 28) % 4;
     int a = pool4[(seed >> 8) % (uint32_t)n4], b = pool4[(seed >> 16) % (uint32_t)n4];
     char name[32];
     snprintf(name, sizeof name, "t%d", i);
@@ -234,8 +236,11 @@ static wq_graph *random_dag(int n_nodes, uint32_t seed) {
       continue;
     }
     int y = add_tensor(g, name, WQ_DT_INT8, 4, dims4, NULL);
-    add_node(g, "", kind == 0 ? "MaxPool" : "Identity", &a, 1, y, kind == 0 ? pool_attrs : NULL, 13,
-             &err);
+    add_node(g, "",
+             kind == 0   ? "MaxPool"
+             : kind == 1 ? "Identity"
+                         : "Relu",
+             &a, 1, y, kind == 0 ? pool_attrs : NULL, kind == 3 ? 14 : 13, &err);
     pool4[n4++] = y;
     last = y;
   }
@@ -279,10 +284,216 @@ static void test_random_dag_layout(void) {
   CHECK_MSG(best < 50.0, "%.2f ms", best);
 }
 
+static uint32_t lcg(uint32_t *seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  return *seed >> 8;
+}
+
+/* The planner alone on random groups (up to 14 variables, fixed labels
+ * among the members, weights 0..99): its cost is the minimum over all 2^n
+ * labelings, its labeling costs what it says, and its channels-last set is
+ * the smallest: contained in that of every minimum labeling. */
+static void test_lplan_exhaustive(void) {
+  uint32_t seed = 11;
+  int checked = 0;
+  for (int rep = 0; rep < 400; rep++) {
+    const int n_vars = 1 + (int)(lcg(&seed) % 14);
+    wq_lplan p;
+    wq_lplan_init(&p, n_vars);
+    wq_error err;
+    const int n_groups = 1 + (int)(lcg(&seed) % 24);
+    for (int gi = 0; gi < n_groups; gi++) {
+      int members[6];
+      const int n = 1 + (int)(lcg(&seed) % 6);
+      for (int k = 0; k < n; k++) {
+        const uint32_t r = lcg(&seed) % (uint32_t)(n_vars + 3);
+        members[k] = r < (uint32_t)n_vars    ? (int)r
+                     : r == (uint32_t)n_vars ? WQ_LPLAN_CHANNELS_LAST
+                                             : WQ_LPLAN_DECLARED;
+      }
+      CHECK(wq_lplan_add_group(&p, members, n, (int64_t)(lcg(&seed) % 100), &err) == WQ_OK);
+    }
+    unsigned char labels[14], all[14];
+    int64_t cost = -1;
+    CHECK(wq_lplan_solve(&p, labels, &cost, &err) == WQ_OK);
+    CHECK(wq_lplan_cost(&p, labels) == cost);
+    int64_t best = INT64_MAX;
+    for (uint32_t mask = 0; mask < (1u << n_vars); mask++) {
+      for (int v = 0; v < n_vars; v++)
+        all[v] = (mask >> v) & 1;
+      best = wq_lplan_cost(&p, all) < best ? wq_lplan_cost(&p, all) : best;
+    }
+    for (uint32_t mask = 0; mask < (1u << n_vars); mask++) {
+      for (int v = 0; v < n_vars; v++)
+        all[v] = (mask >> v) & 1;
+      if (wq_lplan_cost(&p, all) != best)
+        continue;
+      for (int v = 0; v < n_vars; v++)
+        CHECK_MSG(!labels[v] || all[v], "rep %d: variable %d channels-last, not in every optimum",
+                  rep, v);
+    }
+    CHECK_MSG(cost == best, "rep %d: planner %lld, exhaustive minimum %lld", rep, (long long)cost,
+              (long long)best);
+    checked += cost == best;
+    wq_lplan_free(&p);
+  }
+  CHECK(checked == 400);
+}
+
+static int scalar_const(wq_graph *g, const char *name, wq_dtype dt, double value) {
+  void *data = calloc(1, 4);
+  if (dt == WQ_DT_FLOAT)
+    *(float *)data = (float)value;
+  else
+    *(int8_t *)data = (int8_t)value;
+  static const int64_t none[1] = {1};
+  return add_tensor(g, name, dt, 0, none, data);
+}
+
+/* A small random int8 graph for the exhaustive check: int8 graph inputs and
+ * QuantizeLinears of float inputs, then MaxPool 1x1 (fixed channels-last),
+ * Identity and Concat on axis 1 (free), Relu and Transpose (channels-first),
+ * Flatten and Shape readers (as is when the bytes agree), DequantizeLinear
+ * (free up to 64 channels), some tensors graph outputs. Spatial size 1 or
+ * 3, channels 1 to 7: compatible and incompatible tensors of several sizes. */
+static wq_graph *small_dag(uint32_t *seed, int n_nodes) {
+  wq_graph *g = wq_graph_new();
+  wq_error err;
+  const int64_t s = lcg(seed) % 2 ? 3 : 1;
+  int pool[64], n_pool = 0, outs[64], n_outs = 0;
+  char name[32];
+  const int n_in = 1 + (int)(lcg(seed) % 3);
+  g->inputs = malloc(sizeof(int) * 3);
+  int scale = scalar_const(g, "scale", WQ_DT_FLOAT, 0.05);
+  int zero = scalar_const(g, "zero", WQ_DT_INT8, 0);
+  for (int k = 0; k < n_in; k++) {
+    int64_t dims[4] = {1, 1 + (int64_t)(lcg(seed) % 7), s, s};
+    snprintf(name, sizeof name, "in%d", k);
+    const bool quantize = lcg(seed) % 2;
+    int x = add_tensor(g, name, quantize ? WQ_DT_FLOAT : WQ_DT_INT8, 4, dims, NULL);
+    g->tensors[x].is_input = true;
+    g->inputs[g->n_inputs++] = x;
+    if (quantize) {
+      snprintf(name, sizeof name, "in%d_q", k);
+      int in[3] = {x, scale, zero};
+      x = add_tensor(g, name, WQ_DT_INT8, 4, dims, NULL);
+      add_node(g, "", "QuantizeLinear", in, 3, x, NULL, 13, &err);
+    }
+    pool[n_pool++] = x;
+  }
+  static const int64_t k11[2] = {1, 1}, perm[4] = {0, 1, 2, 3};
+  const attr_spec pool_attrs[] = {AL("kernel_shape", k11, 2), AEND};
+  const attr_spec cat_attrs[] = {AI("axis", 1), AEND};
+  const attr_spec perm_attrs[] = {AL("perm", perm, 4), AEND};
+  for (int i = 0; i < n_nodes; i++) {
+    const int kind = (int)(lcg(seed) % 8);
+    int a = pool[lcg(seed) % (uint32_t)n_pool], b = pool[lcg(seed) % (uint32_t)n_pool];
+    int64_t dims[4];
+    memcpy(dims, g->tensors[a].dims, sizeof dims);
+    snprintf(name, sizeof name, "t%d", i);
+    int y;
+    if (kind == 5) { /* Flatten: rank 2 */
+      int64_t d2[2] = {1, dims[1] * s * s};
+      y = add_tensor(g, name, WQ_DT_INT8, 2, d2, NULL);
+      add_node(g, "", "Flatten", &a, 1, y, NULL, 13, &err);
+      outs[n_outs++] = y;
+      continue;
+    }
+    if (kind == 6) {
+      int64_t d1[1] = {4};
+      y = add_tensor(g, name, WQ_DT_INT64, 1, d1, NULL);
+      add_node(g, "", "Shape", &a, 1, y, NULL, 13, &err);
+      outs[n_outs++] = y;
+      continue;
+    }
+    if (kind == 7) {
+      int in[3] = {a, scale, zero};
+      y = add_tensor(g, name, WQ_DT_FLOAT, 4, dims, NULL);
+      add_node(g, "", "DequantizeLinear", in, 3, y, NULL, 13, &err);
+      outs[n_outs++] = y;
+      continue;
+    }
+    if (kind == 2)
+      dims[1] += g->tensors[b].dims[1];
+    y = add_tensor(g, name, WQ_DT_INT8, 4, dims, NULL);
+    if (kind == 0)
+      add_node(g, "", "MaxPool", &a, 1, y, pool_attrs, 13, &err);
+    else if (kind == 1)
+      add_node(g, "", "Identity", &a, 1, y, NULL, 13, &err);
+    else if (kind == 2)
+      add_node(g, "", "Concat", (int[]){a, b}, 2, y, cat_attrs, 13, &err);
+    else if (kind == 3)
+      add_node(g, "", "Relu", &a, 1, y, NULL, 14, &err);
+    else
+      add_node(g, "", "Transpose", &a, 1, y, perm_attrs, 13, &err);
+    pool[n_pool++] = y;
+    if (lcg(seed) % 4 == 0 || i == n_nodes - 1)
+      outs[n_outs++] = y;
+  }
+  g->outputs = malloc(sizeof(int) * (size_t)(n_outs + 1));
+  for (int k = 0; k < n_outs; k++) {
+    g->tensors[outs[k]].is_output = true;
+    g->outputs[g->n_outputs++] = outs[k];
+  }
+  return g;
+}
+
+/* The layout pass on small random graphs: the bytes its transitions move
+ * equal the minimum over every labeling of the graph's free nodes (up to
+ * 14, enumerated), and the same graph gets the same plan. */
+static void test_layout_exhaustive(void) {
+  uint32_t seed = 5;
+  int graphs = 0, free_max = 0, with_bytes = 0;
+  for (int rep = 0; rep < 300; rep++) {
+    const int n_nodes = 4 + (int)(lcg(&seed) % 14);
+    uint32_t s0 = seed;
+    wq_graph *g = small_dag(&seed, n_nodes);
+    wq_error err;
+    CHECK_MSG(wq_graph_validate(g, true, &err) == WQ_OK, "rep %d: %s", rep, err.message);
+    wq_lplan p;
+    int var[64];
+    CHECK(wq_layout_problem(g, &p, var, &err) == WQ_OK);
+    if (p.n_vars > 14) {
+      wq_lplan_free(&p);
+      wq_graph_free(g);
+      continue;
+    }
+    unsigned char labels[14];
+    int64_t best = INT64_MAX;
+    for (uint32_t mask = 0; mask < (1u << p.n_vars); mask++) {
+      for (int v = 0; v < p.n_vars; v++)
+        labels[v] = (mask >> v) & 1;
+      const int64_t c = wq_lplan_cost(&p, labels);
+      best = c < best ? c : best;
+    }
+    free_max = p.n_vars > free_max ? p.n_vars : free_max;
+    wq_lplan_free(&p);
+    wq_layout_stats stats, again;
+    CHECK_MSG(wq_pass_layout_int8(g, &stats, &err) == WQ_OK, "%s", err.message);
+    CHECK_MSG(wq_graph_validate(g, true, &err) == WQ_OK, "rep %d: %s", rep, err.message);
+    CHECK_MSG(stats.transition_bytes == best, "rep %d: %lld bytes moved, minimum %lld", rep,
+              (long long)stats.transition_bytes, (long long)best);
+    wq_graph_free(g);
+    g = small_dag(&s0, n_nodes);
+    CHECK(wq_pass_layout_int8(g, &again, &err) == WQ_OK);
+    CHECK(again.transitions == stats.transitions && again.nodes_nhwc == stats.nodes_nhwc &&
+          again.transition_bytes == stats.transition_bytes);
+    wq_graph_free(g);
+    graphs++;
+    with_bytes += best > 0;
+  }
+  printf("layout planner vs exhaustive search: %d graphs (%d moving bytes), up to %d free "
+         "labels\n",
+         graphs, with_bytes, free_max);
+  CHECK(graphs >= 200 && with_bytes >= 50 && free_max >= 10);
+}
+
 int main(void) {
   test_pipeline_records();
   test_validate();
   test_run_all();
   test_random_dag_layout();
+  test_lplan_exhaustive();
+  test_layout_exhaustive();
   WQ_TEST_END();
 }

@@ -174,3 +174,105 @@ test('QConvToFloat reads and writes channels-last when only per-tensor QuantizeL
     m.dispose();
   }
 });
+
+// Graphs where the old greedy walk (each agnostic op decided in graph order
+// from its inputs with a one-step look-ahead, followers only after a
+// channels-last input) moved more bytes than the minimum; the planner finds
+// the minimum. Numbers of the greedy walk: main a627144, `wasmq inspect --json`.
+const moved = (g) => g.transitions.reduce((a, t) => a + t.bytes, 0);
+
+test('planner beats the greedy walk: Add(conv, graph input) -> Identity -> conv', async () => {
+  // Greedy: the Add stayed channels-first (converting y or a cost the same
+  // 288 B and its reader is an Identity, not a conv), so a went back to
+  // NCHW and the Identity's result forward again: 4 transitions, 576 B.
+  // Minimum: the Add runs channels-last, y's QuantizeLinear writes
+  // channels-last codes itself: 3 transitions, all fused, 0 B.
+  for (const [c, greedy, want] of [[8, 576, 0], [80, 5760, 2880]]) {
+    const g = await planOf(await qdqModel((f) => {
+      f.input('x', [1, 4, 6, 6]);
+      f.input('y', [1, c, 6, 6]);
+      conv(f, 'x', 'a', 4, c);
+      f.node('Add', ['a', 'y'], 's');
+      f.node('Identity', ['s'], 'i', {}, { share: 's' });
+      conv(f, 'i', 'out', c, 4);
+      f.output('out');
+    }));
+    assert.ok(moved(g) < greedy);
+    assert.equal(moved(g), want);
+    const add = g.nodes.find((n) => n.op === 'QAdd');
+    assert.ok([...add.inputs, ...add.outputs].every((t) => g.tensors[t].layout.name === 'NHWC'));
+    // 80 channels: y's QuantizeLinear cannot fuse the change (more than 64
+    // channels), one ToNHWC of y (80x6x6 = 2880 B) instead of two.
+    assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.bytes, t.fused]), c === 8
+      ? [['NCHW', 'NHWC', 0, true], ['NCHW', 'NHWC', 0, true], ['NHWC', 'NCHW', 0, true]]
+      : [['NCHW', 'NHWC', 0, true], ['NCHW', 'NHWC', 2880, false], ['NHWC', 'NCHW', 0, true]]);
+  }
+});
+
+test('planner beats the greedy walk: Resize nearest x2 before a conv converts before upsampling', async () => {
+  // Greedy: Resize followed only a channels-last input, so the upsampled
+  // 4x12x12 codes went to NHWC (576 B). Minimum: the input's
+  // QuantizeLinear writes channels-last (fused), Resize runs channels-last.
+  const g = await planOf(await qdqModel((f) => {
+    f.input('x', [1, 4, 6, 6]);
+    f.const('sc', [4], [1, 1, 2, 2]);
+    f.node('Resize', ['x', '', 'sc'], 'r', { mode: 'nearest' }, { share: 'x' });
+    conv(f, 'r', 'out', 4, 4);
+    f.output('out');
+  }));
+  assert.equal(moved(g), 0);
+  assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.fused, g.nodes[t.node].op]), [
+    ['NCHW', 'NHWC', true, 'QuantizeLinear'],
+    ['NHWC', 'NCHW', true, 'DequantizeLinear'],
+  ]);
+  const r = g.nodes.find((n) => n.op === 'Resize');
+  assert.deepEqual([r.inputs[0], r.outputs[0]].map((t) => g.tensors[t].layout.name), ['NHWC', 'NHWC']);
+});
+
+test('an int8 Add of a channels-last and a channels-first 8x1x1 tensor (same bytes in both orders): no ToNHWC/ToNCHW node', async () => {
+  // a: conv -> global average pool (channels-last, 8x1x1); b: a channels-first
+  // 8x1x1 graph input. Both orders hold the same bytes.
+  const g = await planOf(await qdqModel((f) => {
+    f.input('x', [1, 4, 6, 6]);
+    f.input('y', [1, 8, 1, 1]);
+    conv(f, 'x', 'c', 4, 8);
+    f.node('GlobalAveragePool', ['c'], 'a');
+    f.node('Add', ['a', 'y'], 's');
+    f.node('Flatten', ['s'], 'out', {}, { share: 's' });
+    f.output('out');
+  }));
+  assert.ok(g.transitions.every((t) => t.fused));
+  assert.equal(moved(g), 0);
+});
+
+test('planning the same model twice gives byte-identical JSON', async () => {
+  const bytes = readFileSync(path.join(REPO, 'tests/models/ops_qdq.onnx'));
+  const a = await load(bytes), b = await load(bytes);
+  try {
+    assert.equal(JSON.stringify(a.graph()), JSON.stringify(b.graph()));
+    // ops_qdq: 5 transitions, 3 fused, 640 B (the greedy walk: 1,024 B).
+    assert.equal(a.graph().transitions.length, 5);
+    assert.equal(moved(a.graph()), 640);
+  } finally {
+    a.dispose();
+    b.dispose();
+  }
+});
+
+test('mobilenetv2-12-int8: Shape and the Reshape of the pooled 1280x1x1 codes read them channels-last as written: one transition, fused', async () => {
+  const m = await load(readFileSync(path.join(SHARED, 'models-int8/mobilenetv2-12-int8/model.onnx')));
+  try {
+    const g = m.graph();
+    // The greedy walk: 3 transitions, 64,000 B (the 7x7x1280 map to NCHW for
+    // the Shape, the pooled codes to NCHW for the Reshape).
+    assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.bytes, t.fused, g.nodes[t.node].op]), [
+      ['NCHW', 'NHWC', 0, true, 'QuantizeLinear'],
+    ]);
+    for (const op of ['Shape', 'Reshape']) {
+      const n = g.nodes.find((x) => x.op === op);
+      assert.equal(g.tensors[n.inputs[0]].layout.name, 'NHWC', op);
+    }
+  } finally {
+    m.dispose();
+  }
+});

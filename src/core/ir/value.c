@@ -123,6 +123,22 @@ int wq_layout_memory_pos(wq_layout l, int rank, int d) {
   return d == 1 ? rank - 1 : d - 1;
 }
 
+bool wq_layout_same_bytes(wq_layout a, wq_layout b, int rank, const int64_t *dims) {
+  if ((a.block || b.block) && (a.block != b.block || a.packed_dim != b.packed_dim))
+    return false;
+  int pa = 0, pb = 0; /* memory positions in a and in b */
+  for (;;) {
+    while (pa < rank && dims[wq_layout_logical_dim(a, rank, pa)] == 1)
+      pa++;
+    while (pb < rank && dims[wq_layout_logical_dim(b, rank, pb)] == 1)
+      pb++;
+    if (pa == rank || pb == rank)
+      return pa == rank && pb == rank;
+    if (wq_layout_logical_dim(a, rank, pa++) != wq_layout_logical_dim(b, rank, pb++))
+      return false;
+  }
+}
+
 wq_value wq_value_memory_order(const wq_value *v) {
   wq_value m = *v;
   for (int pos = 0; pos < v->rank; pos++)

@@ -52,6 +52,14 @@ const char *wq_layout_name(wq_layout l, int rank);
 int wq_layout_logical_dim(wq_layout l, int rank, int pos);
 int wq_layout_memory_pos(wq_layout l, int rank, int d);
 
+/* True when a tensor of these logical dims holds the same bytes in the
+ * same order under layouts a and b, so a reader expecting one may read the
+ * other as it is: the dims longer than 1 (unknown ones count as long) come
+ * in the same order in memory. Channels-last and declared agree when every
+ * spatial dim is 1 or there is one channel. Packed layouts agree only with
+ * the same packing. */
+bool wq_layout_same_bytes(wq_layout a, wq_layout b, int rank, const int64_t *dims);
+
 /* v with its dims in memory order (a channels-last [N, C, H, W] reads
  * [N, H, W, C]), for kernels that walk its elements. */
 wq_value wq_value_memory_order(const wq_value *v);

@@ -9,6 +9,7 @@
 #include "../ir/format.h"
 #include "../ops/int8_common.h"
 #include "../quant/qparams.h"
+#include "layout_plan.h"
 #include "lower_internal.h"
 
 typedef struct {
@@ -196,76 +197,34 @@ static bool single_element(const wq_graph *g, int t) {
   return true;
 }
 
-static bool has_twin(const layout_ctx *c, int t) {
-  return t >= 0 && t < c->n_original && c->twin[t] >= 0 && movable(c->g, t);
-}
-
 /* QConcat, and Concat on int8 codes: every input agrees, the axis follows. */
 static bool is_concat(const wq_node *n) { return lcap(n) == WQ_LCAP_AGNOSTIC_ALL; }
 
 static bool is_binary(const wq_node *n) { return lcap(n) == WQ_LCAP_AGNOSTIC_BIN; }
 
-/* Input t of agnostic node n has a channels-last twin of the output's rank. */
-static bool follows_as_twin(const layout_ctx *c, const wq_node *n, int t) {
-  return has_twin(c, t) && c->g->tensors[t].rank == c->g->tensors[n->outputs[0]].rank;
-}
-
-/* True when a node still to be placed reads t through a channels-last
- * kernel (so a channels-first t would be converted there). */
-static bool read_by_nhwc_kernel(const layout_ctx *c, int t) {
-  const wq_graph *g = c->g;
-  for (int i = 0; i < g->n_nodes; i++) /* placed nodes are emptied */
-    for (int k = 0; k < g->nodes[i].n_inputs; k++)
-      if (g->nodes[i].inputs[k] == t && nhwc_kernel_op(g, &g->nodes[i]))
-        return true;
-  return false;
-}
-
-/* Activation inputs of a layout-agnostic op when it runs channels-last
- * (QAdd/QMul: single elements stay as they are); 0 when the op is not
- * agnostic or stays channels-first. It follows when every input is already
- * channels-last, or when converting the others moves fewer bytes than
- * converting the channels-last ones back (plus its result, when a
- * channels-last kernel reads it next); ties stay channels-first. */
-static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
-  const wq_graph *g = c->g;
+/* The activation inputs of a layout-agnostic op that may run channels-last
+ * (QLookup, Identity: 1; QAdd/QMul: 2, of the output's rank or a single
+ * element; a concat on channel axis 1: all), 0 when it must stay
+ * channels-first. */
+static int agnostic_count(const wq_graph *g, const wq_node *n) {
   if (n->n_outputs < 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
     return 0;
   int count = 0;
   const bool binary = is_binary(n);
-  if (lcap(n) == WQ_LCAP_AGNOSTIC) /* QLookup, Identity */
+  if (lcap(n) == WQ_LCAP_AGNOSTIC)
     count = 1;
   else if (binary)
     count = 2;
   else if (is_concat(n))
     count = n->n_inputs;
-  else
+  if (count == 0 || n->n_inputs < count)
     return 0;
   const wq_tensor *out = &g->tensors[n->outputs[0]];
-  int twins = 0, others = 0;
-  int64_t to_nhwc = 0, to_nchw = 0; /* bytes each choice converts */
   for (int k = 0; k < count; k++) {
     int t = n->inputs[k];
     /* Binary ops broadcast: equal ranks keep numpy's rules valid after
      * both shapes are permuted alike. */
-    if (follows_as_twin(c, n, t)) {
-      twins++;
-      to_nchw += c->nchw_live[t] ? 0 : tensor_bytes(&g->tensors[t]);
-    } else if (binary && single_element(g, t)) {
-      continue; /* broadcasts the same way in either layout */
-    } else if (t >= 0 && t < c->n_original && movable(g, t) && g->tensors[t].rank == out->rank) {
-      others++;
-      to_nhwc += tensor_bytes(&g->tensors[t]);
-    } else {
-      return 0;
-    }
-  }
-  if (twins == 0)
-    return 0;
-  if (others > 0) {
-    if (read_by_nhwc_kernel(c, n->outputs[0]))
-      to_nchw += tensor_bytes(out);
-    if (to_nhwc >= to_nchw)
+    if (!(binary && single_element(g, t)) && !(movable(g, t) && g->tensors[t].rank == out->rank))
       return 0;
   }
   if (is_concat(n)) {
@@ -280,72 +239,24 @@ static int agnostic_inputs(const layout_ctx *c, const wq_node *n) {
   return count;
 }
 
-/* A data-movement node whose input is already channels-last and whose
- * kernel can follow it (WQ_LCAP_FOLLOW: Resize nearest, DepthToSpace on
- * int8 codes). */
-static bool follower_op(const layout_ctx *c, const wq_node *n) {
-  const wq_graph *g = c->g;
-  if (lcap(n) != WQ_LCAP_FOLLOW || n->n_inputs < 1 || !has_twin(c, n->inputs[0]) ||
+/* A data-movement node whose kernel can run channels-last (WQ_LCAP_FOLLOW:
+ * Resize nearest, DepthToSpace on int8 codes). */
+static bool follower_op(const wq_graph *g, const wq_node *n) {
+  if (lcap(n) != WQ_LCAP_FOLLOW || n->n_inputs < 1 || !movable(g, n->inputs[0]) ||
       n->n_outputs != 1 || n->outputs[0] < 0 || !movable(g, n->outputs[0]))
-    return 0;
+    return false;
   const wq_tensor *x = &g->tensors[n->inputs[0]], *y = &g->tensors[n->outputs[0]];
   if (x->rank != y->rank)
-    return 0;
+    return false;
   if (wq_node_is(n, WQ_OPID(depth_to_space)))
     return x->rank == 4;
   wq_int8_answer a; /* Resize: nearest, not tf_crop_and_resize */
   if (wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
-    return 0;
+    return false;
   if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) /* N and C stay */
-    return 0;
+    return false;
   for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: known when planned */
     if (n->inputs[k] >= 0 && !g->tensors[n->inputs[k]].is_constant)
-      return false;
-  return true;
-}
-
-/* Gives node n a channels-last output twin for its output 0. */
-static wq_status twin_output(layout_ctx *c, wq_node *n, wq_error *err) {
-  int t = n->outputs[0];
-  int u = add_twin(c, t, true, err);
-  if (u < 0)
-    return WQ_ERR_OUT_OF_MEMORY;
-  n->outputs[0] = u;
-  c->twin[t] = u;
-  c->nchw_live[t] = false;
-  c->stats.nodes_nhwc++;
-  return WQ_OK;
-}
-
-/* Node n (staying channels-first) may read the channels-last twin of its
- * input 0 as it is: the twin holds the same bytes in the same order (every
- * spatial dim is 1, or there is one channel) and n only reshapes them to a
- * shape that does not depend on the input's dims (Flatten with axis <= 1,
- * Reshape to a constant shape without 0 entries). */
-static bool reads_twin_as_is(const layout_ctx *c, const wq_node *n) {
-  const wq_graph *g = c->g;
-  int t = n->n_inputs > 0 ? n->inputs[0] : -1;
-  if (!has_twin(c, t) || c->nchw_live[t])
-    return false;
-  const wq_tensor *x = &g->tensors[t];
-  bool spatial_ones = true;
-  for (int d = 2; d < x->rank; d++)
-    spatial_ones = spatial_ones && x->dims[d] == 1;
-  if (!spatial_ones && x->dims[1] != 1)
-    return false;
-  if (wq_node_is(n, WQ_OPID(flatten))) {
-    int64_t axis = 1;
-    return wq_attr_int(n, "axis", 1, &axis, NULL) == WQ_OK &&
-           (axis == 0 || axis == 1 || axis == -x->rank);
-  }
-  if (!wq_node_is(n, WQ_OPID(reshape)) || n->n_inputs < 2 || n->inputs[1] < 0)
-    return false;
-  const wq_tensor *shape = &g->tensors[n->inputs[1]];
-  if (!shape->is_constant || !shape->data || shape->dtype != WQ_DT_INT64)
-    return false;
-  const int64_t *v = shape->data;
-  for (size_t k = 0; k < shape->nbytes / sizeof *v; k++)
-    if (v[k] == 0)
       return false;
   return true;
 }
@@ -358,13 +269,24 @@ static bool plain_qdq(const wq_graph *g, const wq_node *n, int id) {
          single_element(g, n->inputs[1]);
 }
 
+/* A QuantizeLinear (DequantizeLinear) that may write (read) its codes t
+ * channels-last, converting the layout in the same pass: plain parameters,
+ * codes that may move, at most 64 channels (the fused kernel's 4 KB tile
+ * then holds >= 64 pixels; with more channels its short quantize/transpose
+ * calls cost more than the separate passes: mobilenetv2's 1280-channel
+ * DequantizeLinear ran 0.3 ms slower fused). */
+static bool plain_boundary(const wq_graph *g, const wq_node *n, int id, int t) {
+  return plain_qdq(g, n, id) && t >= 0 && movable(g, t) && g->tensors[t].dims[1] <= 64;
+}
+
 /* A node whose int8 codes in and float result out may both be channels-last
  * (WQ_LCAP_NHWC_FLOAT: QConvToFloat) when every reader of the result is a
  * QuantizeLinear with plain parameters whose codes may move: those then
  * quantize the channels-last floats into channels-last codes, so the int8
- * path stays channels-last without a float transition (there is none). */
-static bool nhwc_float_op(const layout_ctx *c, const wq_node *n) {
-  const wq_graph *g = c->g;
+ * path stays channels-last without a float transition (there is none). Its
+ * kernel computes channels-last: like the conv kernels it is always given
+ * that layout. */
+static bool nhwc_float_op(const wq_graph *g, const wq_node *n) {
   if (lcap(n) != WQ_LCAP_NHWC_FLOAT || n->n_inputs < 1 || !movable(g, n->inputs[0]) ||
       n->n_outputs != 1 || n->outputs[0] < 0)
     return false;
@@ -373,7 +295,7 @@ static bool nhwc_float_op(const layout_ctx *c, const wq_node *n) {
   if (y->is_output || y->dtype != WQ_DT_FLOAT || y->rank != x->rank)
     return false;
   int readers = 0;
-  for (int i = 0; i < g->n_nodes; i++) { /* placed nodes are emptied */
+  for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *o = &g->nodes[i];
     for (int k = 0; k < o->n_inputs; k++) {
       if (o->inputs[k] != t)
@@ -387,101 +309,260 @@ static bool nhwc_float_op(const layout_ctx *c, const wq_node *n) {
   return readers > 0;
 }
 
-/* A QuantizeLinear reading a channels-last float result (nhwc_float_op
- * checked it) writes channels-last codes. */
-static bool quantizes_nhwc_floats(const layout_ctx *c, const wq_node *n) {
-  const int t = n->n_inputs > 0 ? n->inputs[0] : -1;
-  return wq_node_is(n, WQ_OPID(quantize_linear)) && t >= 0 && t < c->n_original &&
-         c->twin[t] >= 0 && c->g->tensors[t].dtype == WQ_DT_FLOAT;
+/* What a node's layout label decides. Fixed channels-last: the channels-last
+ * kernel ops (their SIMD kernels run only channels-last, so they always
+ * get it), QConvToFloat with its QuantizeLinears. Free: the layout-agnostic
+ * ops, the followers and the boundary Quantize/DequantizeLinear (channels-
+ * last there means the layout change is fused into them). Everything else
+ * is fixed channels-first. */
+enum {
+  ROLE_PLAIN,        /* channels-first */
+  ROLE_KERNEL,       /* input 0 and output: channels-last */
+  ROLE_FLOAT_KERNEL, /* input 0 and float output: channels-last */
+  ROLE_QFLOAT,       /* QuantizeLinear of channels-last floats: input 0 and output */
+  ROLE_FOLLOW,       /* free: input 0 and output */
+  ROLE_AGNOSTIC,     /* free: the agnostic_count inputs (single elements aside) and output */
+  ROLE_QUANTIZE,     /* free: output (floats in stay channels-first) */
+  ROLE_DEQUANTIZE    /* free: input 0 (floats out stay channels-first) */
+};
+
+typedef struct {
+  unsigned char *role;   /* [n_nodes] */
+  int *count;            /* [n_nodes] ROLE_AGNOSTIC: agnostic_count */
+  int *var;              /* [n_nodes] planner variable of a free node, else -1 */
+  unsigned char *labels; /* [n_vars] the planner's answer */
+  int n_vars;
+} layout_roles;
+
+static void roles_free(layout_roles *r) {
+  free(r->role);
+  free(r->count);
+  free(r->var);
+  free(r->labels);
 }
 
-/* Places node n: chooses the layout of its activations (the node keeps its
- * op; its kernel follows its tensors' layouts) and inserts the transitions
- * its inputs need. */
-static wq_status place_node(layout_ctx *c, wq_node *n, wq_error *err) {
-  bool kernel_op = nhwc_kernel_op(c->g, n) || nhwc_float_op(c, n);
-  bool follow_op = !kernel_op && (follower_op(c, n) || quantizes_nhwc_floats(c, n));
-  int agnostic = kernel_op || follow_op ? 0 : agnostic_inputs(c, n);
-  if (follow_op) {
-    n->inputs[0] = c->twin[n->inputs[0]];
-    for (int k = 1; k < n->n_inputs; k++) /* roi, scales, sizes: constants */
-      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
-    WQ_TRY(twin_output(c, n, err));
-    WQ_TRY(add_note(n, "channels-last (NHWC)", err));
-  } else if (kernel_op) {
-    int x;
-    WQ_TRY(nhwc_of(c, n->inputs[0], &x, err));
-    for (int k = 1; k < n->n_inputs; k++) /* weights, bias: layout-free constants */
-      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
-    n->inputs[0] = x;
-    WQ_TRY(twin_output(c, n, err));
-    WQ_TRY(add_note(n, "channels-last (NHWC)", err));
-  } else if (agnostic) {
-    const bool binary = is_binary(n);
-    for (int k = 0; k < n->n_inputs; k++) {
-      int t = n->inputs[k];
-      if (k < agnostic && (follows_as_twin(c, n, t) || !(binary && single_element(c->g, t))))
-        WQ_TRY(nhwc_of(c, t, &n->inputs[k], err)); /* converts it when not yet channels-last */
-      else
-        WQ_TRY(ensure_nchw(c, t, err));
+static bool role_free(int role) { return role >= ROLE_FOLLOW; }
+
+/* Input k of node i takes the node's label. */
+static bool arg_follows(const wq_graph *g, const layout_roles *r, int i, const wq_node *n, int k) {
+  switch (r->role[i]) {
+  case ROLE_KERNEL:
+  case ROLE_FLOAT_KERNEL:
+  case ROLE_QFLOAT:
+  case ROLE_FOLLOW:
+  case ROLE_DEQUANTIZE: return k == 0;
+  case ROLE_AGNOSTIC: return k < r->count[i] && !(is_binary(n) && single_element(g, n->inputs[k]));
+  default: return false;
+  }
+}
+
+/* Output 0 of node i takes the node's label. */
+static bool out_follows(const layout_roles *r, int i) {
+  return r->role[i] != ROLE_PLAIN && r->role[i] != ROLE_DEQUANTIZE;
+}
+
+/* Input k of node i reads the tensor in whichever layout its producer
+ * wrote: Shape (logical dims are the same in every layout), a single
+ * element broadcast by QAdd/QMul, and Flatten/Reshape/Squeeze/Unsqueeze
+ * of a tensor whose bytes are the same in both layouts (they only
+ * reinterpret the bytes). Such reads never force a transition. */
+static bool reads_as_is(const wq_graph *g, const layout_roles *r, int i, const wq_node *n, int k) {
+  const int t = n->inputs[k];
+  if (t < 0)
+    return false;
+  if (r->role[i] == ROLE_AGNOSTIC)
+    return k < r->count[i] && is_binary(n) && single_element(g, t);
+  if (r->role[i] != ROLE_PLAIN || k != 0)
+    return false;
+  if (wq_node_is(n, WQ_OPID(shape)))
+    return true;
+  if (!wq_node_is(n, WQ_OPID(flatten)) && !wq_node_is(n, WQ_OPID(reshape)) &&
+      !wq_node_is(n, WQ_OPID(squeeze)) && !wq_node_is(n, WQ_OPID(unsqueeze)))
+    return false;
+  const wq_tensor *x = &g->tensors[t];
+  const wq_layout declared = {.order = WQ_ORDER_DECLARED}, last = {.order = WQ_ORDER_CHANNELS_LAST};
+  return movable(g, t) && wq_layout_same_bytes(declared, last, x->rank, x->dims);
+}
+
+static wq_status roles_classify(const wq_graph *g, layout_roles *r, wq_error *err) {
+  const size_t n = (size_t)g->n_nodes + 1;
+  r->role = calloc(n, sizeof *r->role);
+  r->count = calloc(n, sizeof *r->count);
+  r->var = malloc(n * sizeof *r->var);
+  bool *float_last = calloc((size_t)g->n_tensors + 1, sizeof *float_last);
+  if (!r->role || !r->count || !r->var || !float_last) {
+    free(float_last);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  }
+  r->n_vars = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *nd = &g->nodes[i];
+    int role = ROLE_PLAIN;
+    if (nhwc_kernel_op(g, nd)) {
+      role = ROLE_KERNEL;
+    } else if (nhwc_float_op(g, nd)) {
+      role = ROLE_FLOAT_KERNEL;
+      float_last[nd->outputs[0]] = true;
+    } else if (wq_node_is(nd, WQ_OPID(quantize_linear)) && nd->n_inputs > 0 && nd->inputs[0] >= 0 &&
+               float_last[nd->inputs[0]]) {
+      role = ROLE_QFLOAT; /* nhwc_float_op checked it */
+    } else if (follower_op(g, nd)) {
+      role = ROLE_FOLLOW;
+    } else if ((r->count[i] = agnostic_count(g, nd)) > 0) {
+      role = ROLE_AGNOSTIC;
+    } else if (nd->n_outputs == 1 &&
+               plain_boundary(g, nd, WQ_OPID(quantize_linear), nd->outputs[0])) {
+      role = ROLE_QUANTIZE;
+    } else if (nd->n_inputs > 0 &&
+               plain_boundary(g, nd, WQ_OPID(dequantize_linear), nd->inputs[0])) {
+      role = ROLE_DEQUANTIZE;
     }
-    WQ_TRY(twin_output(c, n, err)); /* a concat's axis stays: it joins channels either way */
-    WQ_TRY(add_note(n, "channels-last (NHWC), layout-agnostic", err));
-  } else {
-    int k = 0;
-    if (reads_twin_as_is(c, n)) {
-      n->inputs[0] = c->twin[n->inputs[0]];
-      WQ_TRY(add_note(n, "reads the channels-last tensor as is (same bytes)", err));
-      k = 1;
+    r->role[i] = (unsigned char)role;
+    r->var[i] = role_free(role) ? r->n_vars++ : -1;
+  }
+  free(float_last);
+  return WQ_OK;
+}
+
+/* The planner member standing for node i's use of a tensor. */
+static int member_of(const layout_roles *r, int i, bool follows) {
+  if (!follows || r->role[i] == ROLE_PLAIN)
+    return WQ_LPLAN_DECLARED;
+  return r->var[i] >= 0 ? r->var[i] : WQ_LPLAN_CHANNELS_LAST;
+}
+
+/* One group per tensor that may move: its producer (a graph input:
+ * declared), a graph output (declared) and its readers other than the
+ * as-is ones; it costs the tensor's bytes when they disagree. */
+static wq_status roles_problem(const wq_graph *g, const layout_roles *r, wq_lplan *p,
+                               wq_error *err) {
+  const size_t nt = (size_t)g->n_tensors + 1;
+  int *start = calloc(nt + 1, sizeof *start), *producer = malloc(nt * sizeof *producer);
+  int n_reads = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    n_reads += g->nodes[i].n_inputs;
+  int *reads = malloc(((size_t)n_reads + 1) * sizeof *reads); /* reader node, input index */
+  int *read_k = malloc(((size_t)n_reads + 1) * sizeof *read_k);
+  int *fill = malloc(nt * sizeof *fill), *members = malloc(((size_t)n_reads + 3) * sizeof *members);
+  wq_status st = WQ_OK;
+  if (!start || !producer || !reads || !read_k || !fill || !members)
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  if (st == WQ_OK) {
+    for (int t = 0; t < g->n_tensors; t++)
+      producer[t] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+      const wq_node *nd = &g->nodes[i];
+      for (int k = 0; k < nd->n_inputs; k++)
+        if (nd->inputs[k] >= 0)
+          start[nd->inputs[k] + 1]++;
+      for (int k = 0; k < nd->n_outputs; k++)
+        if (nd->outputs[k] >= 0)
+          producer[nd->outputs[k]] = i;
     }
-    for (; k < n->n_inputs; k++)
-      WQ_TRY(ensure_nchw(c, n->inputs[k], err));
+    for (int t = 0; t < g->n_tensors; t++) {
+      start[t + 1] += start[t];
+      fill[t] = start[t];
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+      for (int k = 0; k < g->nodes[i].n_inputs; k++) {
+        const int t = g->nodes[i].inputs[k];
+        if (t >= 0) {
+          reads[fill[t]] = i;
+          read_k[fill[t]++] = k;
+        }
+      }
+  }
+  for (int t = 0; st == WQ_OK && t < g->n_tensors; t++) {
+    if (!movable(g, t))
+      continue;
+    int n = 0;
+    const int p0 = producer[t];
+    members[n++] = p0 < 0 ? WQ_LPLAN_DECLARED
+                          : member_of(r, p0, out_follows(r, p0) && g->nodes[p0].outputs[0] == t);
+    if (g->tensors[t].is_output)
+      members[n++] = WQ_LPLAN_DECLARED;
+    for (int j = start[t]; j < start[t + 1]; j++)
+      if (!reads_as_is(g, r, reads[j], &g->nodes[reads[j]], read_k[j]))
+        members[n++] =
+            member_of(r, reads[j], arg_follows(g, r, reads[j], &g->nodes[reads[j]], read_k[j]));
+    st = wq_lplan_add_group(p, members, n, tensor_bytes(&g->tensors[t]), err);
+  }
+  free(start);
+  free(producer);
+  free(reads);
+  free(read_k);
+  free(fill);
+  free(members);
+  return st;
+}
+
+wq_status wq_layout_problem(const wq_graph *g, wq_lplan *p, int *node_var, wq_error *err) {
+  layout_roles r;
+  memset(&r, 0, sizeof r);
+  wq_lplan_init(p, 0);
+  wq_status st = roles_classify(g, &r, err);
+  if (st == WQ_OK) {
+    p->n_vars = r.n_vars;
+    st = roles_problem(g, &r, p, err);
+  }
+  if (st == WQ_OK && node_var)
+    memcpy(node_var, r.var, (size_t)g->n_nodes * sizeof *node_var);
+  roles_free(&r);
+  return st;
+}
+
+/* Gives node n a channels-last output twin for its output 0. */
+static wq_status twin_output(layout_ctx *c, wq_node *n, wq_error *err) {
+  int t = n->outputs[0];
+  int u = add_twin(c, t, true, err);
+  if (u < 0)
+    return WQ_ERR_OUT_OF_MEMORY;
+  n->outputs[0] = u;
+  c->twin[t] = u;
+  c->nchw_live[t] = false;
+  return WQ_OK;
+}
+
+/* The version of original tensor t its producer wrote (the channels-last
+ * twin when the channels-first one is not written). */
+static int as_written(const layout_ctx *c, int t) {
+  return t >= 0 && t < c->n_original && c->twin[t] >= 0 && !c->nchw_live[t] ? c->twin[t] : t;
+}
+
+/* Places node i (moved out of the graph as n) with channels-last label
+ * `last`: rewires its inputs to the layouts it reads, inserting the
+ * transitions they need before it, and its output to the layout it
+ * writes. The node keeps its op; its kernel follows its tensors' layouts. */
+static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool last, wq_node *n,
+                            wq_error *err) {
+  const int role = r->role[i];
+  bool as_is = false;
+  for (int k = 0; k < n->n_inputs; k++) {
+    const int t = n->inputs[k];
+    if (reads_as_is(c->g, r, i, n, k)) {
+      n->inputs[k] = as_written(c, t);
+      as_is = as_is || n->inputs[k] != t;
+    } else if (last && arg_follows(c->g, r, i, n, k)) {
+      WQ_TRY(nhwc_of(c, t, &n->inputs[k], err)); /* converts it when not yet channels-last */
+    } else {
+      WQ_TRY(ensure_nchw(c, t, err)); /* weights, bias, roi, scales: layout-free constants */
+    }
+  }
+  if (last && role == ROLE_QUANTIZE) {
+    WQ_TRY(twin_output(c, n, err));
+    c->stats.transitions++; /* fused: it writes channels-last codes from channels-first floats */
+  } else if (last && role == ROLE_DEQUANTIZE) {
+    c->stats.transitions++; /* fused: it reads channels-last codes into channels-first floats */
+  } else if (last && out_follows(r, i)) {
+    WQ_TRY(twin_output(c, n, err));
+    c->stats.nodes_nhwc++;
+    WQ_TRY(add_note(
+        n, role == ROLE_AGNOSTIC ? "channels-last (NHWC), layout-agnostic" : "channels-last (NHWC)",
+        err));
+  } else if (as_is && role == ROLE_PLAIN && !wq_node_is(n, WQ_OPID(shape))) {
+    WQ_TRY(add_note(n, "reads the channels-last tensor as is (same bytes)", err));
   }
   return push_node(c, n, err);
-}
-
-/* n is op_type with a constant per-tensor scale and zero point (infer
- * checked their values at load), on codes of at most 64 channels: the fused
- * kernel's 4 KB tile then holds >= 64 pixels (with more channels its short
- * quantize/transpose calls cost more than the separate passes: mobilenetv2's
- * 1280-channel DequantizeLinear ran 0.3 ms slower fused). */
-static bool plain_boundary(const wq_graph *g, const wq_node *n, int id, int t) {
-  return n && plain_qdq(g, n, id) && g->tensors[t].dims[1] <= 64;
-}
-
-/* A ToNHWC of a QuantizeLinear's result that nothing else reads, or a ToNCHW
- * read only by a DequantizeLinear, folds into it: the QuantizeLinear then
- * writes a channels-last tensor (its kernel sees the layouts differ and
- * quantizes and transposes in one pass, ops/int8_nhwc.c), the
- * DequantizeLinear reads one. */
-static void fold_boundaries(wq_graph *g, wq_layout_stats *stats) {
-  for (int i = 0; i < g->n_nodes; i++) {
-    wq_node *tr = &g->nodes[i], *b = NULL;
-    if (tr->reason != WQ_REASON_TRANSITION)
-      continue;
-    const bool in = tr->op->flags & WQ_OP_FLAG_TO_NHWC;
-    const int t = in ? tr->inputs[0] : tr->outputs[0]; /* the channels-first codes */
-    int readers = g->tensors[t].is_output;
-    for (int j = 0; j < g->n_nodes; j++) {
-      wq_node *o = &g->nodes[j];
-      for (int k = 0; k < o->n_inputs; k++)
-        if (o->inputs[k] == t) {
-          readers++;
-          b = in ? b : o;
-        }
-      if (in && o->n_outputs == 1 && o->outputs[0] == t)
-        b = o;
-    }
-    if (readers != 1 ||
-        !plain_boundary(g, b, in ? WQ_OPID(quantize_linear) : WQ_OPID(dequantize_linear), t))
-      continue;
-    if (in)
-      b->outputs[0] = tr->outputs[0];
-    else
-      b->inputs[0] = tr->inputs[0];
-    stats->transition_bytes -= tensor_bytes(&g->tensors[t]);
-    wq_graph_remove_node(g, i--);
-  }
 }
 
 wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err) {
@@ -489,12 +570,31 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   memset(&c, 0, sizeof c);
   c.g = g;
   c.n_original = g->n_tensors;
-  c.twin = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-  c.nchw_live = malloc(sizeof(bool) * (size_t)(g->n_tensors + 1));
-  if (!c.twin || !c.nchw_live) {
+  layout_roles r;
+  memset(&r, 0, sizeof r);
+  wq_lplan plan;
+  wq_lplan_init(&plan, 0);
+  int64_t planned = 0;
+  wq_status st = roles_classify(g, &r, err);
+  if (st == WQ_OK) {
+    wq_lplan_init(&plan, r.n_vars);
+    st = roles_problem(g, &r, &plan, err);
+  }
+  if (st == WQ_OK) {
+    r.labels = malloc((size_t)r.n_vars + 1);
+    c.twin = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    c.nchw_live = malloc(sizeof(bool) * (size_t)(g->n_tensors + 1));
+    if (!r.labels || !c.twin || !c.nchw_live)
+      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  }
+  if (st == WQ_OK)
+    st = wq_lplan_solve(&plan, r.labels, &planned, err);
+  wq_lplan_free(&plan);
+  if (st != WQ_OK) {
+    roles_free(&r);
     free(c.twin);
     free(c.nchw_live);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+    return st;
   }
   for (int t = 0; t < g->n_tensors; t++) {
     c.twin[t] = -1;
@@ -502,12 +602,12 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   }
   /* Nodes move into c.order one by one (transitions interleaved); on
    * failure the rest are moved unchanged so the graph stays whole. */
-  wq_status st = WQ_OK;
   int i = 0;
   for (; i < g->n_nodes && st == WQ_OK; i++) {
     wq_node n = g->nodes[i];
     memset(&g->nodes[i], 0, sizeof g->nodes[i]);
-    st = place_node(&c, &n, err);
+    const bool last = r.var[i] >= 0 ? r.labels[r.var[i]] : r.role[i] != ROLE_PLAIN;
+    st = place_node(&c, &r, i, last, &n, err);
     if (st != WQ_OK && push_node(&c, &n, NULL) != WQ_OK)
       wq_node_clear(&n);
   }
@@ -520,8 +620,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   g->nodes = c.order;
   g->n_nodes = c.n_order;
   g->cap_nodes = c.cap_order;
-  if (st == WQ_OK)
-    fold_boundaries(g, &c.stats);
+  roles_free(&r);
   free(c.twin);
   free(c.nchw_live);
   if (stats)

@@ -1,31 +1,34 @@
-/* Int8 layout pass: inside int8 regions activations are channels-last.
+/* Int8 layout pass: chooses the memory order of every int8 activation
+ * (declared NCHW or channels-last NHWC) and inserts the transitions.
  *
  * Runs on the lowered graph (after passes/lower.h, before the plan hooks).
- * Nodes with a channels-last kernel switch to it — QConv -> QConvNHWC,
- * QAveragePool / QGlobalAveragePool -> Q*NHWC, MaxPool on int8/uint8 ->
- * MaxPoolNHWC — and layout-agnostic int8 ops whose activation inputs are all
- * already channels-last follow them (QLookup; QAdd/QMul, broadcasting
- * between equal-rank channels-last operands or against a single element;
- * QConcat and Concat on int8 codes with the axis moved from C to last), as
- * do Resize (nearest) and DepthToSpace on int8 codes, which become
- * wasmq.ResizeNearestNHWC / DepthToSpaceNHWC (ops/int8_nhwc_move.c). Every other reader of such a
- * tensor, and every graph output, gets it back through an explicit
- * wasmq.ToNCHW node; a channels-last op reading a channels-first tensor gets
- * a wasmq.ToNHWC node. Each conversion is made once per tensor, right
- * before its first reader. A ToNHWC of a QuantizeLinear's result that nothing
- * else reads, or a ToNCHW read only by a DequantizeLinear, folds into it
- * (wasmq.QuantizeLinearNHWC / DequantizeLinearNHWC: per-tensor constant
- * qparams, <= 64 channels), moving no extra bytes. Channels-last tensors carry the physical shape
- * [N, spatial..., C] and a copy of the quantization parameters.
+ * Each node gets one label. Fixed channels-last: the ops whose SIMD kernels
+ * run channels-last (QConv, QAveragePool, QGlobalAveragePool, MaxPool on
+ * codes) and QConvToFloat whose floats only per-tensor QuantizeLinears read
+ * (with those). Free: the layout-agnostic ops (QLookup, Identity; QAdd/QMul
+ * on equal ranks, a single element broadcasting either way; QConcat and
+ * Concat on channel axis 1), Resize (nearest) and DepthToSpace on codes,
+ * and a Quantize/DequantizeLinear with a constant per-tensor scale and zero
+ * point on codes of at most 64 channels (channels-last there: its kernel
+ * converts the layout in the same pass, moving no extra bytes). Everything
+ * else, the graph inputs and outputs: the declared order. The free labels
+ * minimize the bytes the transitions move, exactly (passes/layout_plan.h:
+ * one transition per tensor whose producer and readers disagree; Shape, and
+ * reshapes of a tensor whose bytes are the same in both layouts, read it as
+ * it is). Ties take the declared order.
  *
- * Only tensors of rank 3 or 4 with static shapes and per-tensor
- * quantization move; anything else keeps its layout. */
+ * Ops keep their names; their kernels follow their tensors' layout records.
+ * A tensor read in the other layout gets one explicit wasmq.ToNHWC /
+ * ToNCHW node, right before its first reader that needs it (graph outputs
+ * at the end). Only tensors of rank 3 or 4 with static shapes (a symbolic
+ * batch aside) and per-tensor quantization move. */
 #ifndef WQ_PASSES_LAYOUT_INT8_H
 #define WQ_PASSES_LAYOUT_INT8_H
 
 #include <stdint.h>
 
 #include "../ir/graph.h"
+#include "layout_plan.h"
 
 typedef struct {
   int nodes_nhwc;           /* nodes running channels-last */
@@ -35,6 +38,12 @@ typedef struct {
 
 /* stats may be NULL. */
 wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err);
+
+/* The planner's problem for g as the pass poses it (for tests): one
+ * variable per free node (node_var[i], -1 for a fixed node; node_var holds
+ * g->n_nodes entries, may be NULL), one group per tensor that may move. p
+ * is initialized here; free it with wq_lplan_free. */
+wq_status wq_layout_problem(const wq_graph *g, wq_lplan *p, int *node_var, wq_error *err);
 
 /* Replaces the node's lowering note (the text `wasmq info --lowered`
  * prints as "why"). */

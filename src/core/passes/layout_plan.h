@@ -1,0 +1,58 @@
+/* Exact two-label layout planner: a minimum cut over groups.
+ *
+ * Each free variable takes label 0 (the declared order) or 1 (channels
+ * last). A group is one tensor: its members are the variables (or fixed
+ * labels) of its producer and of every reader that cares about its layout,
+ * and it costs its weight (the tensor's bytes) when its members do not all
+ * agree: one transition per tensor, shared by every reader wanting the other
+ * order. The total is a hypergraph cut; with two labels it is solved exactly
+ * for any graph (DAG or not) as a minimum s-t cut, each group of three or
+ * more members becoming two auxiliary vertices (members -> a1 unbounded,
+ * a1 -> a2 its weight, a2 -> members unbounded).
+ *
+ * Ties: among all minimum labelings the one with the fewest channels-last
+ * variables is taken (the vertices that can still reach the sink in the
+ * residual graph are channels-last, every other one declared). That set is
+ * the same for every maximum flow, so the answer depends only on the groups,
+ * not on the order the flow was found in.
+ *
+ * More than two labels (say a channel-blocked packed layout beside these
+ * two) make the problem NP-hard in general; the planner would then run a
+ * bounded number of alpha-expansion moves (each an exact minimum cut like
+ * this one, between "keep your label" and "take label alpha", alpha in a
+ * fixed order) starting from the all-declared labeling, which stays
+ * deterministic and never increases the cost. */
+#ifndef WQ_PASSES_LAYOUT_PLAN_H
+#define WQ_PASSES_LAYOUT_PLAN_H
+
+#include <stdint.h>
+
+#include "../ir/status.h"
+
+/* Members that are not variables: a fixed label. */
+enum { WQ_LPLAN_DECLARED = -1, WQ_LPLAN_CHANNELS_LAST = -2 };
+
+typedef struct {
+  int n_vars;
+  int n_groups, cap_groups;
+  int *group_start; /* [n_groups + 1] into members */
+  int64_t *weight;  /* [n_groups] */
+  int n_members, cap_members;
+  int *members; /* variable index, or WQ_LPLAN_DECLARED / WQ_LPLAN_CHANNELS_LAST */
+} wq_lplan;
+
+void wq_lplan_init(wq_lplan *p, int n_vars);
+void wq_lplan_free(wq_lplan *p);
+
+/* Adds a group of n members (duplicates allowed) costing weight (>= 0)
+ * when its members' labels differ. */
+wq_status wq_lplan_add_group(wq_lplan *p, const int *members, int n, int64_t weight, wq_error *err);
+
+/* The cost of a labeling (labels[v] 0 or 1 per variable). */
+int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels);
+
+/* Fills labels[n_vars] with a minimum-cost labeling (ties as above) and
+ * *cost with its cost. */
+wq_status wq_lplan_solve(const wq_lplan *p, unsigned char *labels, int64_t *cost, wq_error *err);
+
+#endif
