@@ -273,11 +273,14 @@ static void test_edge_cases(void) {
   wq_model_free(m);
   wq_model_free(ref);
   /* Strict mode rejects, before the lowering rewrites anything, the first
-   * node on the quantized path whose op has no int8 form (the registry's
-   * capability check), by name and code: the Softmax that Conv_c1 feeds. */
+   * node on the quantized path the lowering would leave float (its check,
+   * neighbours included), by name and code: Conv_c1, whose result feeds the
+   * Softmax instead of a QuantizeLinear. */
   m = load_file(path, 0, 1, &err);
-  CHECK(m == NULL && err.code == WQ_ERR_UNSUPPORTED && strcmp(err.node, "Softmax_sm") == 0 &&
-        strstr(err.message, "[UNSUPPORTED_OP]"));
+  CHECK_MSG(m == NULL && err.code == WQ_ERR_UNSUPPORTED && strcmp(err.node, "Conv_c1") == 0 &&
+                strstr(err.message, "[OUTPUT_NOT_QUANTIZED]") &&
+                strstr(err.message, "feeds Softmax 'Softmax_sm', not a QuantizeLinear"),
+            "%s", err.message);
   wq_model_free(m);
   double worst = compare_lowered(path, 1.0);
   printf("edge graph: lowered vs op-by-op QDQ: %.3f steps\n", worst);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph_build.h"
+#include "passes/lower.h"
 #include "passes/partition.h"
 #include "wq_test.h"
 
@@ -170,9 +171,9 @@ static void test_checks(void) {
   wq_graph_free(g);
 }
 
-/* int mode decides from the capability records before the lowering rewrites
- * anything: the graph is the same after the check. */
-static void test_int_mode_check(void) {
+/* DequantizeLinear -> Relu [-> Pow(relu, x)] -> QuantizeLinear; *p gets the
+ * Pow (or -1). */
+static wq_graph *relu_graph(bool with_pow, int *p) {
   wq_graph *g = wq_graph_new();
   wq_error err;
   int64_t d4[4] = {1, 4, 8, 8}, d0[1] = {1};
@@ -188,22 +189,217 @@ static void test_int_mode_check(void) {
   int y = add_tensor(g, "y", WQ_DT_FLOAT, 4, d4, NULL);
   int yq = add_tensor(g, "yq", WQ_DT_INT8, 4, d4, NULL);
   g->tensors[yq].is_output = true;
-  int dq_in[3] = {xq, s, z}, q_in[3] = {y, s, z}, pow_in[2] = {r, x};
+  int dq_in[3] = {xq, s, z}, q_in[3] = {with_pow ? y : r, s, z}, pow_in[2] = {r, x};
   add_node(g, "", "DequantizeLinear", dq_in, 3, x, NULL, 13, &err);
   add_node(g, "", "Relu", &x, 1, r, NULL, 13, &err);
-  int p = add_node(g, "", "Pow", pow_in, 2, y, NULL, 13, &err);
+  *p = with_pow ? add_node(g, "", "Pow", pow_in, 2, y, NULL, 13, &err) : -1;
   add_node(g, "", "QuantizeLinear", q_in, 3, yq, NULL, 13, &err);
+  return g;
+}
+
+/* int mode asks the lowering's check (the lowering's own matching, on a
+ * shadow) before anything is rewritten: it fails on the first node on the
+ * quantized path that would stay float, neighbour conditions included, and
+ * the graph is the same after the check. */
+static void test_int_mode_check(void) {
+  wq_error err;
+  int p;
+  wq_graph *g = relu_graph(true, &p);
   CHECK(p == 2 && g->n_nodes == 4);
   wq_error_clear(&err);
-  CHECK(wq_partition_check_int(g, &err) == WQ_ERR_UNSUPPORTED);
-  CHECK(strcmp(err.node, g->nodes[p].name) == 0);
-  CHECK_MSG(strstr(err.message, "[UNSUPPORTED_OP]") != NULL, "%s", err.message);
-  CHECK(g->n_nodes == 4 && strcmp(g->nodes[p].op_type, "Pow") == 0 && g->nodes[p].inputs[0] == r);
-  CHECK(g->nodes[0].reason == WQ_REASON_NONE && g->nodes[p].reason == WQ_REASON_NONE);
-  /* Relu alone on the path: int8 as a lookup, the check passes */
-  g->nodes[p].op = wq_op_find("", "Add");
-  CHECK(wq_partition_check_int(g, &err) == WQ_OK);
-  g->nodes[p].op = wq_op_find("", "Pow");
+  /* Relu's own check says yes (a lookup); its result feeds Pow, not a
+   * QuantizeLinear: OUTPUT_NOT_QUANTIZED, found before any rewrite. */
+  CHECK(wq_lower_check(g, NULL, true, NULL, &err) == WQ_ERR_UNSUPPORTED);
+  CHECK(strcmp(err.node, g->nodes[1].name) == 0);
+  CHECK_MSG(strstr(err.message, "[OUTPUT_NOT_QUANTIZED]") != NULL, "%s", err.message);
+  CHECK_MSG(strstr(err.message, "feeds Pow") != NULL, "%s", err.message);
+  CHECK(g->n_nodes == 4 && strcmp(g->nodes[p].op_type, "Pow") == 0 && g->nodes[p].inputs[0] == 4);
+  CHECK(strcmp(g->nodes[1].op_type, "Relu") == 0 && g->nodes[1].outputs[0] == 4);
+  for (int i = 0; i < g->n_nodes; i++)
+    CHECK(g->nodes[i].reason == WQ_REASON_NONE && wq_lower_why(&g->nodes[i]) == NULL);
+  for (int t = 0; t < g->n_tensors; t++)
+    CHECK(g->tensors[t].qparams == NULL);
+  wq_graph_free(g);
+  /* Relu alone on the path: int8 as a lookup that absorbs the Q */
+  g = relu_graph(false, &p);
+  wq_lower_answer *ans = NULL;
+  CHECK(wq_lower_check(g, NULL, true, &ans, &err) == WQ_OK);
+  CHECK(ans && ans[1].reason == WQ_REASON_INT8 && ans[1].as == WQ_OPID(int8_lookup));
+  /* the Q is absorbed; the DQ nobody reads any more goes too */
+  CHECK(ans && ans[2].absorbed && ans[0].absorbed && ans[0].reason == WQ_REASON_NONE);
+  CHECK(g->n_nodes == 3 && strcmp(g->nodes[1].op_type, "Relu") == 0);
+  wq_lower_answers_free(ans, g->n_nodes);
+  wq_graph_free(g);
+}
+
+/* A QDQ conv whose lowering fails on one neighbour condition:
+ * [xf -> QuantizeLinear ->] xq -> DequantizeLinear -> Conv(W = DQ(wq)[, b])
+ * -> c [-> QuantizeLinear -> yq]. */
+typedef enum {
+  CASE_OUTPUT_FLOAT,  /* c is a graph output: OUTPUT_NOT_QUANTIZED */
+  CASE_TWO_READERS,   /* c feeds the Q and a Relu: OUTPUT_NOT_QUANTIZED */
+  CASE_READ_MISMATCH, /* xq written with scale 0.1, read with 0.2: QPARAMS_MISMATCH */
+  CASE_PER_CHANNEL_X, /* x dequantized per channel: PER_CHANNEL_ACTIVATION */
+  CASE_WEIGHT_AXIS1,  /* W per channel along its input axis: NO_QPARAMS */
+  CASE_WEIGHT_INPUT,  /* W dequantizes a graph input: NOT_CONSTANT */
+  CASE_FLOAT_INPUT,   /* the conv reads a float graph input: INPUT_NOT_QUANTIZED */
+  CASE_BIAS_SHAPE,    /* bias [2, 2]: UNSUPPORTED_ATTR */
+  CASE_COUNT
+} conv_case;
+
+static const char *const CASE_CODE[CASE_COUNT] = {
+    "[OUTPUT_NOT_QUANTIZED]",   "[OUTPUT_NOT_QUANTIZED]", "[QPARAMS_MISMATCH]",
+    "[PER_CHANNEL_ACTIVATION]", "[NO_QPARAMS]",           "[NOT_CONSTANT]",
+    "[INPUT_NOT_QUANTIZED]",    "[UNSUPPORTED_ATTR]"};
+
+static float *floats(int n, float v) {
+  float *f = malloc((size_t)n * sizeof *f);
+  for (int i = 0; i < n; i++)
+    f[i] = v + 0.01f * (float)i;
+  return f;
+}
+
+static wq_graph *conv_case_graph(conv_case k, int *conv) {
+  wq_graph *g = wq_graph_new();
+  wq_error err;
+  int64_t d4[4] = {1, 4, 8, 8}, dw[4] = {4, 4, 1, 1}, d0[1] = {1}, d1[1] = {4}, d22[2] = {2, 2};
+  int8_t *wdata = malloc(16);
+  for (int i = 0; i < 16; i++)
+    wdata[i] = (int8_t)(i - 8);
+  int xq = add_tensor(g, "xq", WQ_DT_INT8, 4, d4, NULL);
+  int sx = add_tensor(g, "sx", WQ_DT_FLOAT, 0, d0, floats(1, 0.2f));
+  int sx_c = add_tensor(g, "sx_c", WQ_DT_FLOAT, 1, d1, floats(4, 0.2f));
+  int z = add_tensor(g, "z", WQ_DT_INT8, 0, d0, calloc(1, 1));
+  int z_c = add_tensor(g, "z_c", WQ_DT_INT8, 1, d1, calloc(4, 1));
+  int wq = add_tensor(g, "wq", WQ_DT_INT8, 4, dw, k == CASE_WEIGHT_INPUT ? NULL : wdata);
+  if (k == CASE_WEIGHT_INPUT) {
+    free(wdata);
+    g->tensors[wq].is_input = true;
+  }
+  int sw = add_tensor(g, "sw", WQ_DT_FLOAT, 1, d1, floats(4, 0.05f));
+  int x = add_tensor(g, "x", WQ_DT_FLOAT, 4, d4, NULL);
+  int w = add_tensor(g, "w", WQ_DT_FLOAT, 4, dw, NULL);
+  int c = add_tensor(g, "c", WQ_DT_FLOAT, 4, d4, NULL);
+  int yq = add_tensor(g, "yq", WQ_DT_INT8, 4, d4, NULL);
+  int sy = add_tensor(g, "sy", WQ_DT_FLOAT, 0, d0, floats(1, 0.3f));
+  g->tensors[yq].is_output = true;
+  if (k == CASE_READ_MISMATCH) {
+    int xf = add_tensor(g, "xf", WQ_DT_FLOAT, 4, d4, NULL);
+    int s_written = add_tensor(g, "s_written", WQ_DT_FLOAT, 0, d0, floats(1, 0.1f));
+    g->tensors[xf].is_input = true;
+    int q_in[3] = {xf, s_written, z};
+    add_node(g, "", "QuantizeLinear", q_in, 3, xq, NULL, 13, &err);
+  } else {
+    g->tensors[xq].is_input = true;
+  }
+  int dq_x[3] = {xq, k == CASE_PER_CHANNEL_X ? sx_c : sx, k == CASE_PER_CHANNEL_X ? z_c : z};
+  attr_spec axis1[] = {AI("axis", 1), AEND}, axis0[] = {AI("axis", 0), AEND};
+  if (k == CASE_FLOAT_INPUT) {
+    g->tensors[x].is_input = true;
+    g->tensors[xq].is_input = false;
+  } else {
+    add_node(g, "", "DequantizeLinear", dq_x, 3, x, axis1, 13, &err);
+  }
+  int dq_w[3] = {wq, sw, z_c};
+  add_node(g, "", "DequantizeLinear", dq_w, 3, w, k == CASE_WEIGHT_AXIS1 ? axis1 : axis0, 13, &err);
+  int conv_in[3] = {x, w, -1};
+  if (k == CASE_BIAS_SHAPE)
+    conv_in[2] = add_tensor(g, "b", WQ_DT_FLOAT, 2, d22, floats(4, 0.5f));
+  *conv = add_node(g, "", "Conv", conv_in, k == CASE_BIAS_SHAPE ? 3 : 2, c, NULL, 13, &err);
+  if (k == CASE_OUTPUT_FLOAT) {
+    g->tensors[c].is_output = true;
+    g->tensors[yq].is_output = false;
+    return g;
+  }
+  int q_out[3] = {c, sy, z};
+  add_node(g, "", "QuantizeLinear", q_out, 3, yq, NULL, 13, &err);
+  if (k == CASE_TWO_READERS) {
+    int r = add_tensor(g, "r", WQ_DT_FLOAT, 4, d4, NULL);
+    g->tensors[r].is_output = true;
+    add_node(g, "", "Relu", &c, 1, r, NULL, 13, &err);
+  }
+  return g;
+}
+
+/* Everything the lowering could change: nodes (op, inputs, outputs,
+ * attributes, code) and tensors (count, qparams). */
+static char *graph_snapshot(const wq_graph *g) {
+  size_t cap = 16384, len = 0;
+  char *s = malloc(cap);
+  len += (size_t)snprintf(s + len, cap - len, "%d nodes %d tensors;", g->n_nodes, g->n_tensors);
+  for (int i = 0; i < g->n_nodes && len < cap - 256; i++) {
+    const wq_node *n = &g->nodes[i];
+    len += (size_t)snprintf(s + len, cap - len, "%s %s %p %d attrs r%d:", n->name, n->op_type,
+                            (const void *)n->op, n->n_attrs, n->reason);
+    for (int k = 0; k < n->n_inputs; k++)
+      len += (size_t)snprintf(s + len, cap - len, " %d", n->inputs[k]);
+    len += (size_t)snprintf(s + len, cap - len, " ->");
+    for (int k = 0; k < n->n_outputs; k++)
+      len += (size_t)snprintf(s + len, cap - len, " %d", n->outputs[k]);
+    len += (size_t)snprintf(s + len, cap - len, ";");
+  }
+  for (int t = 0; t < g->n_tensors && len < cap - 64; t++)
+    len += (size_t)snprintf(s + len, cap - len, "%s%s;", g->tensors[t].name,
+                            g->tensors[t].qparams ? " qp" : "");
+  return s;
+}
+
+/* int mode fails before any rewrite for each neighbour-dependent reason:
+ * the check names the conv and the code, the graph is byte for byte what it
+ * was, and the lowering then leaves the conv float with the same code and
+ * note (the partition pass's int-mode error after it is the same text). */
+static void test_int_mode_neighbour_reasons(void) {
+  for (int k = 0; k < CASE_COUNT; k++) {
+    int conv = -1;
+    wq_graph *g = conv_case_graph((conv_case)k, &conv);
+    CHECK_MSG(conv >= 0, "case %d: the conv did not prepare", k);
+    if (conv < 0) {
+      wq_graph_free(g);
+      continue;
+    }
+    char *conv_name = wq_strdup(g->nodes[conv].name);
+    char *before = graph_snapshot(g);
+    wq_error err, after_err;
+    wq_error_clear(&err);
+    wq_error_clear(&after_err);
+    wq_lower_answer *ans = NULL;
+    CHECK_MSG(wq_lower_check(g, NULL, true, &ans, &err) == WQ_ERR_UNSUPPORTED, "case %d", k);
+    char *after = graph_snapshot(g);
+    CHECK_MSG(strcmp(before, after) == 0, "case %d: the check changed the graph", k);
+    CHECK_MSG(strcmp(err.node, conv_name) == 0, "case %d: %s", k, err.message);
+    CHECK_MSG(strstr(err.message, CASE_CODE[k]) != NULL, "case %d: %s", k, err.message);
+    CHECK(ans && ans[conv].reason != WQ_REASON_INT8 && !ans[conv].absorbed && ans[conv].as == -1);
+    printf("int mode, before any rewrite: %s\n", err.message);
+    /* The lowering itself: the conv stays float with the answered code and
+     * note; strict partitioning after it says the same. */
+    const int n_nodes = g->n_nodes;
+    CHECK(wq_pass_lower(g, NULL, NULL, &after_err) == WQ_OK);
+    CHECK(ans && wq_lower_answers_verify(g, ans, n_nodes, &after_err) == WQ_OK);
+    CHECK(wq_pass_partition(g, WQ_PARTITION_INT, NULL, &after_err) == WQ_ERR_UNSUPPORTED);
+    CHECK_MSG(strcmp(after_err.message, err.message) == 0, "case %d: %s vs %s", k,
+              after_err.message, err.message);
+    wq_lower_answers_free(ans, n_nodes);
+    free(before), free(after), free(conv_name);
+    wq_graph_free(g);
+  }
+}
+
+/* A tampered answer is caught by the verification, naming the node. */
+static void test_verify_catches_divergence(void) {
+  int conv;
+  wq_graph *g = conv_case_graph(CASE_OUTPUT_FLOAT, &conv);
+  wq_error err;
+  wq_lower_answer *ans = NULL;
+  CHECK(wq_lower_check(g, NULL, false, &ans, &err) == WQ_OK);
+  const int n_nodes = g->n_nodes;
+  CHECK(wq_pass_lower(g, NULL, NULL, &err) == WQ_OK);
+  CHECK(ans && wq_lower_answers_verify(g, ans, n_nodes, &err) == WQ_OK);
+  if (ans) {
+    ans[conv].reason = WQ_REASON_QPARAMS_MISMATCH;
+    CHECK(wq_lower_answers_verify(g, ans, n_nodes, &err) == WQ_ERR_INVALID_MODEL);
+    CHECK(strcmp(err.node, ans[conv].name) == 0 && strstr(err.message, "different reason code"));
+  }
+  wq_lower_answers_free(ans, n_nodes);
   wq_graph_free(g);
 }
 
@@ -212,5 +408,7 @@ int main(void) {
   test_capability_records();
   test_checks();
   test_int_mode_check();
+  test_int_mode_neighbour_reasons();
+  test_verify_catches_divergence();
   WQ_TEST_END();
 }

@@ -27,14 +27,15 @@ test("partition 'int' fails the load naming the node and its reason code", async
   await assert.rejects(load(EDGE, { partition: 'int' }), (err) => {
     assert.ok(err instanceof WasmqError);
     assert.equal(err.code, 'WQ_ERR_UNSUPPORTED');
-    // Decided from the op capabilities before the lowering rewrites anything:
-    // the Softmax that Conv_c1 feeds has no int8 form.
-    assert.equal(err.node, 'Softmax_sm');
-    assert.match(err.message, /\[UNSUPPORTED_OP\]/);
+    // Decided by the lowering's own check before anything is rewritten, the
+    // neighbours included: Conv_c1's result feeds the Softmax, not a
+    // QuantizeLinear (the first node on the quantized path that stays float).
+    assert.equal(err.node, 'Conv_c1');
+    assert.match(err.message, /\[OUTPUT_NOT_QUANTIZED\]: stays float: its result 'c1' feeds Softmax 'Softmax_sm', not a QuantizeLinear/);
     return true;
   });
   // strictInt8 is the older spelling of the same mode.
-  await assert.rejects(load(EDGE, { strictInt8: true }), (err) => err.node === 'Softmax_sm');
+  await assert.rejects(load(EDGE, { strictInt8: true }), (err) => err.node === 'Conv_c1');
   const m = await load(SMALLCNN, { partition: 'int' });
   try {
     const g = m.graph();
@@ -216,7 +217,7 @@ test('--partition MODE in both CLIs: int names the node and code; a bad mode is 
   for (const [exe, ...pre] of clis) {
     const r = spawnSync(exe, [...pre, 'inspect', EDGE, '--partition', 'int'], { encoding: 'utf8' });
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /^wasmq: .*edge_qdq\.onnx: partition mode int: Softmax 'Softmax_sm' .*\[UNSUPPORTED_OP\].*\(node 'Softmax_sm'\) \[WQ_ERR_UNSUPPORTED\]\n$/);
+    assert.match(r.stderr, /^wasmq: .*edge_qdq\.onnx: partition mode int: Conv 'Conv_c1' .*\[OUTPUT_NOT_QUANTIZED\].*\(node 'Conv_c1'\) \[WQ_ERR_UNSUPPORTED\]\n$/);
     const bad = spawnSync(exe, [...pre, 'run', EDGE, '--partition', 'int8'], { encoding: 'utf8' });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--partition expects int, int\+fp or fp, got int8/);

@@ -178,6 +178,7 @@ static wq_status plan_nodes(wq_graph *g, int *planned, wq_error *err) {
 typedef struct {
   const wq_load_options *opts;
   wq_lower_capture *capture;
+  bool validate; /* IR checks after each pass (debug builds, validate_ir) */
 } load_ctx;
 
 /* The partition mode the options ask for: `partition`, else the older
@@ -254,9 +255,23 @@ static wq_status pass_rewrite(void *ctx, wq_graph *g, wq_pass_record *rec, wq_er
 static wq_status pass_lower(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
   const load_ctx *c = ctx;
   wq_lower_stats stats = {0, 0, 0};
-  if (load_mode(c->opts) == WQ_PARTITION_INT)
-    WQ_TRY(wq_partition_check_int(g, err));
+  /* int mode fails here, before anything is rewritten, on what the
+   * lowering would leave float; checking builds also verify afterwards that
+   * the lowering did to every node what its check answered. */
+  const bool strict = load_mode(c->opts) == WQ_PARTITION_INT;
+  const int n_nodes = g->n_nodes;
+  wq_lower_answer *answers = NULL;
+  if (strict || c->validate) {
+    wq_status st = wq_lower_check(g, c->capture, strict, c->validate ? &answers : NULL, err);
+    if (st != WQ_OK) {
+      wq_lower_answers_free(answers, n_nodes);
+      return st;
+    }
+  }
   wq_status st = wq_pass_lower(g, c->capture, &stats, err);
+  if (st == WQ_OK && answers)
+    st = wq_lower_answers_verify(g, answers, n_nodes, err);
+  wq_lower_answers_free(answers, n_nodes);
   wq_pass_stat_set(rec, "lowered", stats.nodes_lowered);
   wq_pass_stat_set(rec, "absorbed", stats.nodes_absorbed);
   wq_pass_stat_set(rec, "kept_float", stats.nodes_kept_float);
@@ -327,8 +342,8 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "partition mode %d is not one of int+fp, int, fp",
                    (int)opts->partition);
   m->mode = load_mode(opts);
-  load_ctx ctx = {opts, NULL};
   bool validate = WQ_VALIDATE_IR_DEFAULT || (opts && opts->validate_ir);
+  load_ctx ctx = {opts, NULL, validate};
   if (validate)
     WQ_TRY(wq_graph_validate(g, false, err));
   wq_status st = wq_pass_run_all(load_passes, WQ_MODEL_PASSES, &ctx, g, validate, m->passes, err);

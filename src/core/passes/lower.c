@@ -75,9 +75,11 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     if (lower_contrib_operands(n, contrib) > 0)
       return lower_contrib(c, i, done, err);
     break;
-  case WQ_INT8_INTEGER:
+  case WQ_INT8_INTEGER: {
+    const bool conv = wq_node_is(n, WQ_OPID(conv_integer)); /* before the node is rewritten */
     WQ_TRY(lower_integer(c, i, done, err));
-    return *done ? lower_float_rescale(c, i, err) : WQ_OK;
+    return *done ? lower_float_rescale(c, i, conv, err) : WQ_OK;
+  }
   case WQ_INT8_BINARY: return lower_binary(c, i, done, err);
   case WQ_INT8_POOL: return lower_pool(c, i, done, err);
   case WQ_INT8_CONCAT: return lower_concat(c, i, done, err);
@@ -163,7 +165,7 @@ static wq_status merge_duplicate_quantize(lower_ctx *c, wq_error *err) {
       c->stats.nodes_absorbed++;
       char why[WQ_LOWER_WHY_MAX];
       wq_format(why, sizeof why, "removed: the same codes as QuantizeLinear '%s'", a->name);
-      WQ_TRY(lower_set_why(&g->nodes[j], why, err));
+      WQ_TRY(lower_note(c, j, why, err));
       break;
     }
   }
@@ -271,6 +273,89 @@ static wq_status sources_attach(const lower_sources *s, lower_ctx *c, const bool
   return st;
 }
 
+/* The lowering proper, on the loaded graph or (c->dry) on a check's shadow:
+ * attach parameters, move quantization across data movement, then match and
+ * rewrite node by node. Only the loaded graph gets the explanations of the
+ * nodes left as they are, the source lists and the dead-node sweep. */
+static wq_status lower_run(lower_ctx *c, wq_error *err) {
+  wq_graph *g = c->g;
+  bool *lowered = calloc((size_t)g->n_nodes + 1, sizeof *lowered);
+  if (!lowered)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
+  wq_status st = lower_attach_qparams(c, err);
+  if (st == WQ_OK)
+    st = lower_move_quantization(c, err);
+  if (st == WQ_OK)
+    st = merge_duplicate_quantize(c, err);
+  lower_sources sources;
+  memset(&sources, 0, sizeof sources);
+  if (st == WQ_OK && !c->dry)
+    st = sources_init(&sources, c, err);
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    if (c->absorbed[i] || is_int8_domain(&g->nodes[i]) || lower_note_of(c, i)) {
+      /* Already int8: a wasmq op, or moved onto int8 data above. */
+      lowered[i] = true;
+      continue;
+    }
+    c->why[0] = '\0';
+    c->reason = WQ_REASON_NONE;
+    bool done = false;
+    if (wq_node_is(&g->nodes[i], WQ_OPID(dequantize_linear)))
+      continue; /* explained once the others are done */
+    if (wq_node_is(&g->nodes[i], WQ_OPID(quantize_linear))) {
+      st = lower_requantize(c, i, &done, err);
+      if (!c->dry)
+        sources_note(&sources, c, i);
+      if (st == WQ_OK && done && !c->absorbed[i]) {
+        lowered[i] = true;
+        c->stats.nodes_lowered++;
+        g->nodes[i].reason = WQ_REASON_INT8;
+        st = lower_note(c, i, c->why, err);
+      }
+      continue; /* otherwise explained once the others are done */
+    }
+    st = try_node(c, i, &done, err);
+    if (st != WQ_OK)
+      break;
+    if (!c->dry)
+      sources_note(&sources, c, i);
+    lowered[i] = done;
+    if (done)
+      c->stats.nodes_lowered++;
+    g->nodes[i].reason = done ? WQ_REASON_INT8 : c->reason;
+    char buf[WQ_LOWER_WHY_MAX + 16];
+    wq_format(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c->why);
+    st = lower_note(c, i, buf, err);
+  }
+  if (c->dry) {
+    free(lowered);
+    return st;
+  }
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    wq_node *n = &g->nodes[i];
+    if (c->absorbed[i] || wq_lower_why(n))
+      continue;
+    char buf[WQ_LOWER_WHY_MAX];
+    boundary_why(c, i, buf, sizeof buf);
+    st = lower_set_why(n, buf, err);
+  }
+  /* Nodes on the quantized path that stayed float (counted only). */
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (c->absorbed[i] || lowered[i] || wq_node_is(n, WQ_OPID(quantize_linear)) ||
+        wq_node_is(n, WQ_OPID(dequantize_linear)) || !on_quantized_path(c, i))
+      continue;
+    c->stats.nodes_kept_float++;
+  }
+  if (st == WQ_OK)
+    st = sources_attach(&sources, c, lowered, err);
+  sources_free(&sources);
+  if (st == WQ_OK)
+    lower_remove_dead(c);
+  free(lowered);
+  return st;
+}
+
 wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_stats *stats,
                         wq_error *err) {
   lower_ctx c;
@@ -278,79 +363,144 @@ wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_s
   c.g = g;
   c.capture = capture;
   c.absorbed = calloc((size_t)g->n_nodes + 1, sizeof *c.absorbed);
-  bool *lowered = calloc((size_t)g->n_nodes + 1, sizeof *lowered);
-  if (!c.absorbed || !lowered) {
-    free(c.absorbed);
-    free(lowered);
+  if (!c.absorbed)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering: out of memory");
-  }
-  wq_status st = lower_attach_qparams(&c, err);
-  if (st == WQ_OK)
-    st = lower_move_quantization(&c, err);
-  if (st == WQ_OK)
-    st = merge_duplicate_quantize(&c, err);
-  lower_sources sources;
-  memset(&sources, 0, sizeof sources);
-  if (st == WQ_OK)
-    st = sources_init(&sources, &c, err);
-  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
-    if (c.absorbed[i] || is_int8_domain(&g->nodes[i]) || wq_lower_why(&g->nodes[i])) {
-      /* Already int8: a wasmq op, or moved onto int8 data above. */
-      lowered[i] = true;
-      continue;
-    }
-    c.why[0] = '\0';
-    c.reason = WQ_REASON_NONE;
-    bool done = false;
-    if (wq_node_is(&g->nodes[i], WQ_OPID(dequantize_linear)))
-      continue; /* explained once the others are done */
-    if (wq_node_is(&g->nodes[i], WQ_OPID(quantize_linear))) {
-      st = lower_requantize(&c, i, &done, err);
-      sources_note(&sources, &c, i);
-      if (st == WQ_OK && done && !c.absorbed[i]) {
-        lowered[i] = true;
-        c.stats.nodes_lowered++;
-        g->nodes[i].reason = WQ_REASON_INT8;
-        st = lower_set_why(&g->nodes[i], c.why, err);
-      }
-      continue; /* otherwise explained once the others are done */
-    }
-    st = try_node(&c, i, &done, err);
-    if (st != WQ_OK)
-      break;
-    sources_note(&sources, &c, i);
-    lowered[i] = done;
-    if (done)
-      c.stats.nodes_lowered++;
-    g->nodes[i].reason = done ? WQ_REASON_INT8 : c.reason;
-    char buf[WQ_LOWER_WHY_MAX + 16];
-    wq_format(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c.why);
-    st = lower_set_why(&g->nodes[i], buf, err);
-  }
-  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
-    wq_node *n = &g->nodes[i];
-    if (c.absorbed[i] || wq_lower_why(n))
-      continue;
-    char buf[WQ_LOWER_WHY_MAX];
-    boundary_why(&c, i, buf, sizeof buf);
-    st = lower_set_why(n, buf, err);
-  }
-  /* Nodes on the quantized path that stayed float (counted only). */
-  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
-    const wq_node *n = &g->nodes[i];
-    if (c.absorbed[i] || lowered[i] || wq_node_is(n, WQ_OPID(quantize_linear)) ||
-        wq_node_is(n, WQ_OPID(dequantize_linear)) || !on_quantized_path(&c, i))
-      continue;
-    c.stats.nodes_kept_float++;
-  }
-  if (st == WQ_OK)
-    st = sources_attach(&sources, &c, lowered, err);
-  sources_free(&sources);
-  if (st == WQ_OK)
-    lower_remove_dead(&c);
+  wq_status st = lower_run(&c, err);
   if (stats)
     *stats = c.stats;
   free(c.absorbed);
-  free(lowered);
+  return st;
+}
+
+void wq_lower_answers_free(wq_lower_answer *a, int n) {
+  for (int i = 0; a && i < n; i++) {
+    free(a[i].name);
+    free(a[i].why);
+  }
+  free(a);
+}
+
+#ifndef __EMSCRIPTEN__
+static const char *op_name(const wq_op *op) { return op ? op->op_type : "(none)"; }
+
+wq_status wq_lower_answers_verify(const wq_graph *g, const wq_lower_answer *answers, int n,
+                                  wq_error *err) {
+  for (int k = 0; k < n; k++) {
+    const wq_lower_answer *a = &answers[k];
+    bool unique = true;
+    for (int j = 0; j < n && unique; j++)
+      unique = j == k || strcmp(answers[j].name, a->name) != 0;
+    if (!unique)
+      continue;
+    const wq_node *node = NULL;
+    for (int i = 0; i < g->n_nodes && !node; i++)
+      if (strcmp(g->nodes[i].name, a->name) == 0)
+        node = &g->nodes[i];
+    const wq_op *want = a->as >= 0 ? wq_op_by_id(a->as) : a->op;
+    const char *why = node ? wq_lower_why(node) : NULL;
+    const char *differs = NULL;
+    if (a->absorbed != (node == NULL))
+      differs = a->absorbed ? "absorbed, but it is still there" : "kept, but it is gone";
+    else if (node && node->reason != a->reason)
+      differs = "a different reason code";
+    else if (node && node->op != want)
+      differs = "a different op";
+    else if (node && a->why && (!why || strcmp(why, a->why) != 0))
+      differs = "a different note";
+    else if (node && !a->why && !wq_node_is(node, WQ_OPID(quantize_linear)) &&
+             !wq_node_is(node, WQ_OPID(dequantize_linear)))
+      differs = "no note";
+    if (differs)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, a->name,
+                     "lowering check: the check answered %s as %s (%s), the lowering left %s "
+                     "[%s]: %s",
+                     wq_reason_name(a->reason), op_name(want), a->why ? a->why : "no note",
+                     node ? op_name(node->op) : "nothing",
+                     node ? wq_reason_name(node->reason) : "-", differs);
+  }
+  return WQ_OK;
+}
+#else
+wq_status wq_lower_answers_verify(const wq_graph *g, const wq_lower_answer *answers, int n,
+                                  wq_error *err) {
+  (void)g, (void)answers, (void)n, (void)err;
+  return WQ_OK;
+}
+#endif
+
+wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, bool strict,
+                         wq_lower_answer **answers, wq_error *err) {
+  if (answers)
+    *answers = NULL;
+  const int n = g->n_nodes;
+  lower_ctx c;
+  memset(&c, 0, sizeof c);
+  c.capture = capture;
+  c.dry = true;
+  c.g = lower_shadow_new(g);
+  c.absorbed = calloc((size_t)n + 1, sizeof *c.absorbed);
+  c.node_id = malloc(((size_t)n + 1) * sizeof *c.node_id);
+  c.dry_why = calloc((size_t)n + 1, sizeof *c.dry_why);
+  c.dry_as = malloc(((size_t)n + 1) * sizeof *c.dry_as);
+  bool *gone = calloc((size_t)n + 1, sizeof *gone), *rewritten = calloc((size_t)n + 1, 1);
+  const char **why = calloc((size_t)n + 1, sizeof *why);
+  wq_status st = WQ_OK;
+  if (!c.g || !c.absorbed || !c.node_id || !c.dry_why || !c.dry_as || !gone || !rewritten || !why)
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering check: out of memory");
+  for (int i = 0; st == WQ_OK && i < n; i++) {
+    c.node_id[i] = i;
+    c.dry_as[i] = -1;
+  }
+  if (st == WQ_OK)
+    st = lower_run(&c, err);
+  /* The shadow keeps the node count; moves only reorder its nodes. */
+  for (int i = 0; st == WQ_OK && i < n; i++) {
+    int id = c.node_id[i];
+    gone[i] = c.absorbed[i];
+    rewritten[i] = c.dry_as[id] >= 0;
+    why[i] = c.dry_why[id];
+  }
+  /* The sweep of lower_remove_dead: Quantize/DequantizeLinear nodes whose
+   * result nobody reads any more go too. */
+  for (int i = n - 1; st == WQ_OK && i >= 0; i--) {
+    const wq_node *q = &c.g->nodes[i];
+    if (gone[i] || rewritten[i] ||
+        (!wq_node_is(q, WQ_OPID(dequantize_linear)) && !wq_node_is(q, WQ_OPID(quantize_linear))))
+      continue;
+    bool read = false;
+    for (int k = 0; k < q->n_outputs && !read; k++)
+      read = q->outputs[k] >= 0 && (c.g->tensors[q->outputs[k]].is_output ||
+                                    lower_consumers(&c, q->outputs[k], NULL) > 0);
+    gone[i] = !read;
+    c.absorbed[i] = c.absorbed[i] || !read;
+  }
+  /* The answers are given also when strict fails (they say why). */
+  if (st == WQ_OK && answers) {
+    wq_lower_answer *a = calloc((size_t)n + 1, sizeof *a);
+    if (!a)
+      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering check: out of memory");
+    for (int i = 0; st == WQ_OK && i < n; i++) {
+      int id = c.node_id[i];
+      a[id].name = wq_strdup(g->nodes[id].name);
+      a[id].op = g->nodes[id].op;
+      a[id].reason = c.g->nodes[i].reason;
+      a[id].absorbed = c.absorbed[i];
+      a[id].as = c.dry_as[id];
+      a[id].why = c.dry_why[id] ? wq_strdup(c.dry_why[id]) : NULL;
+      if (!a[id].name || (c.dry_why[id] && !a[id].why))
+        st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "lowering check: out of memory");
+    }
+    if (st == WQ_OK)
+      *answers = a;
+    else
+      wq_lower_answers_free(a, n);
+  }
+  if (st == WQ_OK && strict)
+    st = wq_partition_check_int(c.g, gone, rewritten, why, err);
+  for (int i = 0; c.dry_why && i < n; i++)
+    free(c.dry_why[i]);
+  lower_shadow_free(c.g, g->n_tensors);
+  free(c.absorbed), free(c.node_id), free(c.dry_why), free(c.dry_as);
+  free(gone), free(rewritten), free(why);
   return st;
 }

@@ -26,6 +26,8 @@
 #ifndef WQ_PASSES_LOWER_H
 #define WQ_PASSES_LOWER_H
 
+#include <stdbool.h>
+
 #include "../ir/graph.h"
 
 typedef struct wq_lower_capture wq_lower_capture;
@@ -47,6 +49,38 @@ typedef struct {
  * folded). New nodes are resolved and prepared; plan hooks run later. */
 wq_status wq_pass_lower(wq_graph *g, const wq_lower_capture *capture, wq_lower_stats *stats,
                         wq_error *err);
+
+/* What the lowering would do with one node of the graph it is given. */
+typedef struct {
+  char *name;             /* the node's name */
+  const struct wq_op *op; /* its op before the lowering */
+  int reason;             /* wq_reason: INT8, the code that keeps it as it is, NONE untried */
+  int as;                 /* registry op id it would be rewritten to (WQ_OPID), -1 kept */
+  bool absorbed;          /* folded into another node (a Q/Relu sink, a bias Add, ...) */
+  char *why;              /* the explanation the lowering would attach, or NULL */
+} wq_lower_answer;
+
+/* The lowering's answer for every node of the folded graph g, without
+ * changing g: the same matching runs on a shadow of g (its own node and
+ * tensor lists; names, attributes and constant data read from g), so it
+ * answers what wq_pass_lower then does, neighbours included (equal
+ * parameters, the QuantizeLinear a result feeds, per-channel weights, moves
+ * across data movement). strict (int mode): fails on the first node on the
+ * quantized path that would run float, naming it and its reason code
+ * (passes/partition.h). *answers ([g->n_nodes], by node index) is optional;
+ * free with wq_lower_answers_free. */
+wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, bool strict,
+                         wq_lower_answer **answers, wq_error *err);
+void wq_lower_answers_free(wq_lower_answer *a, int n);
+
+/* Debug builds (and wq_load_options.validate_ir): the lowered graph g did
+ * to each node what answers (wq_lower_check of the graph before) said —
+ * absorbed nodes are gone, the others carry the same reason code and note
+ * and run the op it named. Nodes whose name is not unique are skipped.
+ * WQ_ERR_INVALID_MODEL naming the first node where they differ. The wasm
+ * build compiles it to a no-op (size budget). */
+wq_status wq_lower_answers_verify(const wq_graph *g, const wq_lower_answer *answers, int n,
+                                  wq_error *err);
 
 /* The attribute holding a node's lowering explanation. */
 #define WQ_LOWER_WHY_ATTR "wasmq.lowering"

@@ -341,10 +341,10 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   int q = sink.quantize_node;
   st = rewrite_as_lookup(c, q, mid, sink.tensor, sink.dtype, table, err);
   WQ_TRY(st);
-  WQ_TRY(lower_set_why(&g->nodes[q],
-                       "QLookup from QuantizeLinear: requantizes the int8 result "
-                       "of the data-movement op before it",
-                       err));
+  WQ_TRY(lower_note(c, q,
+                    "QLookup from QuantizeLinear: requantizes the int8 result "
+                    "of the data-movement op before it",
+                    err));
   wq_format(why, sizeof why,
             "%s on int8 data with its input's parameters; QuantizeLinear '%s' became a QLookup "
             "requantization",

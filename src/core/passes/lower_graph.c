@@ -144,6 +144,16 @@ wq_status lower_rewrite_node(lower_ctx *c, int i, int op_id, const int *inputs, 
   }
   memcpy(in, inputs, (size_t)n_inputs * sizeof *in);
   memcpy(out, outputs, (size_t)n_outputs * sizeof *out);
+  if (c->dry) {
+    /* A check: the shadow node reads and writes what the op would; its op,
+     * attributes and state stay the loaded graph's. */
+    free(type), free(dom);
+    free(n->inputs), free(n->outputs);
+    n->inputs = in, n->n_inputs = n_inputs;
+    n->outputs = out, n->n_outputs = n_outputs;
+    c->dry_as[c->node_id[i]] = op_id;
+    return WQ_OK;
+  }
   if (n->op && n->op->free_state && n->op_state)
     n->op->free_state(n->op_state);
   n->op_state = NULL;
@@ -256,6 +266,101 @@ wq_status lower_set_strings(wq_node *node, const char *name, const char *const *
   a->strings = copy;
   a->count = (size_t)n;
   return WQ_OK;
+}
+
+wq_status lower_note(lower_ctx *c, int i, const char *why, wq_error *err) {
+  if (!c->dry)
+    return lower_set_why(&c->g->nodes[i], why, err);
+  char *copy = wq_strdup(why);
+  if (!copy)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, c->g->nodes[i].name, "lowering: out of memory");
+  free(c->dry_why[c->node_id[i]]);
+  c->dry_why[c->node_id[i]] = copy;
+  return WQ_OK;
+}
+
+const char *lower_note_of(const lower_ctx *c, int i) {
+  return c->dry ? c->dry_why[c->node_id[i]] : wq_lower_why(&c->g->nodes[i]);
+}
+
+const char *lower_op_type(const lower_ctx *c, int i) {
+  if (c->dry && c->dry_as[c->node_id[i]] >= 0)
+    return wq_op_by_id(c->dry_as[c->node_id[i]])->op_type;
+  return c->g->nodes[i].op_type;
+}
+
+/* ---- shadow graph for a check ------------------------------------------------ */
+
+void lower_shadow_free(wq_graph *s, int borrowed) {
+  if (!s)
+    return;
+  for (int t = 0; s->tensors && t < s->n_tensors; t++) {
+    if (t >= borrowed) {
+      wq_tensor_clear(&s->tensors[t]);
+    } else if (s->tensors[t].qparams) {
+      wq_qparams_free(s->tensors[t].qparams);
+      free(s->tensors[t].qparams);
+    }
+  }
+  for (int i = 0; s->nodes && i < s->n_nodes; i++) {
+    free(s->nodes[i].inputs);
+    free(s->nodes[i].outputs);
+  }
+  free(s->tensors);
+  free(s->nodes);
+  free(s);
+}
+
+wq_graph *lower_shadow_new(const wq_graph *g) {
+  wq_graph *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  *s = *g;
+  s->tensors = calloc((size_t)g->n_tensors + 1, sizeof *s->tensors);
+  s->nodes = calloc((size_t)g->n_nodes + 1, sizeof *s->nodes);
+  s->cap_tensors = g->n_tensors + 1;
+  s->cap_nodes = g->n_nodes + 1;
+  bool ok = s->tensors && s->nodes;
+  if (!ok) {
+    s->n_tensors = s->n_nodes = 0;
+    lower_shadow_free(s, 0);
+    return NULL;
+  }
+  for (int t = 0; t < g->n_tensors; t++) {
+    s->tensors[t] = g->tensors[t];
+    s->tensors[t].qparams = NULL;
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    s->nodes[i] = g->nodes[i];
+    s->nodes[i].inputs = NULL;
+    s->nodes[i].outputs = NULL;
+  }
+  wq_error local;
+  wq_error_clear(&local);
+  for (int t = 0; ok && t < g->n_tensors; t++) {
+    if (!g->tensors[t].qparams)
+      continue;
+    wq_qparams *copy = calloc(1, sizeof *copy);
+    ok = copy && wq_qparams_clone(copy, g->tensors[t].qparams, &local) == WQ_OK;
+    if (!ok)
+      free(copy);
+    else
+      s->tensors[t].qparams = copy;
+  }
+  for (int i = 0; ok && i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    s->nodes[i].inputs = malloc((size_t)(n->n_inputs + 1) * sizeof(int));
+    s->nodes[i].outputs = malloc((size_t)(n->n_outputs + 1) * sizeof(int));
+    ok = s->nodes[i].inputs && s->nodes[i].outputs;
+    if (ok) {
+      memcpy(s->nodes[i].inputs, n->inputs, (size_t)n->n_inputs * sizeof(int));
+      memcpy(s->nodes[i].outputs, n->outputs, (size_t)n->n_outputs * sizeof(int));
+    }
+  }
+  if (ok)
+    return s;
+  lower_shadow_free(s, g->n_tensors);
+  return NULL;
 }
 
 const char *wq_lower_why(const wq_node *node) {

@@ -36,6 +36,14 @@ typedef struct {
   wq_lower_stats stats;
   char why[WQ_LOWER_WHY_MAX]; /* the current node's reason */
   int reason;                 /* its code (wq_reason) */
+  /* A check (wq_lower_check): g is a shadow of the loaded graph (lower_shadow_new)
+   * and the same matching runs on it. Rewrites change only what the shadow
+   * owns — each node's input/output lists, its tensors' qparams, tensors it
+   * adds — and record the rest here instead of touching the node. */
+  bool dry;
+  int *node_id;   /* [n_nodes] the loaded graph's index of each shadow node (moves reorder) */
+  char **dry_why; /* [loaded node] the note the lowering would set, or NULL */
+  int *dry_as;    /* [loaded node] the op id it would be rewritten to, or -1 */
 } lower_ctx;
 
 /* ---- lower_graph.c: graph editing ---------------------------------------- */
@@ -76,6 +84,20 @@ wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error 
 
 /* Sets the node's why attribute (replacing a previous one). */
 wq_status lower_set_why(wq_node *node, const char *why, wq_error *err);
+/* Node i's note: its why attribute, or in a check the note recorded for it. */
+wq_status lower_note(lower_ctx *c, int i, const char *why, wq_error *err);
+const char *lower_note_of(const lower_ctx *c, int i);
+/* Node i's op type as the lowering has left it so far (in a check, the op
+ * it was rewritten to): notes naming an earlier node read it. */
+const char *lower_op_type(const lower_ctx *c, int i);
+
+/* A shadow of g for a check: its own node and tensor arrays, each node's
+ * input/output lists and each tensor's qparams copied; names, attributes,
+ * op state and constant data borrowed from g, which must outlive it and is
+ * never written through it. NULL out of memory. */
+wq_graph *lower_shadow_new(const wq_graph *g);
+/* Frees what the shadow owns; `borrowed` is g's tensor count when it was made. */
+void lower_shadow_free(wq_graph *s, int borrowed);
 /* Sets a strings attribute (copies of s[0..n), replacing a previous one). */
 wq_status lower_set_strings(wq_node *node, const char *name, const char *const *s, int n,
                             wq_error *err);
@@ -177,10 +199,10 @@ wq_status lower_weight_nk(lower_ctx *c, int q, bool kn, float alpha, const char 
 /* lower_contrib.c: QLinearAdd/QLinearMul/QLinearGlobalAveragePool (com.microsoft). */
 wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err);
 
-/* lower_rescale.c: node i, just lowered to QConv/QGemm with int32 output,
+/* lower_rescale.c: node i, just lowered to QConv (conv) or QGemm with int32 output,
  * absorbs a following Cast -> Mul(scale) [-> Add(bias)] [-> Relu] into a
  * QConvToFloat/QGemmToFloat when the chain allows (else stays as it is). */
-wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err);
+wq_status lower_float_rescale(lower_ctx *c, int i, bool conv, wq_error *err);
 wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);

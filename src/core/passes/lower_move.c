@@ -25,14 +25,24 @@ static bool moves_elements(lower_ctx *c, const wq_node *n) {
          wq_op_int8_check(c->g, n, &a) == WQ_REASON_INT8;
 }
 
-/* Moves node `from` to position `to` keeping the others' order. */
-static void rotate(wq_graph *g, int from, int to) {
+/* Moves node `from` to position `to` keeping the others' order (in a
+ * check, their loaded-graph indices too). */
+static void rotate(lower_ctx *c, int from, int to) {
+  wq_graph *g = c->g;
   wq_node moved = g->nodes[from];
-  if (from > to)
+  int id = c->node_id ? c->node_id[from] : 0;
+  if (from > to) {
     memmove(&g->nodes[to + 1], &g->nodes[to], (size_t)(from - to) * sizeof moved);
-  else
+    if (c->node_id)
+      memmove(&c->node_id[to + 1], &c->node_id[to], (size_t)(from - to) * sizeof *c->node_id);
+  } else {
     memmove(&g->nodes[from], &g->nodes[from + 1], (size_t)(to - from) * sizeof moved);
+    if (c->node_id)
+      memmove(&c->node_id[from], &c->node_id[from + 1], (size_t)(to - from) * sizeof *c->node_id);
+  }
   g->nodes[to] = moved;
+  if (c->node_id)
+    c->node_id[to] = id;
 }
 
 /* A per-tensor quantized tensor shaped like float tensor `like`. */
@@ -92,8 +102,8 @@ static wq_status try_hoist(lower_ctx *c, int q, bool *moved, wq_error *err) {
   char why[WQ_LOWER_WHY_MAX];
   wq_format(why, sizeof why, "%s on int8 data (QuantizeLinear '%s' moved above it)",
             g->nodes[f].op_type, qn->name);
-  WQ_TRY(lower_set_why(&g->nodes[f], why, err));
-  rotate(g, q, f);
+  WQ_TRY(lower_note(c, f, why, err));
+  rotate(c, q, f);
   c->stats.nodes_lowered++;
   *moved = true;
   return WQ_OK;
@@ -135,8 +145,8 @@ static wq_status try_sink(lower_ctx *c, int d, bool *moved, wq_error *err) {
   char why[WQ_LOWER_WHY_MAX];
   wq_format(why, sizeof why, "%s on int8 data (DequantizeLinear '%s' moved below it)",
             g->nodes[f].op_type, dn->name);
-  WQ_TRY(lower_set_why(&g->nodes[f], why, err));
-  rotate(g, d, f);
+  WQ_TRY(lower_note(c, f, why, err));
+  rotate(c, d, f);
   c->stats.nodes_lowered++;
   *moved = true;
   return WQ_OK;

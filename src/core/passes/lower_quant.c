@@ -276,7 +276,7 @@ int lower_activation_input(lower_ctx *c, int t, const char *what) {
     else
       lower_why(c, WQ_REASON_INPUT_NOT_QUANTIZED,
                 "%s '%s' comes from %s '%s', not from a DequantizeLinear", what, tensor_name(c, t),
-                g->nodes[p].op_type, g->nodes[p].name);
+                lower_op_type(c, p), g->nodes[p].name);
     return -1;
   }
   const wq_node *dq = &g->nodes[p];
@@ -335,7 +335,7 @@ int lower_constant_input(lower_ctx *c, int t, const char *what) {
     q = rec->q_tensor;
   } else {
     lower_why(c, WQ_REASON_NOT_CONSTANT, "%s '%s' is not a constant (it comes from %s)", what,
-              tensor_name(c, t), p >= 0 ? g->nodes[p].op_type : "a graph input");
+              tensor_name(c, t), p >= 0 ? lower_op_type(c, p) : "a graph input");
     return -1;
   }
   const wq_tensor *qt = &g->tensors[q];

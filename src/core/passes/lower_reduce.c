@@ -129,7 +129,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
     char absorbed_why[WQ_LOWER_WHY_MAX];
     wq_format(absorbed_why, sizeof absorbed_why, "absorbed into QReduceMean '%s'",
               g->nodes[i].name);
-    st = lower_set_why(&g->nodes[chain[k]], absorbed_why, err);
+    st = lower_note(c, chain[k], absorbed_why, err);
     c->absorbed[chain[k]] = true;
     c->stats.nodes_absorbed++;
   }

@@ -47,15 +47,15 @@ static int channel_constant(const lower_ctx *c, const wq_node *b, int from, int 
   return numel == 1 || numel == channels ? k : -1;
 }
 
-wq_status lower_float_rescale(lower_ctx *c, int i, wq_error *err) {
+wq_status lower_float_rescale(lower_ctx *c, int i, bool conv, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
-  const bool conv = strcmp(n->op_type, "QConv") == 0;
+  /* Node i has just become a QConv/QGemm with int32 output (its inputs and
+   * output are the new op's; in a check, its op and attributes are not). */
   if (n->n_inputs != 2 || n->n_outputs != 1)
     return WQ_OK;
-  const wq_attr *yd = wq_node_attr(n, "y_dtype");
   const wq_tensor *out = &g->tensors[n->outputs[0]], *w = &g->tensors[n->inputs[1]];
-  if (!yd || yd->i != WQ_DT_INT32 || out->rank < 1 || w->rank < 1)
+  if (out->rank < 1 || w->rank < 1)
     return WQ_OK;
   const int rank = out->rank, axis = conv ? 1 : rank - 1;
   const int64_t channels = w->dims[0];

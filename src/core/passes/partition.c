@@ -146,12 +146,10 @@ static wq_status fail_int_mode(const wq_node *n, int reason, const char *why, wq
                  n->op_type, n->name, wq_reason_name(reason), why ? why : "");
 }
 
-/* The partition walk. before_lowering (int mode's first step): only asks
- * each node on the quantized path the op's capability check, changing
- * nothing; else codes every node and, in int mode, fails on a float one on
- * the path. */
-static wq_status walk(wq_graph *g, wq_partition_mode mode, bool before_lowering,
-                      wq_partition_stats *stats, wq_error *err) {
+/* The partition walk: codes every node and, in int mode, fails on a float
+ * one on the quantized path. */
+static wq_status walk(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
+                      wq_error *err) {
   wq_partition_stats s;
   memset(&s, 0, sizeof s);
   int *producer = producers(g);
@@ -168,14 +166,6 @@ static wq_status walk(wq_graph *g, wq_partition_mode mode, bool before_lowering,
   wq_status st = WQ_OK;
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     wq_node *n = &g->nodes[i];
-    if (before_lowering) {
-      wq_int8_answer a;
-      if (!is_boundary(n) && !computes_shapes(g, n) &&
-          on_quantized_path(g, n, producer, quantized_by) &&
-          wq_op_int8_check(g, n, &a) != WQ_REASON_INT8)
-        st = fail_int_mode(n, a.reason, a.detail, err);
-      continue;
-    }
     if (computes_shapes(g, n) && !is_boundary(n))
       n->reason = WQ_REASON_SHAPE;
     else if (mode == WQ_PARTITION_FP)
@@ -213,13 +203,49 @@ static wq_status walk(wq_graph *g, wq_partition_mode mode, bool before_lowering,
   return st;
 }
 
-wq_status wq_partition_check_int(wq_graph *g, wq_error *err) {
-  return walk(g, WQ_PARTITION_INT, true, NULL, err);
+wq_status wq_partition_check_int(const wq_graph *g, const bool *gone, const bool *rewritten,
+                                 const char *const *why, wq_error *err) {
+  int *producer = malloc(((size_t)g->n_tensors + 1) * sizeof *producer);
+  bool *quantized_by = calloc((size_t)g->n_tensors + 1, sizeof *quantized_by);
+  if (!producer || !quantized_by) {
+    free(producer);
+    free(quantized_by);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "partition: out of memory");
+  }
+  /* The graph after the lowering: absorbed nodes are gone, rewritten ones
+   * run int8 ops (a QuantizeLinear rewritten as a requantizing lookup no
+   * longer quantizes a float tensor). */
+  for (int t = 0; t < g->n_tensors; t++)
+    producer[t] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (gone[i])
+      continue;
+    for (int k = 0; k < n->n_outputs; k++)
+      if (n->outputs[k] >= 0)
+        producer[n->outputs[k]] = i;
+    if (!rewritten[i] && kind_of(n) == WQ_INT8_QUANTIZE && n->n_inputs > 0 && n->inputs[0] >= 0)
+      quantized_by[n->inputs[0]] = true;
+  }
+  wq_status st = WQ_OK;
+  for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
+    const wq_node *n = &g->nodes[i];
+    if (gone[i] || rewritten[i] || is_boundary(n) || computes_shapes(g, n) ||
+        backend_of(g, n) != WQ_BACKEND_FLOAT || !on_quantized_path(g, n, producer, quantized_by))
+      continue;
+    int code = n->reason;
+    if (code == WQ_REASON_NONE || code == WQ_REASON_NOT_QUANTIZED || code == WQ_REASON_INT8)
+      code = WQ_REASON_UNSUPPORTED_OP;
+    st = fail_int_mode(n, code, why[i], err);
+  }
+  free(producer);
+  free(quantized_by);
+  return st;
 }
 
 wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
                             wq_error *err) {
-  return walk(g, mode, false, stats, err);
+  return walk(g, mode, stats, err);
 }
 
 void wq_partition_report_free(wq_partition_report *r) {

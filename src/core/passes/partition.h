@@ -67,13 +67,14 @@ typedef struct {
 wq_status wq_pass_partition(wq_graph *g, wq_partition_mode mode, wq_partition_stats *stats,
                             wq_error *err);
 
-/* int mode, before the int8 lowering rewrites anything (on the folded
- * graph): fails on the first node on the quantized path whose op the int8
- * backend cannot take as it stands — no int8 kind, or its capability check
- * says no (ops/op.h wq_op_int8_check) — naming it and the reason code. What
- * depends on the quantized neighbours (qparams, sinks) is found by
- * wq_pass_partition after the lowering, as before. */
-wq_status wq_partition_check_int(wq_graph *g, wq_error *err);
+/* int mode, before the int8 lowering rewrites anything: g is the graph as
+ * the lowering would leave it (the shadow of passes/lower.h wq_lower_check;
+ * per node: gone[i] absorbed into another, rewritten[i] onto an int8 op,
+ * why[i] its note or NULL). Fails on the first node on the quantized path
+ * that would run float, naming it, its reason code and the note — the
+ * decision wq_pass_partition makes after the lowering. */
+wq_status wq_partition_check_int(const wq_graph *g, const bool *gone, const bool *rewritten,
+                                 const char *const *why, wq_error *err);
 
 /* The backends and regions of the final graph. */
 typedef struct {
