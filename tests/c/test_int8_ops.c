@@ -401,6 +401,151 @@ static void test_concat_lookup(void) {
   wq_graph_free(g);
 }
 
+/* ---- inputs in other layouts than the output's -------------------------- */
+
+/* v's codes, row-major over its logical dims in `from`, placed in its
+ * layout (forward) or taken back out of it. */
+static void *relayout(const wq_value *v, const void *from, bool forward) {
+  int64_t strides[WQ_MAX_RANK], at[WQ_MAX_RANK] = {0}, placed = 0;
+  wq_value_strides(v, strides);
+  const int64_t n = wq_value_numel(v);
+  const uint8_t *src = from;
+  uint8_t *dst = malloc((size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    if (forward)
+      dst[placed] = src[i];
+    else
+      dst[i] = src[placed];
+    for (int d = v->rank - 1; d >= 0; d--) {
+      placed += strides[d];
+      if (++at[d] < v->dims[d])
+        break;
+      placed -= strides[d] * v->dims[d];
+      at[d] = 0;
+    }
+  }
+  return dst;
+}
+
+/* Runs node with each input tensor in layouts[k] (its codes, given
+ * row-major in data[k] or the tensor, moved into that layout) and the
+ * output in layouts[n_inputs]; returns the output codes row-major again. */
+static void *run_in_layouts(wq_graph *g, int node, void *const *data, const unsigned char *orders,
+                            wq_status *st, wq_error *err) {
+  const wq_node *n = &g->nodes[node];
+  wq_value in[8], out = {0};
+  void *moved[8];
+  for (int k = 0; k < n->n_inputs; k++) {
+    in[k] = wq_tensor_value(&g->tensors[n->inputs[k]]);
+    in[k].layout.order = orders[k];
+    moved[k] = relayout(&in[k], in[k].data ? in[k].data : data[k], true);
+    in[k].data = moved[k];
+  }
+  out.layout.order = orders[n->n_inputs];
+  *st = n->op->infer(n, in, &out, err);
+  void *y = NULL;
+  if (*st == WQ_OK) {
+    out.data = malloc(wq_value_nbytes(&out));
+    *st = n->op->run(n, in, &out, err);
+    y = relayout(&out, out.data, false);
+    free(out.data);
+  }
+  for (int k = 0; k < n->n_inputs; k++)
+    free(moved[k]);
+  return y;
+}
+
+/* QAdd, QMul and QConcat read each input through its own layout record:
+ * every mix of channels-first and channels-last inputs and output gives
+ * the bytes of the all-channels-first run (same shapes, broadcasts, a
+ * [1, C, 1, 1] operand whose bytes agree in both layouts, concat on the
+ * channel and on a spatial axis). */
+static void test_mixed_layouts(void) {
+  const int64_t ad[4] = {2, 3, 4, 5}, bd_full[4] = {2, 3, 4, 5}, bd_chan[4] = {1, 3, 1, 1},
+                bd_mixed[4] = {2, 3, 1, 5};
+  const int64_t *bds[3] = {bd_full, bd_chan, bd_mixed};
+  for (int op = 0; op < 2; op++)
+    for (int shape = 0; shape < 3; shape++) {
+      wq_graph *g = wq_graph_new();
+      wq_error err;
+      int a = add_tensor(g, "a", WQ_DT_INT8, 4, ad, NULL);
+      int b = add_tensor(g, "b", WQ_DT_UINT8, 4, bds[shape], NULL);
+      int y = add_tensor(g, "y", WQ_DT_INT8, 4, ad, NULL);
+      per_tensor(g, a, 0.03f, -7);
+      per_tensor(g, b, 0.011f, 140);
+      per_tensor(g, y, op ? 0.004f : 0.035f, 3);
+      attr_spec attrs[] = {AI("y_dtype", WQ_DT_INT8), AEND};
+      int in[2] = {a, b};
+      int q = add_node(g, "wasmq", op ? "QMul" : "QAdd", in, 2, y, attrs, 1, &err);
+      CHECK(q >= 0 && plan(g, q, &err) == WQ_OK);
+      wq_value bv = wq_tensor_value(&g->tensors[b]);
+      void *data[2] = {random_codes(WQ_DT_INT8, 120),
+                       random_codes(WQ_DT_UINT8, wq_value_numel(&bv))};
+      const unsigned char declared[3] = {0, 0, 0};
+      wq_status st;
+      void *want = run_in_layouts(g, q, data, declared, &st, &err);
+      CHECK(st == WQ_OK && want);
+      for (int mix = 1; mix < 8; mix++) {
+        const unsigned char orders[3] = {mix & 1, (mix >> 1) & 1, (mix >> 2) & 1};
+        void *got = run_in_layouts(g, q, data, orders, &st, &err);
+        CHECK_MSG(st == WQ_OK && got && memcmp(got, want, 120) == 0,
+                  "%s b shape %d layouts a %d b %d y %d", op ? "QMul" : "QAdd", shape, orders[0],
+                  orders[1], orders[2]);
+        free(got);
+      }
+      free(want), free(data[0]), free(data[1]);
+      wq_graph_free(g);
+    }
+  for (int axis = 1; axis < 4; axis += 2) {
+    wq_graph *g = wq_graph_new();
+    wq_error err;
+    int64_t d1[4] = {2, 3, 4, 5}, d2[4] = {2, 3, 4, 5}, dy[4] = {2, 3, 4, 5};
+    d2[axis] = 2;
+    dy[axis] += 2;
+    int x1 = add_tensor(g, "x1", WQ_DT_UINT8, 4, d1, NULL);
+    int x2 = add_tensor(g, "x2", WQ_DT_UINT8, 4, d2, NULL);
+    int y = add_tensor(g, "y", WQ_DT_UINT8, 4, dy, NULL);
+    per_tensor(g, x1, 0.05f, 128); /* same as y: copied */
+    per_tensor(g, x2, 0.2f, 10);   /* requantized */
+    per_tensor(g, y, 0.05f, 128);
+    attr_spec attrs[] = {AI("y_dtype", WQ_DT_UINT8), AI("axis", axis), AEND};
+    int in[2] = {x1, x2};
+    int q = add_node(g, "wasmq", "QConcat", in, 2, y, attrs, 1, &err);
+    CHECK(q >= 0 && plan(g, q, &err) == WQ_OK);
+    const int64_t n2 = 2 * 3 * 4 * 5 / d1[axis] * 2, ny = 120 + n2;
+    void *data[2] = {random_codes(WQ_DT_UINT8, 120), random_codes(WQ_DT_UINT8, n2)};
+    const unsigned char declared[3] = {0, 0, 0};
+    wq_status st;
+    void *want = run_in_layouts(g, q, data, declared, &st, &err);
+    CHECK(st == WQ_OK && want);
+    for (int mix = 1; mix < 8; mix++) {
+      const unsigned char orders[3] = {mix & 1, (mix >> 1) & 1, (mix >> 2) & 1};
+      void *got = run_in_layouts(g, q, data, orders, &st, &err);
+      CHECK_MSG(st == WQ_OK && got && memcmp(got, want, (size_t)ny) == 0,
+                "QConcat axis %d layouts x1 %d x2 %d y %d", axis, orders[0], orders[1], orders[2]);
+      free(got);
+    }
+    free(want), free(data[0]), free(data[1]);
+    wq_graph_free(g);
+  }
+}
+
+/* Which layouts give a shape the same bytes. */
+static void test_layouts_alias(void) {
+  const wq_layout first = {0}, last = {.order = WQ_ORDER_CHANNELS_LAST};
+  const int64_t chan[4] = {1, 1280, 1, 1}, full[4] = {1, 8, 7, 7}, one_c[4] = {2, 1, 7, 7},
+                row[4] = {1, 8, 1, 7}, col[3] = {1, 8, 1};
+  CHECK(wq_layout_same_bytes(first, last, 4, chan));
+  CHECK(!wq_layout_same_bytes(first, last, 4, full));
+  CHECK(wq_layout_same_bytes(last, last, 4, full));
+  CHECK(wq_layout_same_bytes(first, last, 4, one_c));
+  CHECK(!wq_layout_same_bytes(first, last, 4, row));
+  CHECK(wq_layout_same_bytes(first, last, 3, col));
+  const wq_layout packed = {.order = WQ_ORDER_CHANNELS_LAST, .block = 16, .packed_dim = 1};
+  CHECK(!wq_layout_same_bytes(packed, last, 4, chan));
+  CHECK(wq_layout_same_bytes(packed, packed, 4, full));
+}
+
 static void test_pools(void) {
   for (int variant = 0; variant < 3; variant++) {
     wq_graph *g = wq_graph_new();
@@ -497,6 +642,8 @@ int main(void) {
   test_qgemm();
   test_binary();
   test_concat_lookup();
+  test_mixed_layouts();
+  test_layouts_alias();
   test_pools();
   test_errors();
   WQ_TEST_END();

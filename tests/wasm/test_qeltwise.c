@@ -92,11 +92,47 @@ static void test_binary_rows(wq_ktest *t) {
   }
 }
 
+/* Moves v's codes (its dims, row-major in `declared`) into its layout
+ * (to_layout) or back. */
+static void relayout(const wq_value *v, const uint8_t *from, uint8_t *to, bool to_layout) {
+  int64_t strides[WQ_MAX_RANK], at[WQ_MAX_RANK] = {0}, placed = 0;
+  wq_value_strides(v, strides);
+  const int64_t n = wq_value_numel(v);
+  for (int64_t i = 0; i < n; i++) {
+    if (to_layout)
+      to[placed] = from[i];
+    else
+      to[i] = from[placed];
+    for (int d = v->rank - 1; d >= 0; d--) {
+      placed += strides[d];
+      if (++at[d] < v->dims[d])
+        break;
+      placed -= strides[d] * v->dims[d];
+      at[d] = 0;
+    }
+  }
+}
+
+/* Gives an operand of rank >= 3 a random layout record and its codes in
+ * that layout (a new buffer replacing v->data, freed by the caller). */
+static void random_layout(wq_ktest *t, wq_value *v) {
+  if (v->rank < 3 || wq_ktest_int(t, 0, 1) == 0)
+    return;
+  v->layout.order = WQ_ORDER_CHANNELS_LAST;
+  const int64_t n = wq_value_numel(v);
+  uint8_t *moved = malloc((size_t)n + 1);
+  relayout(v, v->data, moved, true);
+  memcpy(v->data, moved, (size_t)n);
+  free(moved);
+}
+
 /* Broadcast shapes (equal, per-channel on NHWC, scalar, lower rank, mixed)
- * through wq_qbinary vs the lowering's table-driven reference. */
+ * through wq_qbinary vs the lowering's table-driven reference; half the
+ * cases with a, b and y each in a random layout (declared or
+ * channels-last), which wq_qbinary reads through their records. */
 static void test_binary_broadcast(wq_ktest *t) {
-  char what[300], shape[160];
-  for (int c = 0; c < 120; c++) {
+  char what[300], shape[200];
+  for (int c = 0; c < 240; c++) {
     wq_qbinary_params p = random_binary(t);
     wq_value y = {.dtype = p.y_dtype, .rank = wq_ktest_int(t, 1, 4)};
     for (int d = 0; d < y.rank; d++)
@@ -156,15 +192,28 @@ static void test_binary_broadcast(wq_ktest *t) {
                                 .y_dtype = p.y_dtype};
     y.data = yr;
     wq_int8_binary_ref(&rp, &a, &b, &y);
-    y.data = ys;
+    const bool layouts = c % 2 == 1;
+    if (layouts) {
+      random_layout(t, &a);
+      random_layout(t, &b);
+      if (y.rank >= 3 && wq_ktest_int(t, 0, 1))
+        y.layout.order = WQ_ORDER_CHANNELS_LAST;
+    }
+    uint8_t *yl = malloc((size_t)ny + 1);
+    y.data = yl;
     wq_qbinary(&p, &a, &b, &y);
-    int len = snprintf(shape, sizeof shape, "broadcast y[");
+    relayout(&y, yl, ys, false);
+    free(yl);
+    int len = snprintf(shape, sizeof shape, "broadcast%s y%s[", layouts ? " layouts" : "",
+                       wq_layout_name(y.layout, y.rank));
     for (int d = 0; d < y.rank; d++)
       len += snprintf(shape + len, sizeof shape - (size_t)len, "%lld,", (long long)y.dims[d]);
-    len += snprintf(shape + len, sizeof shape - (size_t)len, "] a[");
+    len += snprintf(shape + len, sizeof shape - (size_t)len, "] a%s[",
+                    wq_layout_name(a.layout, a.rank));
     for (int d = 0; d < a.rank; d++)
       len += snprintf(shape + len, sizeof shape - (size_t)len, "%lld,", (long long)a.dims[d]);
-    len += snprintf(shape + len, sizeof shape - (size_t)len, "] b[");
+    len += snprintf(shape + len, sizeof shape - (size_t)len, "] b%s[",
+                    wq_layout_name(b.layout, b.rank));
     for (int d = 0; d < b.rank; d++)
       len += snprintf(shape + len, sizeof shape - (size_t)len, "%lld,", (long long)b.dims[d]);
     snprintf(shape + len, sizeof shape - (size_t)len, "]");

@@ -139,6 +139,15 @@ bool wq_layout_same_bytes(wq_layout a, wq_layout b, int rank, const int64_t *dim
   }
 }
 
+void wq_value_strides(const wq_value *v, int64_t strides[WQ_MAX_RANK]) {
+  int64_t step = 1;
+  for (int pos = v->rank - 1; pos >= 0; pos--) {
+    const int d = wq_layout_logical_dim(v->layout, v->rank, pos);
+    strides[d] = step;
+    step *= v->dims[d];
+  }
+}
+
 wq_value wq_value_memory_order(const wq_value *v) {
   wq_value m = *v;
   for (int pos = 0; pos < v->rank; pos++)

@@ -64,6 +64,10 @@ bool wq_layout_same_bytes(wq_layout a, wq_layout b, int rank, const int64_t *dim
  * [N, H, W, C]), for kernels that walk its elements. */
 wq_value wq_value_memory_order(const wq_value *v);
 
+/* Element strides of v's logical dims in memory (strides[d] for logical dim
+ * d; the layout's dim order, without packing). */
+void wq_value_strides(const wq_value *v, int64_t strides[WQ_MAX_RANK]);
+
 /* Element count of a known shape; 1 for rank 0. Returns -1 for unknown rank or
  * any unknown (negative) dim, and WQ_MAX_ELEMENTS + 1 for any count past the
  * limit (never a wrapped product; wq_shape_check rejects such shapes). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../runtime/parallel.h"
+#include "simd/cold_loop.h"
 
 void wq_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step, const void *b,
                     int b_step, void *y) {
@@ -40,47 +41,77 @@ static void qbinary_pieces(void *ctx, int64_t i0, int64_t i1) {
 #define QBINARY_PARALLEL_MIN ((int64_t)1 << 13)
 #define QBINARY_PIECE_MIN ((int64_t)1 << 11)
 
+/* One run whose operands step by any stride: pieces of GATHER codes, the
+ * operands that neither repeat one code nor walk contiguously gathered
+ * first (an operand in another layout than the output's). */
+enum { GATHER = 256 };
+
+static void qbinary_gathered(const wq_qbinary_params *p, int64_t n, const uint8_t *a,
+                             int64_t a_step, const uint8_t *b, int64_t b_step, uint8_t *y) {
+  uint8_t ga[GATHER], gb[GATHER];
+  for (int64_t i0 = 0; i0 < n; i0 += GATHER) {
+    const int64_t m = n - i0 < GATHER ? n - i0 : GATHER;
+    const uint8_t *pa = a + i0 * a_step, *pb = b + i0 * b_step;
+    if (a_step > 1) {
+      WQ_COLD_LOOP
+      for (int64_t i = 0; i < m; i++)
+        ga[i] = pa[i * a_step];
+      pa = ga;
+    }
+    if (b_step > 1) {
+      WQ_COLD_LOOP
+      for (int64_t i = 0; i < m; i++)
+        gb[i] = pb[i * b_step];
+      pb = gb;
+    }
+    wq_qbinary_row(p, m, pa, a_step != 0, pb, b_step != 0, y + i0);
+  }
+}
+
 void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b, wq_value *y) {
   const int rank = y->rank;
   const int64_t total = wq_value_numel(y);
   if (total <= 0)
     return;
-  /* Element strides of a and b over y's dims (0 along broadcast dims). */
+  /* y's dims in its memory order, and the element strides of a and b
+   * along them (0 along broadcast dims): each operand is read through its
+   * own layout, which need not be y's. */
   int64_t dims[WQ_MAX_RANK], as[WQ_MAX_RANK], bs[WQ_MAX_RANK];
-  int64_t sa = 1, sb = 1;
-  for (int d = rank - 1; d >= 0; d--) {
-    int da = d - (rank - a->rank), db = d - (rank - b->rank);
-    int64_t na = da >= 0 ? a->dims[da] : 1, nb = db >= 0 ? b->dims[db] : 1;
-    dims[d] = y->dims[d];
-    as[d] = na == 1 ? 0 : sa;
-    bs[d] = nb == 1 ? 0 : sb;
-    sa *= na;
-    sb *= nb;
+  int64_t a_strides[WQ_MAX_RANK], b_strides[WQ_MAX_RANK];
+  wq_value_strides(a, a_strides);
+  wq_value_strides(b, b_strides);
+  for (int pos = 0; pos < rank; pos++) {
+    const int d = wq_layout_logical_dim(y->layout, rank, pos);
+    const int da = d - (rank - a->rank), db = d - (rank - b->rank);
+    dims[pos] = y->dims[d];
+    as[pos] = da >= 0 && a->dims[da] != 1 ? a_strides[da] : 0;
+    bs[pos] = db >= 0 && b->dims[db] != 1 ? b_strides[db] : 0;
   }
   /* Fold inner dims into one run while both operands keep their step
-   * (1: contiguous, 0: one code repeated). */
-  int64_t run = 1;
-  int a_step = 1, b_step = 1, outer = rank;
+   * (1: contiguous, 0: one code repeated, larger: gathered). */
+  int64_t run = 1, a_step = 1, b_step = 1;
+  int outer = rank;
   bool first = true;
   for (; outer > 0; outer--) {
     const int d = outer - 1;
     if (dims[d] == 1)
       continue;
     if (first) {
-      a_step = as[d] != 0;
-      b_step = bs[d] != 0;
+      a_step = as[d];
+      b_step = bs[d];
       first = false;
     } else if (as[d] != a_step * run || bs[d] != b_step * run) {
       break;
     }
     run *= dims[d];
   }
+  const bool gather = a_step > 1 || b_step > 1;
   /* Tile a short repeating run: dim d splits into k steps of the run (k
    * divides it) folded into one longer run, and dims[d] / k iterations;
    * the operand that restarts at every step reads k copies from `tile`. */
   int tiled = 0; /* 1: a is tiled, 2: b */
   const int64_t unit = run;
-  if (outer > 0 && run < SHORT_RUN) {
+  if (outer > 0 && run < SHORT_RUN && !gather) {
     const int d = outer - 1;
     if (a_step == 1 && as[d] == 0 && bs[d] == b_step * run)
       tiled = 1;
@@ -107,8 +138,8 @@ void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b
   int64_t coord[WQ_MAX_RANK] = {0};
   int64_t ai = 0, bi = 0;
   const int64_t rows = total / run;
-  if (wq_parallel_threads() > 1 && rows == 1 && !tiled && run >= QBINARY_PARALLEL_MIN) {
-    qbinary_run_job job = {p, a8, b8, y8, a_step, b_step};
+  if (wq_parallel_threads() > 1 && rows == 1 && !tiled && !gather && run >= QBINARY_PARALLEL_MIN) {
+    qbinary_run_job job = {p, a8, b8, y8, (int)a_step, (int)b_step};
     const int64_t piece = (run / 16 + 15) / 16 * 16;
     wq_parallel_for(run, piece > QBINARY_PIECE_MIN ? piece : QBINARY_PIECE_MIN, qbinary_pieces,
                     &job);
@@ -129,7 +160,10 @@ void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b
       else
         pb = tile;
     }
-    wq_qbinary_row(p, run, pa, a_step, pb, b_step, y8 + r * run);
+    if (gather)
+      qbinary_gathered(p, run, pa, a_step, pb, b_step, y8 + r * run);
+    else
+      wq_qbinary_row(p, run, pa, (int)a_step, pb, (int)b_step, y8 + r * run);
     for (int d = outer - 1; d >= 0; d--) {
       ai += as[d];
       bi += bs[d];

@@ -32,9 +32,12 @@ typedef struct {
 void wq_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step, const void *b,
                     int b_step, void *y);
 
-/* Numpy broadcasting of a and b into y's shape (checked by shape
- * inference): dims are folded into the longest run both operands walk
- * contiguously or broadcast, and the runs go through wq_qbinary_row. */
+/* Numpy broadcasting of a and b into y's shape (logical dims, checked by
+ * shape inference), each of the three in its own layout (unpacked): y is
+ * walked in its memory order, its dims folded into the longest run both
+ * operands walk contiguously or broadcast, and the runs go through
+ * wq_qbinary_row; an operand whose layout puts the run's elements apart
+ * (another dim order than y's, for dims larger than 1) is gathered. */
 void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b, wq_value *y);
 
 /* y[i] = table[index(x[i])]. */

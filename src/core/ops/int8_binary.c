@@ -79,11 +79,9 @@ static wq_status qbinary_run(const wq_node *node, const wq_value *in, wq_value *
                    "%s: inputs are %s, %s but were planned as %s, %s", node->op_type,
                    wq_dtype_name(in[0].dtype), wq_dtype_name(in[1].dtype),
                    wq_dtype_name(s->params.a_dtype), wq_dtype_name(s->params.b_dtype));
-  /* Broadcast over the dims in memory order (channels-last operands share
-   * the output's layout; a single element broadcasts the same either way). */
-  const wq_value a = wq_value_memory_order(&in[0]), b = wq_value_memory_order(&in[1]);
-  wq_value y = wq_value_memory_order(&out[0]);
-  wq_qbinary(&s->params, &a, &b, &y);
+  /* Each operand is read through its own layout record: inputs in other
+   * layouts than the output's need no transition. */
+  wq_qbinary(&s->params, &in[0], &in[1], &out[0]);
   return WQ_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "../kernels/qeltwise.h"
 #include "../kernels/ref/int8_eltwise_ref.h"
 #include "../kernels/ref/quant_ref.h"
+#include "../kernels/simd/cold_loop.h"
 #include "int8_common.h"
 
 typedef struct {
@@ -139,6 +140,50 @@ static wq_status qconcat_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   return WQ_OK;
 }
 
+/* An input whose layout does not give it the output's bytes (another dim
+ * order for its dims larger than 1): its codes visited in the output's
+ * memory order, gathered from their places in its own layout a piece of
+ * the innermost dim at a time, then copied or mapped like a row. The
+ * input's block starts at `start` along the axis. */
+static void qconcat_gather(const wq_value *x, const wq_value *y, int axis, int64_t start,
+                           const uint8_t *table) {
+  const int rank = y->rank;
+  int64_t xs[WQ_MAX_RANK], ys[WQ_MAX_RANK], dims[WQ_MAX_RANK], src[WQ_MAX_RANK], dst[WQ_MAX_RANK],
+      at[WQ_MAX_RANK] = {0};
+  wq_value_strides(x, xs);
+  wq_value_strides(y, ys);
+  for (int pos = 0; pos < rank; pos++) {
+    const int d = wq_layout_logical_dim(y->layout, rank, pos);
+    dims[pos] = x->dims[d];
+    src[pos] = xs[d];
+    dst[pos] = ys[d];
+  }
+  const int64_t inner = dims[rank - 1], step = src[rank - 1];
+  const int64_t rows = wq_value_numel(x) / inner;
+  const uint8_t *x8 = x->data;
+  uint8_t *y8 = (uint8_t *)y->data + start * ys[axis];
+  uint8_t piece[256];
+  int64_t xi = 0, yi = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t i0 = 0; i0 < inner; i0 += (int64_t)sizeof piece) {
+      const int64_t n = inner - i0 < (int64_t)sizeof piece ? inner - i0 : (int64_t)sizeof piece;
+      WQ_COLD_LOOP
+      for (int64_t i = 0; i < n; i++)
+        piece[i] = x8[xi + (i0 + i) * step];
+      wq_copy_rows_q8(1, n, n, n, table, x->dtype == WQ_DT_INT8, piece, y8 + yi + i0);
+    }
+    for (int pos = rank - 2; pos >= 0; pos--) {
+      xi += src[pos];
+      yi += dst[pos];
+      if (++at[pos] < dims[pos])
+        break;
+      xi -= src[pos] * dims[pos];
+      yi -= dst[pos] * dims[pos];
+      at[pos] = 0;
+    }
+  }
+}
+
 static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *out,
                              wq_error *err) {
   const qconcat_state *s = node->op_state;
@@ -147,7 +192,9 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
   int rank = out[0].rank, axis;
   WQ_TRY(qconcat_axis(node, rank, &axis, err));
   /* Rows of the output in memory: channels-last codes join along their last
-   * dim when axis is the channels (the inputs share the output's layout). */
+   * dim when axis is the channels. Each input is read through its own
+   * layout record: one with the output's bytes for its shape is copied in
+   * rows, any other gathered. */
   const wq_value ym = wq_value_memory_order(&out[0]);
   const int at = wq_layout_memory_pos(out[0].layout, rank, axis);
   int64_t outer = 1, inner = 1;
@@ -157,13 +204,19 @@ static wq_status qconcat_run(const wq_node *node, const wq_value *in, wq_value *
     inner *= ym.dims[d];
   const int64_t out_row = ym.dims[at] * inner;
   uint8_t *y = out[0].data;
-  int64_t offset = 0;
+  int64_t offset = 0, start = 0;
   for (int k = 0; k < node->n_inputs; k++) {
     const int64_t row = in[k].dims[axis] * inner;
-    if (row > 0)
-      wq_copy_rows_q8(outer, row, row, out_row, s->identity[k] ? NULL : s->tables[k],
-                      in[k].dtype == WQ_DT_INT8, in[k].data, y + offset);
+    const uint8_t *table = s->identity[k] ? NULL : s->tables[k];
+    if (row > 0 && outer > 0) {
+      if (wq_layout_same_bytes(in[k].layout, out[0].layout, rank, in[k].dims))
+        wq_copy_rows_q8(outer, row, row, out_row, table, in[k].dtype == WQ_DT_INT8, in[k].data,
+                        y + offset);
+      else
+        qconcat_gather(&in[k], &out[0], axis, start, table);
+    }
     offset += row;
+    start += in[k].dims[axis];
   }
   return WQ_OK;
 }

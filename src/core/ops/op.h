@@ -80,8 +80,12 @@ typedef enum wq_layout_cap {
   WQ_LCAP_NHWC_KERNEL,  /* input 0 and output in either layout; the planner makes them NHWC */
   WQ_LCAP_FOLLOW,       /* input 0 and output NHWC when input 0 already is, else NCHW */
   WQ_LCAP_AGNOSTIC,     /* elementwise on input 0: any layout, output as input */
-  WQ_LCAP_AGNOSTIC_BIN, /* inputs 0 and 1 agree (a single element broadcasts either way) */
-  WQ_LCAP_AGNOSTIC_ALL, /* every input agrees; the channel axis attribute follows */
+  WQ_LCAP_AGNOSTIC_BIN, /* inputs 0 and 1 in any layouts, each read through its own record;
+                           one without the output's bytes for its shape (wq_layout_same_bytes)
+                           is gathered: correct, slower than agreeing */
+  WQ_LCAP_AGNOSTIC_ALL, /* every input agrees (Concat: the inputs share the output's
+                           layout; QConcat reads each input through its own record like
+                           _BIN); the channel axis attribute follows */
   WQ_LCAP_NHWC_FLOAT,   /* int8 codes in, floats out (QConvToFloat): both NHWC when only
                            per-tensor QuantizeLinears read the floats, which then quantize
                            them channels-last (elementwise, no transition) */
