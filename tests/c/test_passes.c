@@ -299,19 +299,19 @@ static void test_lplan_exhaustive(void) {
   for (int rep = 0; rep < 400; rep++) {
     const int n_vars = 1 + (int)(lcg(&seed) % 14);
     wq_lplan p;
-    wq_lplan_init(&p, n_vars);
     wq_error err;
     const int n_groups = 1 + (int)(lcg(&seed) % 24);
+    CHECK(wq_lplan_init(&p, n_vars, n_groups, &err) == WQ_OK);
     for (int gi = 0; gi < n_groups; gi++) {
-      int members[6];
+      p.weight[gi] = (int64_t)(lcg(&seed) % 100);
       const int n = 1 + (int)(lcg(&seed) % 6);
       for (int k = 0; k < n; k++) {
         const uint32_t r = lcg(&seed) % (uint32_t)(n_vars + 3);
-        members[k] = r < (uint32_t)n_vars    ? (int)r
-                     : r == (uint32_t)n_vars ? WQ_LPLAN_CHANNELS_LAST
-                                             : WQ_LPLAN_DECLARED;
+        const int member = r < (uint32_t)n_vars    ? (int)r
+                           : r == (uint32_t)n_vars ? WQ_LPLAN_CHANNELS_LAST
+                                                   : WQ_LPLAN_DECLARED;
+        CHECK(wq_lplan_add(&p, gi, member, &err) == WQ_OK);
       }
-      CHECK(wq_lplan_add_group(&p, members, n, (int64_t)(lcg(&seed) % 100), &err) == WQ_OK);
     }
     unsigned char labels[14], all[14];
     int64_t cost = -1;

@@ -431,80 +431,38 @@ static int member_of(const layout_roles *r, int i, bool follows) {
   return r->var[i] >= 0 ? r->var[i] : WQ_LPLAN_CHANNELS_LAST;
 }
 
-/* One group per tensor that may move: its producer (a graph input:
- * declared), a graph output (declared) and its readers other than the
- * as-is ones; it costs the tensor's bytes when they disagree. */
+/* One group per tensor that may move, weighing its bytes: its producer
+ * (a graph input: declared), a graph output (declared) and its readers
+ * other than the as-is ones. p is initialized here. */
 static wq_status roles_problem(const wq_graph *g, const layout_roles *r, wq_lplan *p,
                                wq_error *err) {
-  const size_t nt = (size_t)g->n_tensors + 1;
-  int *start = calloc(nt + 1, sizeof *start), *producer = malloc(nt * sizeof *producer);
-  int n_reads = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n_reads += g->nodes[i].n_inputs;
-  int *reads = malloc(((size_t)n_reads + 1) * sizeof *reads); /* reader node, input index */
-  int *read_k = malloc(((size_t)n_reads + 1) * sizeof *read_k);
-  int *fill = malloc(nt * sizeof *fill), *members = malloc(((size_t)n_reads + 3) * sizeof *members);
-  wq_status st = WQ_OK;
-  if (!start || !producer || !reads || !read_k || !fill || !members)
-    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
-  if (st == WQ_OK) {
-    for (int t = 0; t < g->n_tensors; t++)
-      producer[t] = -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-      const wq_node *nd = &g->nodes[i];
-      for (int k = 0; k < nd->n_inputs; k++)
-        if (nd->inputs[k] >= 0)
-          start[nd->inputs[k] + 1]++;
-      for (int k = 0; k < nd->n_outputs; k++)
-        if (nd->outputs[k] >= 0)
-          producer[nd->outputs[k]] = i;
-    }
-    for (int t = 0; t < g->n_tensors; t++) {
-      start[t + 1] += start[t];
-      fill[t] = start[t];
-    }
-    for (int i = 0; i < g->n_nodes; i++)
-      for (int k = 0; k < g->nodes[i].n_inputs; k++) {
-        const int t = g->nodes[i].inputs[k];
-        if (t >= 0) {
-          reads[fill[t]] = i;
-          read_k[fill[t]++] = k;
-        }
-      }
-  }
-  for (int t = 0; st == WQ_OK && t < g->n_tensors; t++) {
+  WQ_TRY(wq_lplan_init(p, r->n_vars, g->n_tensors, err));
+  for (int t = 0; t < g->n_tensors; t++) {
     if (!movable(g, t))
       continue;
-    int n = 0;
-    const int p0 = producer[t];
-    members[n++] = p0 < 0 ? WQ_LPLAN_DECLARED
-                          : member_of(r, p0, out_follows(r, p0) && g->nodes[p0].outputs[0] == t);
-    if (g->tensors[t].is_output)
-      members[n++] = WQ_LPLAN_DECLARED;
-    for (int j = start[t]; j < start[t + 1]; j++)
-      if (!reads_as_is(g, r, reads[j], &g->nodes[reads[j]], read_k[j]))
-        members[n++] =
-            member_of(r, reads[j], arg_follows(g, r, reads[j], &g->nodes[reads[j]], read_k[j]));
-    st = wq_lplan_add_group(p, members, n, tensor_bytes(&g->tensors[t]), err);
+    p->weight[t] = tensor_bytes(&g->tensors[t]);
+    if (g->tensors[t].is_input || g->tensors[t].is_output)
+      WQ_TRY(wq_lplan_add(p, t, WQ_LPLAN_DECLARED, err));
   }
-  free(start);
-  free(producer);
-  free(reads);
-  free(read_k);
-  free(fill);
-  free(members);
-  return st;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_outputs; k++)
+      if (movable(g, n->outputs[k]))
+        WQ_TRY(wq_lplan_add(p, n->outputs[k], member_of(r, i, k == 0 && out_follows(r, i)), err));
+    for (int k = 0; k < n->n_inputs; k++)
+      if (movable(g, n->inputs[k]) && !reads_as_is(g, r, i, n, k))
+        WQ_TRY(wq_lplan_add(p, n->inputs[k], member_of(r, i, arg_follows(g, r, i, n, k)), err));
+  }
+  return WQ_OK;
 }
 
 wq_status wq_layout_problem(const wq_graph *g, wq_lplan *p, int *node_var, wq_error *err) {
   layout_roles r;
   memset(&r, 0, sizeof r);
-  wq_lplan_init(p, 0);
+  memset(p, 0, sizeof *p);
   wq_status st = roles_classify(g, &r, err);
-  if (st == WQ_OK) {
-    p->n_vars = r.n_vars;
+  if (st == WQ_OK)
     st = roles_problem(g, &r, p, err);
-  }
   if (st == WQ_OK && node_var)
     memcpy(node_var, r.var, (size_t)g->n_nodes * sizeof *node_var);
   roles_free(&r);
@@ -573,13 +531,11 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   layout_roles r;
   memset(&r, 0, sizeof r);
   wq_lplan plan;
-  wq_lplan_init(&plan, 0);
+  memset(&plan, 0, sizeof plan);
   int64_t planned = 0;
   wq_status st = roles_classify(g, &r, err);
-  if (st == WQ_OK) {
-    wq_lplan_init(&plan, r.n_vars);
+  if (st == WQ_OK)
     st = roles_problem(g, &r, &plan, err);
-  }
   if (st == WQ_OK) {
     r.labels = malloc((size_t)r.n_vars + 1);
     c.twin = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));

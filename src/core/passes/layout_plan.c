@@ -4,78 +4,58 @@
 #include <stdlib.h>
 #include <string.h>
 
-void wq_lplan_init(wq_lplan *p, int n_vars) {
+wq_status wq_lplan_init(wq_lplan *p, int n_vars, int n_groups, wq_error *err) {
   memset(p, 0, sizeof *p);
   p->n_vars = n_vars;
+  p->n_groups = n_groups;
+  p->weight = calloc((size_t)n_groups + 1, sizeof *p->weight);
+  return p->weight ? WQ_OK : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
 }
 
 void wq_lplan_free(wq_lplan *p) {
-  free(p->group_start);
   free(p->weight);
-  free(p->members);
+  free(p->pairs);
   memset(p, 0, sizeof *p);
 }
 
-static bool grow(void **arr, int *cap, int need, size_t elem) {
-  if (need <= *cap)
-    return true;
-  int cap2 = *cap ? *cap : 16;
-  while (cap2 < need)
-    cap2 *= 2;
-  void *bigger = realloc(*arr, (size_t)cap2 * elem);
-  if (!bigger)
-    return false;
-  *arr = bigger;
-  *cap = cap2;
-  return true;
-}
-
-wq_status wq_lplan_add_group(wq_lplan *p, const int *members, int n, int64_t weight,
-                             wq_error *err) {
-  if (p->n_groups == p->cap_groups) {
-    const int cap = p->cap_groups ? 2 * p->cap_groups : 16;
-    int *starts = realloc(p->group_start, (size_t)(cap + 1) * sizeof *starts);
-    if (starts)
-      p->group_start = starts;
-    int64_t *weights = starts ? realloc(p->weight, (size_t)cap * sizeof *weights) : NULL;
-    if (!weights)
+wq_status wq_lplan_add(wq_lplan *p, int group, int member, wq_error *err) {
+  if (p->n_pairs == p->cap_pairs) {
+    const int cap = p->cap_pairs ? 2 * p->cap_pairs : 64;
+    int *pairs = realloc(p->pairs, 2 * (size_t)cap * sizeof *pairs);
+    if (!pairs)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
-    p->weight = weights;
-    p->cap_groups = cap;
+    p->pairs = pairs;
+    p->cap_pairs = cap;
   }
-  if (!grow((void **)&p->members, &p->cap_members, p->n_members + n, sizeof *p->members))
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
-  if (p->n_groups == 0)
-    p->group_start[0] = 0;
-  memcpy(p->members + p->n_members, members, (size_t)n * sizeof *members);
-  p->n_members += n;
-  p->weight[p->n_groups] = weight;
-  p->group_start[++p->n_groups] = p->n_members;
+  p->pairs[2 * p->n_pairs] = group;
+  p->pairs[2 * p->n_pairs++ + 1] = member;
   return WQ_OK;
 }
 
-static int label_of(int member, const unsigned char *labels) {
-  return member >= 0 ? labels[member] : member == WQ_LPLAN_CHANNELS_LAST;
-}
-
 int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels) {
+  unsigned char *seen = calloc((size_t)p->n_groups + 1, 1); /* bit 0: declared, bit 1: last */
   int64_t cost = 0;
-  for (int gi = 0; gi < p->n_groups; gi++) {
-    bool seen[2] = {false, false};
-    for (int k = p->group_start[gi]; k < p->group_start[gi + 1]; k++)
-      seen[label_of(p->members[k], labels)] = true;
-    if (seen[0] && seen[1])
-      cost += p->weight[gi];
+  for (int k = 0; seen && k < p->n_pairs; k++) {
+    const int m = p->pairs[2 * k + 1];
+    seen[p->pairs[2 * k]] |=
+        (unsigned char)(1 << (m >= 0 ? labels[m] : m == WQ_LPLAN_CHANNELS_LAST));
   }
-  return cost;
+  for (int gi = 0; seen && gi < p->n_groups; gi++)
+    cost += seen[gi] == 3 ? p->weight[gi] : 0;
+  free(seen);
+  return seen ? cost : -1;
 }
 
 /* The flow network: vertex 0 the source (declared), 1 the sink
- * (channels-last), 2.. the variables, then the groups' auxiliary vertices.
+ * (channels-last), 2.. the variables, then two auxiliary vertices per group.
  * Edge e and e ^ 1 are each other's reverse. */
 typedef struct {
   int n_vertices, n_edges, cap_edges;
-  int *to, *next, *head, *level, *iter, *queue, *path;
+  int *to, *next, *head, *queue;
+  int *via;   /* the edge a search reached a vertex by, -1: not reached */
+  int *level; /* search depth from the source */
+  int *iter;  /* the next edge to try from each vertex (Dinic) */
+  int *path;
   int64_t *cap;
 } flow_net;
 
@@ -83,8 +63,8 @@ static int vertex_of(int member) {
   return member >= 0 ? member + 2 : member == WQ_LPLAN_CHANNELS_LAST ? 1 : 0;
 }
 
-/* u -> v with capacity c, and v -> u with capacity back. */
-static bool add_edge(flow_net *f, int u, int v, int64_t c, int64_t back) {
+/* u -> v with capacity c (its reverse starts empty). */
+static bool add_edge(flow_net *f, int u, int v, int64_t c) {
   if (f->n_edges + 2 > f->cap_edges) {
     const int cap = f->cap_edges ? 2 * f->cap_edges : 64;
     int *to = realloc(f->to, (size_t)cap * sizeof *to);
@@ -99,16 +79,13 @@ static bool add_edge(flow_net *f, int u, int v, int64_t c, int64_t back) {
     f->cap = caps;
     f->cap_edges = cap;
   }
-  const int e = f->n_edges;
-  f->to[e] = v;
-  f->cap[e] = c;
-  f->next[e] = f->head[u];
-  f->head[u] = e;
-  f->to[e + 1] = u;
-  f->cap[e + 1] = back;
-  f->next[e + 1] = f->head[v];
-  f->head[v] = e + 1;
-  f->n_edges += 2;
+  for (int k = 0; k < 2; k++) {
+    const int e = f->n_edges++;
+    f->to[e] = k ? u : v;
+    f->cap[e] = k ? 0 : c;
+    f->next[e] = f->head[k ? v : u];
+    f->head[k ? v : u] = e;
+  }
   return true;
 }
 
@@ -116,86 +93,72 @@ static void net_free(flow_net *f) {
   free(f->to);
   free(f->next);
   free(f->head);
+  free(f->via);
+  free(f->queue);
   free(f->level);
   free(f->iter);
-  free(f->queue);
   free(f->path);
   free(f->cap);
 }
 
-/* Builds the network; *constant collects the groups that hold both fixed
- * labels (paid whatever the variables take). */
-static bool net_build(const wq_lplan *p, flow_net *f, int64_t *constant) {
+/* Each pair adds member -> a1 and a2 -> member, unbounded; each group with
+ * a weight a1 -> a2 of that weight. A cut pays the weight exactly when the
+ * group's members sit on both sides. */
+static bool net_build(const wq_lplan *p, flow_net *f) {
   f->n_vertices = 2 + p->n_vars + 2 * p->n_groups;
-  f->head = malloc((size_t)f->n_vertices * sizeof *f->head);
-  f->level = malloc((size_t)f->n_vertices * sizeof *f->level);
-  f->iter = malloc((size_t)f->n_vertices * sizeof *f->iter);
-  f->queue = malloc((size_t)f->n_vertices * sizeof *f->queue);
-  f->path = malloc((size_t)f->n_vertices * sizeof *f->path);
-  int *seen = calloc((size_t)f->n_vertices, sizeof *seen); /* group stamp + 1 */
-  int *distinct = malloc(((size_t)p->n_members + 1) * sizeof *distinct);
-  bool ok = f->head && f->level && f->iter && f->queue && f->path && seen && distinct;
+  const size_t nv = (size_t)f->n_vertices;
+  f->head = malloc(nv * sizeof *f->head);
+  f->via = malloc(nv * sizeof *f->via);
+  f->queue = malloc(nv * sizeof *f->queue);
+  f->level = malloc(nv * sizeof *f->level);
+  f->iter = malloc(nv * sizeof *f->iter);
+  f->path = malloc(nv * sizeof *f->path);
+  bool ok = f->head && f->via && f->queue && f->level && f->iter && f->path;
   for (int v = 0; ok && v < f->n_vertices; v++)
     f->head[v] = -1;
   /* Unbounded: more than every weight together (weights are tensor bytes,
-   * capped far below 2^62 / the group count by the caller). */
+   * capped far below INT64_MAX / the group count by the caller). */
   int64_t inf = 1;
-  for (int gi = 0; gi < p->n_groups; gi++)
-    inf = inf + p->weight[gi] < INT64_MAX / 4 ? inf + p->weight[gi] : INT64_MAX / 4;
-  *constant = 0;
-  int aux = 2 + p->n_vars;
-  for (int gi = 0; ok && gi < p->n_groups; gi++) {
-    int n = 0;
-    for (int k = p->group_start[gi]; k < p->group_start[gi + 1]; k++) {
-      const int v = vertex_of(p->members[k]);
-      if (seen[v] != gi + 1) {
-        seen[v] = gi + 1;
-        distinct[n++] = v;
-      }
-    }
-    const int64_t w = p->weight[gi];
-    if (n < 2 || w == 0)
-      continue;
-    if (seen[0] == gi + 1 && seen[1] == gi + 1) {
-      *constant += w;
-      continue;
-    }
-    if (n == 2) {
-      ok = add_edge(f, distinct[0], distinct[1], w, w);
-      continue;
-    }
-    const int a1 = aux++, a2 = aux++;
-    ok = add_edge(f, a1, a2, w, 0);
-    for (int k = 0; ok && k < n; k++)
-      ok = add_edge(f, distinct[k], a1, inf, 0) && add_edge(f, a2, distinct[k], inf, 0);
+  for (int gi = 0; gi < p->n_groups; gi++) {
+    inf += p->weight[gi];
+    const int a1 = 2 + p->n_vars + 2 * gi;
+    ok = ok && (p->weight[gi] == 0 || add_edge(f, a1, a1 + 1, p->weight[gi]));
   }
-  free(seen);
-  free(distinct);
+  for (int k = 0; ok && k < p->n_pairs; k++) {
+    const int gi = p->pairs[2 * k], v = vertex_of(p->pairs[2 * k + 1]);
+    const int a1 = 2 + p->n_vars + 2 * gi;
+    ok = p->weight[gi] == 0 || (add_edge(f, v, a1, inf) && add_edge(f, a1 + 1, v, inf));
+  }
   return ok;
 }
 
-/* Levels from the source over edges with room; true when the sink is
- * reached. */
-static bool net_levels(flow_net *f) {
+/* Breadth-first search over edges with room from vertex `from`: forward
+ * (along the edges) or backward (against them: who can reach `from`).
+ * Fills via[]; true when vertex `to` is reached. */
+static bool net_search(flow_net *f, int from, int to, bool backward) {
   for (int v = 0; v < f->n_vertices; v++)
-    f->level[v] = -1;
+    f->via[v] = -1;
   int qh = 0, qt = 0;
-  f->queue[qt++] = 0;
-  f->level[0] = 0;
+  f->queue[qt++] = from;
+  f->via[from] = f->n_edges; /* reached, by no edge */
+  f->level[from] = 0;
   while (qh < qt) {
     const int u = f->queue[qh++];
-    for (int e = f->head[u]; e >= 0; e = f->next[e])
-      if (f->cap[e] > 0 && f->level[f->to[e]] < 0) {
-        f->level[f->to[e]] = f->level[u] + 1;
-        f->queue[qt++] = f->to[e];
+    for (int e = f->head[u]; e >= 0; e = f->next[e]) {
+      const int v = f->to[e];
+      if (f->via[v] < 0 && f->cap[backward ? e ^ 1 : e] > 0) {
+        f->via[v] = e;
+        f->level[v] = f->level[u] + 1;
+        f->queue[qt++] = v;
       }
+    }
   }
-  return f->level[1] >= 0;
+  return to >= 0 && f->via[to] >= 0;
 }
 
-/* One augmenting path along increasing levels (Dinic's blocking flow, kept
- * iterative: the path can be as long as the graph). Returns the flow sent,
- * 0 when the level graph is blocked. */
+/* One augmenting path along increasing levels of the last forward search
+ * (Dinic's blocking flow, iterative: a path can be as long as the graph).
+ * Returns the flow sent, 0 when the level graph is blocked. */
 static int64_t net_augment(flow_net *f) {
   int depth = 0, u = 0;
   for (;;) {
@@ -210,7 +173,8 @@ static int64_t net_augment(flow_net *f) {
       return push;
     }
     int e = f->iter[u];
-    while (e >= 0 && (f->cap[e] <= 0 || f->level[f->to[e]] != f->level[u] + 1))
+    while (e >= 0 &&
+           (f->cap[e] <= 0 || f->via[f->to[e]] < 0 || f->level[f->to[e]] != f->level[u] + 1))
       e = f->next[e];
     f->iter[u] = e;
     if (e >= 0) {
@@ -218,12 +182,10 @@ static int64_t net_augment(flow_net *f) {
       u = f->to[e];
       continue;
     }
-    /* Dead end: no path to the sink from u at this level. */
-    f->level[u] = -1;
+    f->via[u] = -1; /* a dead end: no path to the sink from u at this level */
     if (depth == 0)
       return 0;
-    const int back = f->path[--depth];
-    u = f->to[back ^ 1];
+    u = f->to[f->path[--depth] ^ 1];
     f->iter[u] = f->next[f->iter[u]];
   }
 }
@@ -231,41 +193,22 @@ static int64_t net_augment(flow_net *f) {
 wq_status wq_lplan_solve(const wq_lplan *p, unsigned char *labels, int64_t *cost, wq_error *err) {
   flow_net f;
   memset(&f, 0, sizeof f);
-  int64_t constant = 0;
-  if (!net_build(p, &f, &constant)) {
+  if (!net_build(p, &f)) {
     net_free(&f);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
   }
   int64_t flow = 0;
-  while (net_levels(&f)) {
+  while (net_search(&f, 0, 1, false)) {
     memcpy(f.iter, f.head, (size_t)f.n_vertices * sizeof *f.iter);
     for (int64_t sent; (sent = net_augment(&f)) > 0;)
       flow += sent;
   }
   /* Channels-last: the vertices that still reach the sink (the smallest
    * sink side among the minimum cuts). */
-  int qh = 0, qt = 0;
-  bool *to_sink = calloc((size_t)f.n_vertices, sizeof *to_sink);
-  if (!to_sink) {
-    net_free(&f);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
-  }
-  to_sink[1] = true;
-  f.queue[qt++] = 1;
-  while (qh < qt) {
-    const int v = f.queue[qh++];
-    for (int e = f.head[v]; e >= 0; e = f.next[e]) { /* e: v -> u; e ^ 1: u -> v */
-      const int u = f.to[e];
-      if (!to_sink[u] && f.cap[e ^ 1] > 0) {
-        to_sink[u] = true;
-        f.queue[qt++] = u;
-      }
-    }
-  }
+  net_search(&f, 1, -1, true);
   for (int v = 0; v < p->n_vars; v++)
-    labels[v] = to_sink[v + 2];
-  free(to_sink);
+    labels[v] = f.via[v + 2] >= 0;
   net_free(&f);
-  *cost = flow + constant;
+  *cost = flow;
   return WQ_OK;
 }

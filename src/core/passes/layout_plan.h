@@ -33,20 +33,19 @@
 enum { WQ_LPLAN_DECLARED = -1, WQ_LPLAN_CHANNELS_LAST = -2 };
 
 typedef struct {
-  int n_vars;
-  int n_groups, cap_groups;
-  int *group_start; /* [n_groups + 1] into members */
-  int64_t *weight;  /* [n_groups] */
-  int n_members, cap_members;
-  int *members; /* variable index, or WQ_LPLAN_DECLARED / WQ_LPLAN_CHANNELS_LAST */
+  int n_vars, n_groups;
+  int64_t *weight; /* [n_groups], 0 until set */
+  int n_pairs, cap_pairs;
+  int *pairs; /* [2 * n_pairs]: group, member (a variable, or a fixed label) */
 } wq_lplan;
 
-void wq_lplan_init(wq_lplan *p, int n_vars);
+wq_status wq_lplan_init(wq_lplan *p, int n_vars, int n_groups, wq_error *err);
 void wq_lplan_free(wq_lplan *p);
 
-/* Adds a group of n members (duplicates allowed) costing weight (>= 0)
- * when its members' labels differ. */
-wq_status wq_lplan_add_group(wq_lplan *p, const int *members, int n, int64_t weight, wq_error *err);
+/* Adds member (a variable index, WQ_LPLAN_DECLARED or
+ * WQ_LPLAN_CHANNELS_LAST) to group; repeats are fine. A group costs
+ * weight[group] (>= 0) when its members' labels differ. */
+wq_status wq_lplan_add(wq_lplan *p, int group, int member, wq_error *err);
 
 /* The cost of a labeling (labels[v] 0 or 1 per variable). */
 int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels);
