@@ -229,9 +229,11 @@ test('planner beats the greedy walk: Resize nearest x2 before a conv converts be
   assert.deepEqual([r.inputs[0], r.outputs[0]].map((t) => g.tensors[t].layout.name), ['NHWC', 'NHWC']);
 });
 
-test('an int8 Add of a channels-last and a channels-first 8x1x1 tensor (same bytes in both orders): no ToNHWC/ToNCHW node', async () => {
-  // a: conv -> global average pool (channels-last, 8x1x1); b: a channels-first
-  // 8x1x1 graph input. Both orders hold the same bytes.
+test('an int8 Add whose inputs arrive in different layouts with the same bytes (8x1x1) reads them as they are: no transition', async () => {
+  // a: conv -> global average pool (channels-last, 8x1x1); y: a channels-first
+  // 8x1x1 graph input. Both orders hold the same bytes, and QAdd reads each
+  // input through its own layout record. The greedy walk: 2 transitions, 8 B
+  // (a ToNCHW of the pooled codes).
   const g = await planOf(await qdqModel((f) => {
     f.input('x', [1, 4, 6, 6]);
     f.input('y', [1, 8, 1, 1]);
@@ -241,8 +243,12 @@ test('an int8 Add of a channels-last and a channels-first 8x1x1 tensor (same byt
     f.node('Flatten', ['s'], 'out', {}, { share: 's' });
     f.output('out');
   }));
-  assert.ok(g.transitions.every((t) => t.fused));
-  assert.equal(moved(g), 0);
+  // Only x's (fused) transition into the conv.
+  assert.deepEqual(g.transitions.map((t) => [t.from, t.to, t.bytes, t.fused, g.nodes[t.node].op]), [
+    ['NCHW', 'NHWC', 0, true, 'QuantizeLinear'],
+  ]);
+  const add = g.nodes.find((n) => n.op === 'QAdd');
+  assert.deepEqual(add.inputs.map((t) => g.tensors[t].layout.name), ['NHWC', 'NCHW']);
 });
 
 test('planning the same model twice gives byte-identical JSON', async () => {

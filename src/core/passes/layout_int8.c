@@ -363,25 +363,27 @@ static bool out_follows(const layout_roles *r, int i) {
 
 /* Input k of node i reads the tensor in whichever layout its producer
  * wrote: Shape (logical dims are the same in every layout), a single
- * element broadcast by QAdd/QMul, and Flatten/Reshape/Squeeze/Unsqueeze
- * of a tensor whose bytes are the same in both layouts (they only
- * reinterpret the bytes). Such reads never force a transition. */
+ * element broadcast by QAdd/QMul, and a tensor whose bytes are the same in
+ * both layouts (wq_layout_same_bytes: every spatial dim 1, or one channel)
+ * read by QAdd/QMul/QConcat (they read each input through its own layout
+ * record, at full speed when its bytes are those of the output's layout) or
+ * by Flatten/Reshape/Squeeze/Unsqueeze (they only reinterpret the bytes).
+ * Such reads never force a transition. */
 static bool reads_as_is(const wq_graph *g, const layout_roles *r, int i, const wq_node *n, int k) {
   const int t = n->inputs[k];
   if (t < 0)
     return false;
-  if (r->role[i] == ROLE_AGNOSTIC)
-    return k < r->count[i] && is_binary(n) && single_element(g, t);
-  if (r->role[i] != ROLE_PLAIN || k != 0)
-    return false;
-  if (wq_node_is(n, WQ_OPID(shape)))
-    return true;
-  if (!wq_node_is(n, WQ_OPID(flatten)) && !wq_node_is(n, WQ_OPID(reshape)) &&
-      !wq_node_is(n, WQ_OPID(squeeze)) && !wq_node_is(n, WQ_OPID(unsqueeze)))
-    return false;
   const wq_tensor *x = &g->tensors[t];
   const wq_layout declared = {.order = WQ_ORDER_DECLARED}, last = {.order = WQ_ORDER_CHANNELS_LAST};
-  return movable(g, t) && wq_layout_same_bytes(declared, last, x->rank, x->dims);
+  const bool same_bytes = movable(g, t) && wq_layout_same_bytes(declared, last, x->rank, x->dims);
+  if (r->role[i] == ROLE_AGNOSTIC)
+    return k < r->count[i] && ((is_binary(n) && (single_element(g, t) || same_bytes)) ||
+                               (wq_node_is(n, WQ_OPID(int8_concat)) && same_bytes));
+  if (r->role[i] != ROLE_PLAIN || k != 0)
+    return false;
+  return wq_node_is(n, WQ_OPID(shape)) ||
+         (same_bytes && (wq_node_is(n, WQ_OPID(flatten)) || wq_node_is(n, WQ_OPID(reshape)) ||
+                         wq_node_is(n, WQ_OPID(squeeze)) || wq_node_is(n, WQ_OPID(unsqueeze))));
 }
 
 static wq_status roles_classify(const wq_graph *g, layout_roles *r, wq_error *err) {
