@@ -435,10 +435,11 @@ static int member_of(const layout_roles *r, int i, bool follows) {
 
 /* One group per tensor that may move, weighing its bytes: its producer
  * (a graph input: declared), a graph output (declared) and its readers
- * other than the as-is ones. p is initialized here. */
+ * other than the as-is ones; one per follower (its channels-first kernel's
+ * cost). p is initialized here. */
 static wq_status roles_problem(const wq_graph *g, const layout_roles *r, wq_lplan *p,
                                wq_error *err) {
-  WQ_TRY(wq_lplan_init(p, r->n_vars, g->n_tensors, err));
+  WQ_TRY(wq_lplan_init(p, r->n_vars, g->n_tensors + g->n_nodes, err));
   for (int t = 0; t < g->n_tensors; t++) {
     if (!movable(g, t))
       continue;
@@ -448,6 +449,16 @@ static wq_status roles_problem(const wq_graph *g, const layout_roles *r, wq_lpla
   }
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
+    if (r->role[i] == ROLE_FOLLOW) {
+      /* Channels-first, Resize and DepthToSpace gather their result element
+       * by element (measured slower than a transition of the same bytes;
+       * channels-last they copy whole pixels): that costs the bytes they
+       * write. */
+      const int penalty = g->n_tensors + i;
+      p->weight[penalty] = tensor_bytes(&g->tensors[n->outputs[0]]);
+      WQ_TRY(wq_lplan_add(p, penalty, r->var[i], err));
+      WQ_TRY(wq_lplan_add(p, penalty, WQ_LPLAN_CHANNELS_LAST, err));
+    }
     for (int k = 0; k < n->n_outputs; k++)
       if (movable(g, n->outputs[k]))
         WQ_TRY(wq_lplan_add(p, n->outputs[k], member_of(r, i, k == 0 && out_follows(r, i)), err));

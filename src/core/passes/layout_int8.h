@@ -14,8 +14,10 @@
  * else, the graph inputs and outputs: the declared order. The free labels
  * minimize the bytes the transitions move, exactly (passes/layout_plan.h:
  * one transition per tensor whose producer and readers disagree; Shape, and
- * reshapes of a tensor whose bytes are the same in both layouts, read it as
- * it is). Ties take the declared order.
+ * reshapes and QAdd/QMul/QConcat of a tensor whose bytes are the same in
+ * both layouts, read it as it is), plus the bytes a channels-first Resize or
+ * DepthToSpace writes (its kernel gathers them one by one). Ties take the
+ * declared order.
  *
  * Ops keep their names; their kernels follow their tensors' layout records.
  * A tensor read in the other layout gets one explicit wasmq.ToNHWC /
