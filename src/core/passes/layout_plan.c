@@ -120,7 +120,7 @@ static bool net_build(const wq_lplan *p, flow_net *f) {
    * capped far below INT64_MAX / the group count by the caller). */
   int64_t inf = 1;
   for (int gi = 0; gi < p->n_groups; gi++) {
-    inf += p->weight[gi];
+    inf = inf < INT64_MAX / 4 - p->weight[gi] ? inf + p->weight[gi] : INT64_MAX / 4;
     const int a1 = 2 + p->n_vars + 2 * gi;
     ok = ok && (p->weight[gi] == 0 || add_edge(f, a1, a1 + 1, p->weight[gi]));
   }
