@@ -49,12 +49,12 @@ test('maxMemoryBytes: a plan over the limit fails the load naming the bytes; the
   assert.ok(err instanceof WasmqError);
   assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
   assert.match(err.message, /the arena needs 50176 bytes/);
-  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights 23992, graph outputs 48`));
+  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights and kernels 23992, graph outputs 48`));
   assert.match(err.message, new RegExp(`limit of ${MNIST_NEED - 1} bytes`));
   // Weights alone over the limit: said before any plan.
   const small = await load(mnist, { maxMemoryBytes: 1000 }).then(() => assert.fail('the load should fail'), (e) => e);
   assert.equal(small.code, 'WQ_ERR_OUT_OF_MEMORY');
-  assert.match(small.message, /the weights take 23992 bytes, more than the limit of 1000 bytes/);
+  assert.match(small.message, /the weights take 23992 bytes \(23992 as loaded, 0 held by the kernels, 0 of kernel scratch\), more than the limit of 1000 bytes/);
   // The same core loads and runs the model afterwards.
   const model = await load(mnist);
   try {
@@ -75,7 +75,7 @@ test('maxMemoryBytes: graph outputs alone over the limit fail the load (no arena
   });
   const err = await load(single, { maxMemoryBytes: 16383 }).then(() => assert.fail('the load should fail'), (e) => e);
   assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
-  assert.match(err.message, /the graph outputs take 16384 bytes, which makes 16384 bytes with the weights \(0\), more than the limit of 16383 bytes/);
+  assert.match(err.message, /the graph outputs take 16384 bytes, which makes 16384 bytes with the weights and kernels \(0\), more than the limit of 16383 bytes/);
   const model = await load(single, { maxMemoryBytes: 16384 });
   try {
     const x = new Float32Array(4096).map((_, i) => (i % 5) - 2);
@@ -155,6 +155,67 @@ test('maxMemoryBytes: the threaded build applies the same limit', { skip: !threa
     }
   } finally {
     model.dispose();
+  }
+});
+
+// An int8 model: its kernels' plans hold packed copies of the weights and
+// their runs allocate scratch (activation panels, im2col border rows); both
+// count with the weights. The load that fits exactly runs bit-identically
+// to an unlimited load; what sufficed before they were counted (the weights
+// as loaded, outputs, arena) no longer does.
+const smallcnn = path.join(MODELS, 'synthetic/smallcnn_qdq.onnx');
+const WEIGHTS_TAKE = /the weights take (\d+) bytes \((\d+) as loaded, (\d+) held by the kernels, (\d+) of kernel scratch\)/;
+const ARENA_NEEDS = /the arena needs (\d+) bytes, which makes (\d+) bytes in all \(weights and kernels (\d+), graph outputs (\d+),/;
+
+test('maxMemoryBytes: int8 kernels count their packed weights and scratch', async () => {
+  const failed = (opts) => load(smallcnn, opts).then(() => assert.fail('the load should fail'), (e) => e);
+  const tiny = await failed({ maxMemoryBytes: 1000 });
+  assert.equal(tiny.code, 'WQ_ERR_OUT_OF_MEMORY');
+  const [fixed, loaded, held, scratch] = WEIGHTS_TAKE.exec(tiny.message).slice(1).map(Number);
+  assert.equal(fixed, loaded + held + scratch);
+  // The weights as loaded are the file's initializers' bytes after folding;
+  // the SIMD plans hold at least a byte per weight and the runs some scratch.
+  assert.ok(held >= loaded && scratch > 0, tiny.message);
+  const arena = await failed({ maxMemoryBytes: fixed });
+  const [arenaBytes, need, fixedAgain, outputs] = ARENA_NEEDS.exec(arena.message).slice(1).map(Number);
+  assert.equal(fixedAgain, fixed);
+  assert.equal(need, fixed + outputs + arenaBytes);
+  const before = loaded + outputs + arenaBytes; // the limit that sufficed when kernels were not counted
+  assert.match((await failed({ maxMemoryBytes: before })).message, /more than the limit/);
+  assert.match((await failed({ maxMemoryBytes: need - 1 })).message, new RegExp(`makes ${need} bytes in all`));
+
+  const free = await load(smallcnn);
+  const capped = await load(smallcnn, { maxMemoryBytes: need });
+  try {
+    const input = free.inputs[0];
+    const count = input.shape.reduce((a, b) => a * b, 1);
+    const data = Float32Array.from({ length: count }, (_, i) => ((i * 37) % 101) / 50 - 1);
+    const feeds = { [input.name]: { data, dims: input.shape } };
+    const name = free.outputs[0].name;
+    const want = (await free.run(feeds))[name].data;
+    for (let r = 0; r < 2; r++) assert.deepEqual((await capped.run(feeds))[name].data, want);
+    if (threadsSupported()) {
+      // On 2 threads each may hold a share's scratch: `need` no longer
+      // suffices for a run, `need + scratch` does.
+      const two = await load(smallcnn, { threads: 2, maxMemoryBytes: need });
+      try {
+        if (two.info.threads === 2) {
+          const err = await two.run(feeds).then(() => assert.fail('the run should fail'), (e) => e);
+          assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+        }
+      } finally {
+        two.dispose();
+      }
+      const roomy = await load(smallcnn, { threads: 2, maxMemoryBytes: need + scratch });
+      try {
+        assert.deepEqual((await roomy.run(feeds))[name].data, want);
+      } finally {
+        roomy.dispose();
+      }
+    }
+  } finally {
+    free.dispose();
+    capped.dispose();
   }
 });
 

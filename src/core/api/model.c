@@ -335,6 +335,27 @@ static const wq_pass load_passes[WQ_MODEL_PASSES] = {
 
 int wq_model_partition_mode(const wq_model *m) { return m->mode; }
 
+/* Sums what the planned nodes' kernels hold and keeps the most scratch one
+ * node allocates (wq_op.memory). */
+static void model_kernel_memory(wq_model *m, const wq_graph *g) {
+  m->kernel_bytes = m->scratch_bytes = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    int64_t scratch = 0;
+    if (!n->op || !n->op->memory || !n->op_state)
+      continue;
+    m->kernel_bytes += (size_t)n->op->memory(n, &scratch);
+    if ((size_t)scratch > m->scratch_bytes)
+      m->scratch_bytes = (size_t)scratch;
+  }
+}
+
+/* The bytes the memory limit counts before the arena and outputs, for runs
+ * on `threads` threads (each may hold a share's scratch). */
+static size_t model_fixed_bytes(const wq_model *m, int threads) {
+  return m->weights_bytes + m->kernel_bytes + m->scratch_bytes * (size_t)threads;
+}
+
 static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error *err) {
   wq_graph *g = m->ir->graph;
   WQ_TRY(record_file_stats(m, err));
@@ -356,11 +377,15 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
   for (int t = 0; t < g->n_tensors; t++)
     if (g->tensors[t].is_constant)
       weights += g->tensors[t].nbytes;
+  model_kernel_memory(m, g);
+  m->weights_bytes = weights;
+  weights = model_fixed_bytes(m, 1);
   if (limit && weights > limit)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
-                   "memory limit: the weights take %zu bytes, more than the limit of %zu bytes "
+                   "memory limit: the weights take %zu bytes (%zu as loaded, %zu held by the "
+                   "kernels, %zu of kernel scratch), more than the limit of %zu bytes "
                    "(maxMemoryBytes)",
-                   weights, limit);
+                   weights, m->weights_bytes, m->kernel_bytes, m->scratch_bytes, limit);
   WQ_TRY(wq_exec_plan_init_within(&m->plan, g, limit, weights, err));
   size_t nt = (size_t)g->n_tensors + 1;
   m->values = calloc(nt, sizeof *m->values);
@@ -586,6 +611,9 @@ wq_status wq_model_set_threads(wq_model *m, int threads, wq_error *err) {
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "threads must be >= 1 (got %d)", threads);
   wq_pool_free(m->pool);
   m->pool = pool;
+  /* Runs now hold up to one share's scratch per thread: a run the limit no
+   * longer allows fails with WQ_ERR_OUT_OF_MEMORY. */
+  m->plan.memory_fixed = model_fixed_bytes(m, wq_pool_threads(pool));
   return WQ_OK;
 }
 

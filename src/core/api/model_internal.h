@@ -34,6 +34,11 @@ struct wq_model {
   /* One record per load pass, in pipeline order (wq_model_pass). */
   wq_pass_record passes[WQ_MODEL_PASSES];
   wq_partition_mode mode; /* the partition mode it was loaded with */
+  /* What the memory limit counts besides the arena and outputs: the
+   * weights as loaded, what the kernels' plans hold (packed weights) and
+   * the most scratch one node's kernels allocate on one thread (times the
+   * threads a run uses). */
+  size_t weights_bytes, kernel_bytes, scratch_bytes;
 };
 
 /* The dtype names the JS API uses (float32 rather than ONNX's "float"). */

@@ -156,6 +156,7 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
   if (!p->pad_row)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   memset(p->pad_row, d->x_zero_point & 0xFF, (size_t)p->pad_row_len);
+  p->bytes = p->pad_row_len;
   plan_padded_copy(p);
   return WQ_OK;
 }
@@ -168,6 +169,7 @@ wq_status wq_qconv_channel_data(wq_qconv_plan *p, const wq_qconv_desc *d, int64_
   w->multiplier = calloc((size_t)n_padded, sizeof *w->multiplier);
   if (d->y_dtype == WQ_DT_FLOAT)
     w->float_bias = calloc((size_t)n_padded, sizeof *w->float_bias);
+  p->bytes += n_padded * (d->y_dtype == WQ_DT_FLOAT ? 16 : 12);
   if (!w->bias || !w->w_zero_point || !w->multiplier ||
       (d->y_dtype == WQ_DT_FLOAT && !w->float_bias))
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
@@ -210,6 +212,15 @@ wq_status wq_qconv_plan_init(wq_qconv_plan *p, const wq_qconv_desc *d, const cha
   if (st != WQ_OK)
     wq_qconv_plan_free(p);
   return st;
+}
+
+int64_t wq_qconv_scratch_bytes(const wq_qconv_plan *p) {
+#ifdef __wasm_simd128__
+  return wq_simd_qconv_scratch_bytes(p);
+#else
+  (void)p; /* the scalar reference allocates nothing */
+  return 0;
+#endif
 }
 
 wq_status wq_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {

@@ -104,6 +104,7 @@ typedef struct {
   /* The im2col algorithms' padded input copy (wq_qconv_padded_copy): its
    * rows and columns, 0 when the plan runs on x as it is. */
   int64_t padded_h, padded_w;
+  int64_t bytes; /* of everything the plan owns (the memory limit counts them) */
 } wq_qconv_plan;
 
 /* Validates d, picks the algorithm and packs the weights into *p (which
@@ -116,6 +117,11 @@ wq_status wq_qconv_plan_init(wq_qconv_plan *p, const wq_qconv_desc *d, const cha
 wq_status wq_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err);
 
 void wq_qconv_plan_free(wq_qconv_plan *p);
+
+/* The most scratch one wq_qconv_run of p allocates on one thread (panels,
+ * pair rows, the padded copy); a run on T threads allocates at most T
+ * times this. */
+int64_t wq_qconv_scratch_bytes(const wq_qconv_plan *p);
 
 /* The implementation-independent half of wq_qconv_plan_init: validation,
  * geometry, algorithm, K layout and the zero-point row (for tests that pack

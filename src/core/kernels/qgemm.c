@@ -102,6 +102,7 @@ wq_status wq_qgemm_packed_alloc(wq_qgemm_packed *p, const wq_qgemm_desc *d, int6
   p->float_relu = d->y_dtype == WQ_DT_FLOAT && d->float_relu;
   if (d->y_dtype == WQ_DT_FLOAT)
     p->float_bias = calloc(cols, sizeof *p->float_bias);
+  p->bytes = (int64_t)w_size + (int64_t)cols * (d->y_dtype == WQ_DT_FLOAT ? 20 : 16);
   if (!p->w || !p->bias || !p->column_sum || !p->w_zero_point || !p->multiplier ||
       (d->y_dtype == WQ_DT_FLOAT && !p->float_bias)) {
     wq_qgemm_packed_free(p);
@@ -134,6 +135,15 @@ wq_status wq_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *
   return wq_simd_qgemm_pack(p, d, node, err);
 #else
   return wq_ref_qgemm_pack(p, d, node, err);
+#endif
+}
+
+int64_t wq_qgemm_scratch_bytes(const wq_qgemm_packed *p) {
+#ifdef __wasm_simd128__
+  return wq_simd_qgemm_scratch_bytes(p);
+#else
+  (void)p; /* the scalar reference allocates nothing */
+  return 0;
 #endif
 }
 

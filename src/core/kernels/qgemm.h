@@ -82,7 +82,13 @@ typedef struct {
   int32_t y_zero_point, y_min, y_max;
   float *float_bias; /* owned, n_padded (float y only, else NULL) */
   bool float_relu;
+  int64_t bytes; /* of the owned arrays (the memory limit counts them) */
 } wq_qgemm_packed;
+
+/* The most scratch one wq_qgemm_run of p allocates on one thread, for any
+ * m (activation panels, the GEMV's widened row); a run on T threads
+ * allocates at most T times this. */
+int64_t wq_qgemm_scratch_bytes(const wq_qgemm_packed *p);
 
 /* Validates d (dtypes, sizes, ranges; `node` names the caller in errors) and
  * packs it into *p, which owns its arrays afterwards (wq_qgemm_packed_free).

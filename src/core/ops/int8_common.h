@@ -43,6 +43,12 @@ wq_status wq_int8_per_tensor(const wq_node *node, const wq_qparams *qp, const ch
 wq_status wq_int8_constant_input(const wq_node *node, const wq_graph *g, int k, const char *what,
                                  const wq_tensor **out, wq_error *err);
 
+/* Bytes of the arrays wq_int8_prepare_weights makes for numel weights in
+ * rows rows (at most: bias and multiplier are optional). */
+static inline int64_t wq_int8_weights_bytes(int64_t numel, int64_t rows) {
+  return numel * (int64_t)sizeof(int32_t) + rows * 12;
+}
+
 /* The constant weights of QConv/QGemm, prepared once at plan time: `wv`
  * (input 1, quantized by `qw` per tensor or per row along axis 0) viewed as
  * [rows, numel/rows] is centered (w - zp_w) into *w, its row sums into *w_sums

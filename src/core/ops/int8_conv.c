@@ -302,6 +302,14 @@ static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   return s->channels_last ? qconv_nhwc_plan(node, g, err) : qconv_ref_plan(node, g, err);
 }
 
+static int64_t qconv_memory(const wq_node *node, int64_t *scratch) {
+  const qconv_state *s = node->op_state;
+  *scratch = s->planned && s->channels_last ? wq_qconv_scratch_bytes(&s->plan) : 0;
+  return !s->planned        ? 0
+         : s->channels_last ? s->plan.bytes
+                            : wq_int8_weights_bytes(s->weight_numel, s->M);
+}
+
 static wq_status qconv_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const qconv_state *s = node->op_state;
   if (!s->planned)
@@ -343,4 +351,5 @@ const wq_op wq_op_int8_conv = {.int8 = WQ_INT8_KERNEL,
                                .free_state = qconv_free,
                                .infer = qconv_infer,
                                .run = qconv_run,
-                               .plan = qconv_plan};
+                               .plan = qconv_plan,
+                               .memory = qconv_memory};

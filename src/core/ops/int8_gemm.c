@@ -183,9 +183,21 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
     free(w_zero_point);
     WQ_TRY(st);
     s->has_packed = true;
+    /* The packed copy replaces the centered int32 weights (4 bytes each). */
+    free(s->w);
+    s->w = NULL;
   }
   s->planned = true;
   return WQ_OK;
+}
+
+static int64_t qgemm_memory(const wq_node *node, int64_t *scratch) {
+  const qgemm_state *s = node->op_state;
+  *scratch = s->has_packed ? wq_qgemm_scratch_bytes(&s->packed) : 0;
+  if (!s->planned)
+    return 0;
+  return wq_int8_weights_bytes(s->w ? s->N * s->K : 0, s->N) +
+         (s->has_packed ? s->packed.bytes : 0);
 }
 
 static wq_status qgemm_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
@@ -228,4 +240,5 @@ const wq_op wq_op_int8_gemm = {.int8 = WQ_INT8_KERNEL,
                                .free_state = qgemm_free,
                                .infer = qgemm_infer,
                                .run = qgemm_run,
-                               .plan = qgemm_plan};
+                               .plan = qgemm_plan,
+                               .memory = qgemm_memory};

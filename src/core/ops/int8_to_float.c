@@ -307,6 +307,23 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
   return st;
 }
 
+static int64_t to_float_memory(const wq_node *node, int64_t *scratch) {
+  const to_float_state *s = node->op_state;
+  *scratch = 0;
+  if (!s->planned)
+    return 0;
+  if (!s->conv) {
+    *scratch = wq_qgemm_scratch_bytes(&s->gemm);
+    return s->gemm.bytes;
+  }
+  /* to_float_run's channels-last copies of a channels-first x or y. */
+  const wq_qconv_plan *p = &s->conv_plan;
+  *scratch = wq_qconv_scratch_bytes(p) +
+             (s->x_last ? 0 : p->batch * p->in_channels * p->in_h * p->in_w + 17) +
+             (s->y_last ? 0 : p->batch * p->out_channels * p->out_h * p->out_w * 4);
+  return p->bytes;
+}
+
 const wq_op wq_op_int8_conv_to_float = {.int8 = WQ_INT8_KERNEL,
                                         .layout = WQ_LCAP_NHWC_FLOAT,
                                         .op_type = "QConvToFloat",
@@ -320,7 +337,8 @@ const wq_op wq_op_int8_conv_to_float = {.int8 = WQ_INT8_KERNEL,
                                         .free_state = to_float_free,
                                         .infer = to_float_infer,
                                         .run = to_float_run,
-                                        .plan = to_float_plan};
+                                        .plan = to_float_plan,
+                                        .memory = to_float_memory};
 
 const wq_op wq_op_int8_gemm_to_float = {.int8 = WQ_INT8_KERNEL,
                                         .op_type = "QGemmToFloat",
@@ -334,4 +352,5 @@ const wq_op wq_op_int8_gemm_to_float = {.int8 = WQ_INT8_KERNEL,
                                         .free_state = to_float_free,
                                         .infer = to_float_infer,
                                         .run = to_float_run,
-                                        .plan = to_float_plan};
+                                        .plan = to_float_plan,
+                                        .memory = to_float_memory};

@@ -180,6 +180,13 @@ typedef struct wq_op {
    * needs (requantization multipliers, prepacked weights, lookup tables) in
    * node->op_state. */
   wq_status (*plan)(wq_node *node, const wq_graph *g, wq_error *err);
+
+  /* Optional, after plan: the bytes the node's plan holds beyond the
+   * graph's tensors (packed or widened weights) and, in *scratch, the most
+   * its kernels allocate during one run on one thread (activation panels,
+   * padded and layout copies). The memory limit
+   * (wq_load_options.max_memory_bytes) counts both. */
+  int64_t (*memory)(const wq_node *node, int64_t *scratch);
 } wq_op;
 
 /* Registry entry for (domain, op_type), or NULL (a binary search of the

@@ -217,13 +217,13 @@ static wq_status check_limit(const wq_exec_plan *plan, size_t used, size_t bytes
   if (bytes == 0 && used == 0)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
                    "memory limit: the graph outputs take %zu bytes, which makes %zu bytes with the "
-                   "weights (%zu), more than the limit of %zu bytes (maxMemoryBytes)",
+                   "weights and kernels (%zu), more than the limit of %zu bytes (maxMemoryBytes)",
                    plan->outputs_total, plan->memory_fixed + plan->outputs_total,
                    plan->memory_fixed, plan->memory_limit);
   return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
-                 "memory limit: %s needs %zu bytes, which makes %zu bytes in all (weights %zu, "
-                 "graph outputs %zu, arena and intermediates %zu), more than the limit of %zu "
-                 "bytes (maxMemoryBytes)",
+                 "memory limit: %s needs %zu bytes, which makes %zu bytes in all (weights and "
+                 "kernels %zu, graph outputs %zu, arena and intermediates %zu), more than the "
+                 "limit of %zu bytes (maxMemoryBytes)",
                  what, bytes, plan->memory_fixed + plan->outputs_total + used + bytes,
                  plan->memory_fixed, plan->outputs_total, used + bytes, plan->memory_limit);
 }

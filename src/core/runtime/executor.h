@@ -81,7 +81,8 @@ typedef struct {
                        wq_error *err);
   void *observe_ctx;
   /* Memory limit (wq_load_options.max_memory_bytes; 0: none): the bytes
-   * held outside the executor (memory_fixed: weights), the graph outputs
+   * held outside the executor (memory_fixed: the weights, what the kernels'
+   * plans hold and their scratch, wq_op.memory), the graph outputs
    * block, the arena and the intermediates a run mallocs may not pass it.
    * Checked before each allocation; one that would pass it fails the load
    * or the run with WQ_ERR_OUT_OF_MEMORY, and the plan stays usable. */

@@ -11,6 +11,7 @@ wq_status wq_ref_qconv_pack(wq_qconv_plan *p, const wq_qconv_desc *d, const char
   const int64_t per_channel = p->kernel_h * p->kernel_w * cg;
   WQ_TRY(wq_qconv_channel_data(p, d, d->out_channels, node, err));
   p->weights.w = malloc((size_t)(d->out_channels * per_channel));
+  p->bytes += d->out_channels * per_channel;
   if (!p->weights.w)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   for (int64_t m = 0; m < d->out_channels; m++)

@@ -10,6 +10,9 @@
 wq_status wq_simd_qconv_pack(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node,
                              wq_error *err);
 
+/* wq_qconv_scratch_bytes of this implementation. */
+int64_t wq_simd_qconv_scratch_bytes(const wq_qconv_plan *p);
+
 wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err);
 
 #endif

@@ -133,6 +133,7 @@ static wq_status pack_depthwise(wq_qconv_plan *p, const wq_qconv_desc *d, const 
                    (long long)p->out_w, (long long)p->stride_w, (long long)WQ_MAX_TENSOR_BYTES);
   WQ_TRY(wq_qconv_channel_data(p, d, c16, node, err));
   p->weights.w16 = calloc((size_t)w16_bytes, 1);
+  p->bytes += w16_bytes;
   if (!p->weights.w16)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
   for (int64_t c = 0; c < C; c++) {
@@ -160,8 +161,11 @@ wq_status wq_simd_qconv_pack(wq_qconv_plan *p, const wq_qconv_desc *d, const cha
   p->gemms = calloc((size_t)d->group, sizeof *p->gemms);
   if (!p->gemms)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node, "qconv: out of memory");
-  for (int64_t g = 0; g < d->group; g++)
+  p->bytes += d->group * (int64_t)sizeof *p->gemms;
+  for (int64_t g = 0; g < d->group; g++) {
     WQ_TRY(pack_group_gemm(p, d, g, node, err));
+    p->bytes += p->gemms[g].bytes;
+  }
   return WQ_OK;
 }
 
@@ -518,7 +522,8 @@ static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1
   /* A cache of 2 * rows pair rows tagged by input row: with stride 1 each
    * pair row is built once and serves every output row that needs it. */
   const int64_t slots = 2 * dp.rows, row_len = dp.stride * c16 * 2;
-  /* Within WQ_MAX_TENSOR_BYTES: checked when the plan was packed. */
+  /* Within WQ_MAX_TENSOR_BYTES: checked when the plan was packed. Sizes as
+   * in wq_simd_qconv_scratch_bytes. */
   /* Not zeroed: a block builds only its chunks, and the spare columns past
    * the last pixel feed only outputs that are never stored. */
   int8_t *pair_mem = malloc((size_t)(slots * row_len) + 64);
@@ -666,6 +671,26 @@ static void im2col_share(void *ctx, int64_t r0, int64_t r1) {
   }
   free(border);
   free(offsets);
+}
+
+int64_t wq_simd_qconv_scratch_bytes(const wq_qconv_plan *p) {
+  const wq_qconv_k_layout *k = &p->k_layout;
+  switch (p->algo) {
+  case WQ_QCONV_DEPTHWISE: { /* dw_block: the pair-row cache, its tags, row pointers */
+    const dw_pairing dp = dw_pairing_of(p);
+    const int64_t slots = 2 * dp.rows, c16 = round_up(p->in_channels, DW_LANES);
+    return slots * dp.stride * c16 * 2 + 64 + (int64_t)sizeof(int64_t) * (slots + dp.rows) +
+           (int64_t)sizeof(int8_t *) * dp.rows;
+  }
+  case WQ_QCONV_GEMM_1X1: return wq_simd_qgemm_scratch_bytes(&p->gemms[0]);
+  case WQ_QCONV_IM2COL_GEMM:
+  case WQ_QCONV_GROUPED_GEMM: break;
+  }
+  /* The padded copy, then im2col_share's border rows and offsets and the
+   * GEMM's panels (every group's GEMM has the same K). */
+  const int64_t padded = p->padded_h ? p->batch * p->padded_h * p->padded_w * p->in_channels : 0;
+  return padded + 4 * k->segment_len + (int64_t)sizeof(int64_t) * k->segments +
+         wq_simd_qgemm_scratch_bytes(&p->gemms[0]);
 }
 
 wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {

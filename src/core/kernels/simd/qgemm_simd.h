@@ -21,6 +21,9 @@ wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const c
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err);
 
+/* wq_qgemm_scratch_bytes of this implementation. */
+int64_t wq_simd_qgemm_scratch_bytes(const wq_qgemm_packed *p);
+
 /* Fills one activation panel (see qgemm_ukernel.h) with rows
  * [row0, row0 + rows) of A, rows <= WQ_QGEMM_MR; every one of the
  * p->k_padded slots of all MR panel rows must be written (rows past `rows`

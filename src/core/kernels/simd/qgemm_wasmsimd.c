@@ -51,6 +51,28 @@ static inline void store_row8(const wq_qgemm_packed *p, const wq_simd_requant *q
   }
 }
 
+/* Panels per row block: up to 16, widened into scratch that stays in L1
+ * (~16 KB) while every column tile's weights pass over them once. */
+static int64_t block_panels_of(const wq_qgemm_packed *p) {
+  const int64_t panels = (16384 / 2) / (p->k_padded * WQ_QGEMM_MR);
+  return panels < 1 ? 1 : (panels > 16 ? 16 : panels);
+}
+
+/* A row block's panels and 32 slots of slack: a panel fill may write up to
+ * 7 K slots (4 pairs of 4 rows) past k_padded before the next panel's fill
+ * overwrites them. */
+static int64_t panels_bytes(const wq_qgemm_packed *p, int64_t block_panels) {
+  return (p->k_padded * WQ_QGEMM_MR * block_panels + 32) * (int64_t)sizeof(int16_t);
+}
+
+/* The GEMV's widened row (aligned_alloc wants a multiple of the alignment). */
+static int64_t gemv_row_bytes(const wq_qgemm_packed *p) { return (p->k_padded * 2 + 15) / 16 * 16; }
+
+int64_t wq_simd_qgemm_scratch_bytes(const wq_qgemm_packed *p) {
+  const int64_t row = gemv_row_bytes(p), panels = panels_bytes(p, block_panels_of(p));
+  return row > panels ? row : panels;
+}
+
 /* Products below this many multiply-adds run on one thread, and a share
  * holds at least a quarter of it (bench/pool_overhead.c: a region costs a few
  * us; 2^19 MACs take ~15 us at the measured 35 G MAC/s). */
@@ -196,8 +218,7 @@ static void dense_share(void *ctx, int64_t c0, int64_t c1) {
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err) {
   if (m == 1) {
-    /* aligned_alloc wants a multiple of the alignment. */
-    int16_t *row = aligned_alloc(16, (size_t)(p->k_padded * 2 + 15) / 16 * 16);
+    int16_t *row = aligned_alloc(16, (size_t)gemv_row_bytes(p));
     if (!row)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
                      "qgemm: cannot allocate %lld bytes of scratch", (long long)(p->k_padded * 2));
@@ -236,17 +257,12 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
                                   int64_t ldy, wq_error *err) {
   if (m <= r0 || t1 <= t0)
     return WQ_OK;
-  /* Row blocks of up to 16 panels are widened into scratch that stays in L1
-   * (~16 KB) while every column tile's weights pass over them once. */
   const int64_t panel_elems = p->k_padded * WQ_QGEMM_MR;
-  int64_t block_panels = (16384 / 2) / panel_elems;
-  block_panels = block_panels < 1 ? 1 : (block_panels > 16 ? 16 : block_panels);
+  int64_t block_panels = block_panels_of(p);
   int64_t needed_panels = (m - r0 + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
   if (block_panels > needed_panels)
     block_panels = needed_panels;
-  /* 32 slots of slack: a panel fill may write up to 7 K slots (4 pairs of
-   * 4 rows) past k_padded before the next panel's fill overwrites them. */
-  int16_t *panels = aligned_alloc(16, (size_t)(panel_elems * block_panels + 32) * sizeof(int16_t));
+  int16_t *panels = aligned_alloc(16, (size_t)panels_bytes(p, block_panels));
   if (!panels)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
                    (long long)(panel_elems * block_panels * 2));
