@@ -5,6 +5,7 @@
  * quantized models, and byte-flipped models that must never crash. Lowered
  * results are compared with the same model loaded with no_lowering (float
  * Q/DQ op by op): within one quantization step of the output. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,11 @@
 #include "passes/lower.h"
 #include "passes/partition.h"
 #include "quant/qparams.h"
+#include "quant/quantizer.h"
 #include "wq_test.h"
+
+#include "dir_list.h"
+#include "seeded_run.h"
 
 /* mulberry32, as src/js/random.mjs and the CLI's random:SEED. */
 static float *seeded_floats(int64_t n, uint32_t seed) {
@@ -345,6 +350,116 @@ static void test_shared_models(void) {
   printf("mnist-8-dynamic-int8: lowered vs unlowered max abs diff %.3g\n", worst);
 }
 
+/* Loads `bytes` in int+fp mode with the IR checks on: the lowering pass
+ * then verifies that it did to every node what its check (the same matching
+ * on a shadow, before any rewrite) answered, and fails the load naming the
+ * node where they differ. */
+static bool check_agrees(const char *what, const uint8_t *bytes, size_t n,
+                         const wq_input_shape *shapes, int n_shapes) {
+  wq_load_options opts = {.validate_ir = 1, .input_shapes = shapes, .n_input_shapes = n_shapes};
+  wq_model *m = NULL;
+  wq_error err;
+  wq_error_clear(&err);
+  wq_status st = wq_model_load(bytes, n, &opts, &m, &err);
+  CHECK_MSG(st == WQ_OK, "%s: %s (node %s)", what, err.message, err.node);
+  wq_model_free(m);
+  return st == WQ_OK;
+}
+
+/* A QDQ model quantized from a float one by the quantizer (random
+ * calibration, one sample), or NULL when the model is not float or its
+ * inputs are not all fixed after `shapes`. */
+static uint8_t *quantized_from(const uint8_t *model, size_t n, const wq_input_shape *shapes,
+                               int n_shapes, size_t *out_n) {
+  wq_error err;
+  wq_quantizer *q = NULL;
+  if (wq_quantizer_new_shaped(model, n, NULL, 0, shapes, n_shapes, &q, &err) != WQ_OK)
+    return NULL; /* already quantized */
+  const wq_model *fm = wq_quantizer_float_model(q);
+  int n_in = wq_model_input_count(fm);
+  wq_value in[WQ_SEEDED_MAX_INPUTS];
+  memset(in, 0, sizeof in);
+  bool ok = n_in <= WQ_SEEDED_MAX_INPUTS;
+  uint32_t seed = 11;
+  for (int i = 0; ok && i < n_in; i++) {
+    const wq_tensor *t = wq_model_input(fm, i);
+    in[i].dtype = t->dtype;
+    in[i].rank = t->rank;
+    int64_t numel = 1;
+    for (int d = 0; d < t->rank; d++) {
+      in[i].dims[d] = t->dims[d];
+      numel *= t->dims[d];
+      ok = ok && t->dims[d] > 0;
+    }
+    ok = ok && t->rank >= 0 && (in[i].data = calloc((size_t)numel, wq_dtype_size(t->dtype)));
+    if (ok)
+      wq_seeded_fill(&in[i], numel, &seed);
+  }
+  uint8_t *onnx = NULL;
+  ok = ok && wq_quantizer_observe(q, in, n_in, &err) == WQ_OK;
+  if (ok && wq_quantizer_finish(q, &onnx, out_n, &err) != WQ_OK)
+    onnx = NULL;
+  for (int i = 0; i < n_in; i++)
+    free(in[i].data);
+  wq_quantizer_free(q);
+  return onnx;
+}
+
+/* Every node of every shared model (models, models-int8, tests/models) and
+ * of the QDQ models the quantizer makes of the float ones: the check's
+ * answer (int8 as X, absorbed, or the code and note that keep it) is what
+ * the lowering then did. */
+static void test_check_matches_lowering(void) {
+  static const char *const shared[] = {"models", "models/synthetic", "models-int8"};
+  /* Symbolic batch and image sizes bound for calibration, by model. */
+  static const int64_t ppocr[4] = {1, 3, 48, 192}, teams[4] = {1, 4, 160, 256},
+                       sr[4] = {1, 1, 224, 224};
+  static const struct {
+    const char *model;
+    wq_input_shape shape;
+  } bind[] = {{"ppocr", {"x", 4, ppocr}},
+              {"teams", {"bgrm", 4, teams}},
+              {"super-resolution", {"input", 4, sr}}};
+  char dir[1024], path[1200];
+  int models = 0, quantized = 0;
+  for (int k = 0; k < 4; k++) {
+    if (k < 3)
+      snprintf(dir, sizeof dir, "%s/%s", wq_test_shared_dir(), shared[k]);
+    else
+      snprintf(dir, sizeof dir, "tests/models");
+    int count = 0;
+    char **names = list_dir(dir, "", &count);
+    for (int e = 0; e < count; e++) {
+      snprintf(path, sizeof path, "%s/%s", dir, names[e]);
+      if (is_dir(path))
+        snprintf(path, sizeof path, "%s/%s/model.onnx", dir, names[e]);
+      size_t len = strlen(path);
+      if (len < 5 || strcmp(path + len - 5, ".onnx") != 0 || !is_file(path))
+        continue;
+      size_t n = 0;
+      uint8_t *bytes = wq_test_read_file(path, &n);
+      if (!bytes)
+        continue;
+      models += check_agrees(path, bytes, n, NULL, 0);
+      size_t qn = 0;
+      const wq_input_shape *sh = NULL;
+      for (int b = 0; b < 3; b++)
+        if (strstr(path, bind[b].model))
+          sh = &bind[b].shape;
+      const int n_shapes = sh ? 1 : 0;
+      uint8_t *q = quantized_from(bytes, n, sh, n_shapes, &qn);
+      if (q)
+        quantized += check_agrees(path, q, qn, sh, n_shapes);
+      free(q);
+      free(bytes);
+    }
+    free_list(names, count);
+  }
+  printf("lowering check == lowering on every node: %d models, %d quantized from float ones\n",
+         models, quantized);
+  CHECK(models >= 25 && quantized >= 12);
+}
+
 /* Byte flips in the quantized test models: loading (lowering, strict or
  * not) and running must return a status, never crash or leak (ASan). */
 static void test_corrupted_models(void) {
@@ -392,6 +507,7 @@ int main(void) {
   test_edge_cases();
   test_describe();
   test_shared_models();
+  test_check_matches_lowering();
   test_corrupted_models();
   WQ_TEST_END();
 }

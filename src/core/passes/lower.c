@@ -474,7 +474,9 @@ wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, boo
     gone[i] = !read;
     c.absorbed[i] = c.absorbed[i] || !read;
   }
-  /* The answers are given also when strict fails (they say why). */
+  /* The answers are given also when strict fails (they say why); only
+   * native builds verify with them (size budget of the wasm). */
+#ifndef __EMSCRIPTEN__
   if (st == WQ_OK && answers) {
     wq_lower_answer *a = calloc((size_t)n + 1, sizeof *a);
     if (!a)
@@ -495,6 +497,7 @@ wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, boo
     else
       wq_lower_answers_free(a, n);
   }
+#endif
   if (st == WQ_OK && strict)
     st = wq_partition_check_int(c.g, gone, rewritten, why, err);
   for (int i = 0; c.dry_why && i < n; i++)

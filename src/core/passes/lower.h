@@ -67,8 +67,9 @@ typedef struct {
  * parameters, the QuantizeLinear a result feeds, per-channel weights, moves
  * across data movement). strict (int mode): fails on the first node on the
  * quantized path that would run float, naming it and its reason code
- * (passes/partition.h). *answers ([g->n_nodes], by node index) is optional;
- * free with wq_lower_answers_free. */
+ * (passes/partition.h). *answers ([g->n_nodes], by node index) is optional
+ * (native builds; the wasm build leaves it NULL: size); free with
+ * wq_lower_answers_free. */
 wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, bool strict,
                          wq_lower_answer **answers, wq_error *err);
 void wq_lower_answers_free(wq_lower_answer *a, int n);

@@ -25,24 +25,24 @@ static bool moves_elements(lower_ctx *c, const wq_node *n) {
          wq_op_int8_check(c->g, n, &a) == WQ_REASON_INT8;
 }
 
+/* Moves element `from` of an array of `size`-byte elements to position
+ * `to`, keeping the others' order. */
+static void rotate_array(void *base, size_t size, int from, int to) {
+  char *a = base, moved[sizeof(wq_node)];
+  memcpy(moved, a + (size_t)from * size, size);
+  if (from > to)
+    memmove(a + (size_t)(to + 1) * size, a + (size_t)to * size, (size_t)(from - to) * size);
+  else
+    memmove(a + (size_t)from * size, a + (size_t)(from + 1) * size, (size_t)(to - from) * size);
+  memcpy(a + (size_t)to * size, moved, size);
+}
+
 /* Moves node `from` to position `to` keeping the others' order (in a
  * check, their loaded-graph indices too). */
 static void rotate(lower_ctx *c, int from, int to) {
-  wq_graph *g = c->g;
-  wq_node moved = g->nodes[from];
-  int id = c->node_id ? c->node_id[from] : 0;
-  if (from > to) {
-    memmove(&g->nodes[to + 1], &g->nodes[to], (size_t)(from - to) * sizeof moved);
-    if (c->node_id)
-      memmove(&c->node_id[to + 1], &c->node_id[to], (size_t)(from - to) * sizeof *c->node_id);
-  } else {
-    memmove(&g->nodes[from], &g->nodes[from + 1], (size_t)(to - from) * sizeof moved);
-    if (c->node_id)
-      memmove(&c->node_id[from], &c->node_id[from + 1], (size_t)(to - from) * sizeof *c->node_id);
-  }
-  g->nodes[to] = moved;
+  rotate_array(c->g->nodes, sizeof(wq_node), from, to);
   if (c->node_id)
-    c->node_id[to] = id;
+    rotate_array(c->node_id, sizeof(int), from, to);
 }
 
 /* A per-tensor quantized tensor shaped like float tensor `like`. */
