@@ -362,7 +362,8 @@ static bool out_follows(const layout_roles *r, int i) {
 }
 
 /* Input k of node i reads the tensor in whichever layout its producer
- * wrote: Shape (logical dims are the same in every layout), a single
+ * wrote: Shape and other readers of dims only (WQ_OP_FLAG_SHAPE_ONLY:
+ * logical dims are the same in every layout), a single
  * element broadcast by QAdd/QMul, and a tensor whose bytes are the same in
  * both layouts (wq_layout_same_bytes: every spatial dim 1, or one channel)
  * read by QAdd/QMul/QConcat (they read each input through its own layout
@@ -381,7 +382,7 @@ static bool reads_as_is(const wq_graph *g, const layout_roles *r, int i, const w
                                (wq_node_is(n, WQ_OPID(int8_concat)) && same_bytes));
   if (r->role[i] != ROLE_PLAIN || k != 0)
     return false;
-  return wq_node_is(n, WQ_OPID(shape)) ||
+  return (n->op && (n->op->flags & WQ_OP_FLAG_SHAPE_ONLY)) ||
          (same_bytes && (wq_node_is(n, WQ_OPID(flatten)) || wq_node_is(n, WQ_OPID(reshape)) ||
                          wq_node_is(n, WQ_OPID(squeeze)) || wq_node_is(n, WQ_OPID(unsqueeze))));
 }
@@ -530,7 +531,7 @@ static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool la
     WQ_TRY(add_note(
         n, role == ROLE_AGNOSTIC ? "channels-last (NHWC), layout-agnostic" : "channels-last (NHWC)",
         err));
-  } else if (as_is && role == ROLE_PLAIN && !wq_node_is(n, WQ_OPID(shape))) {
+  } else if (as_is && role == ROLE_PLAIN && !(n->op && (n->op->flags & WQ_OP_FLAG_SHAPE_ONLY))) {
     WQ_TRY(add_note(n, "reads the channels-last tensor as is (same bytes)", err));
   }
   return push_node(c, n, err);
