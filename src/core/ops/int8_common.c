@@ -97,8 +97,8 @@ wq_status wq_int8_not_planned(const wq_node *node, wq_error *err) {
 
 wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const wq_value *wv,
                                   const wq_qparams *qw, float in_scale, float out_scale,
-                                  bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
-                                  float **multiplier, wq_error *err) {
+                                  bool requantize, int32_t **w, int32_t **bias, float **multiplier,
+                                  wq_error *err) {
   if (!wq_qparams_is_per_tensor(qw) && wq_qparams_channel_axis(qw) != 0) {
     char desc[160];
     wq_qparams_describe(qw, desc, sizeof desc);
@@ -116,22 +116,21 @@ wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const 
       return wq_fail(err, WQ_ERR_SHAPE, node->name, "%s: bias must be int32 [%lld]", node->op_type,
                      (long long)rows);
   }
-  free(*w), free(*w_sums), free(*bias), free(*multiplier);
+  free(*bias), free(*multiplier);
   *bias = NULL, *multiplier = NULL;
-  *w = malloc((size_t)(numel > 0 ? numel : 1) * sizeof **w);
-  *w_sums = calloc(row_count, sizeof **w_sums);
+  if (w) {
+    free(*w);
+    *w = malloc((size_t)(numel > 0 ? numel : 1) * sizeof **w);
+  }
   if (bias_tensor)
     *bias = malloc(row_count * sizeof **bias);
   if (requantize)
     *multiplier = malloc(row_count * sizeof **multiplier);
-  if (!*w || !*w_sums || (bias_tensor && !*bias) || (requantize && !*multiplier))
+  if ((w && !*w) || (bias_tensor && !*bias) || (requantize && !*multiplier))
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
-  wq_ref_q_center(wv->data, numel, qw, *w);
+  if (w)
+    wq_ref_q_center(wv->data, numel, qw, *w);
   for (int64_t r = 0; r < rows; r++) {
-    int64_t sum = 0;
-    for (int64_t i = 0; i < per_row; i++)
-      sum += (*w)[r * per_row + i];
-    (*w_sums)[r] = (int32_t)sum;
     if (bias_tensor)
       (*bias)[r] = ((const int32_t *)bias_tensor->data)[r];
     if (requantize)

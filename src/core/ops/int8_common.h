@@ -43,23 +43,25 @@ wq_status wq_int8_per_tensor(const wq_node *node, const wq_qparams *qp, const ch
 wq_status wq_int8_constant_input(const wq_node *node, const wq_graph *g, int k, const char *what,
                                  const wq_tensor **out, wq_error *err);
 
-/* Bytes of the arrays wq_int8_prepare_weights makes for numel weights in
- * rows rows (at most: bias and multiplier are optional). */
+/* Bytes of the arrays wq_int8_prepare_weights makes for numel centered
+ * weights (0 without the copy) in rows rows (at most: bias and multiplier
+ * are optional). */
 static inline int64_t wq_int8_weights_bytes(int64_t numel, int64_t rows) {
-  return numel * (int64_t)sizeof(int32_t) + rows * 12;
+  return numel * (int64_t)sizeof(int32_t) + rows * 8;
 }
 
 /* The constant weights of QConv/QGemm, prepared once at plan time: `wv`
  * (input 1, quantized by `qw` per tensor or per row along axis 0) viewed as
- * [rows, numel/rows] is centered (w - zp_w) into *w, its row sums into *w_sums
- * (the zero-point correction of the SIMD kernels), the optional int32 bias at
- * input 2 ([rows]) copied into *bias, and, when `requantize`, the per-row
- * multiplier (in_scale * s_w[row]) / out_scale into *multiplier. Arrays the
- * pointers already hold are freed first; the caller owns the new ones. */
+ * [rows, numel/rows] is centered (w - zp_w) into *w (w NULL: no such copy,
+ * for a caller that packs the weights for its kernels itself: 4 bytes per
+ * weight it would never read), the optional int32 bias at input 2 ([rows])
+ * copied into *bias, and, when `requantize`, the per-row multiplier
+ * (in_scale * s_w[row]) / out_scale into *multiplier. Arrays the pointers
+ * already hold are freed first; the caller owns the new ones. */
 wq_status wq_int8_prepare_weights(const wq_node *node, const wq_graph *g, const wq_value *wv,
                                   const wq_qparams *qw, float in_scale, float out_scale,
-                                  bool requantize, int32_t **w, int32_t **w_sums, int32_t **bias,
-                                  float **multiplier, wq_error *err);
+                                  bool requantize, int32_t **w, int32_t **bias, float **multiplier,
+                                  wq_error *err);
 
 /* The attributes of QConv: window (kernel, pads, strides, dilations),
  * group >= 1, y_dtype (int8, uint8, or int32: the raw accumulator) and the

@@ -35,7 +35,6 @@ typedef struct {
   int32_t x_zero_point, y_zero_point;
   int32_t *w;        /* [M, C/group, kernel...] centered */
   int32_t *bias;     /* [M] or NULL */
-  int32_t *w_sums;   /* [M] sum of centered weights (zero-point correction for SIMD kernels) */
   float *multiplier; /* [M] (s_x * s_w[m]) / s_y; NULL for int32 output */
   /* Channels-last: the plan of kernels/qconv.h for this x shape. */
   int64_t x_dims[WQ_MAX_RANK];
@@ -53,7 +52,6 @@ static void qconv_free(void *p) {
     return;
   free(s->w);
   free(s->bias);
-  free(s->w_sums);
   free(s->multiplier);
   wq_qconv_plan_free(&s->plan);
   free(s);
@@ -286,7 +284,7 @@ static wq_status qconv_ref_plan(wq_node *node, const wq_graph *g, wq_error *err)
   }
   const int64_t M = wv.dims[0], numel = wq_value_numel(&wv);
   WQ_TRY(wq_int8_prepare_weights(node, g, &wv, qw, sx, sy, s->y_dtype != WQ_DT_INT32, &s->w,
-                                 &s->w_sums, &s->bias, &s->multiplier, err));
+                                 &s->bias, &s->multiplier, err));
   s->M = M;
   s->weight_numel = numel;
   s->planned = true;

@@ -25,7 +25,6 @@ typedef struct {
   int32_t a_zero_point, y_zero_point;
   int32_t *w;        /* [N, K] centered */
   int32_t *bias;     /* [N] or NULL */
-  int32_t *w_sums;   /* [N] sum of centered weights (zero-point correction for SIMD kernels) */
   float *multiplier; /* [N]; NULL for int32 output */
   /* int8/uint8 output without trans_a: weights packed for the kernels of
    * kernels/qgemm.h (SIMD in wasm, the scalar reference natively). */
@@ -39,7 +38,6 @@ static void qgemm_free(void *p) {
     return;
   free(s->w);
   free(s->bias);
-  free(s->w_sums);
   free(s->multiplier);
   wq_qgemm_packed_free(&s->packed);
   free(s);
@@ -150,13 +148,18 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
                      wq_dtype_name(qy->dtype), wq_dtype_name(s->y_dtype));
   }
   const int64_t N = wv.dims[0], K = wv.dims[1];
-  WQ_TRY(wq_int8_prepare_weights(node, g, &wv, qw, sa, sy, s->y_dtype != WQ_DT_INT32, &s->w,
-                                 &s->w_sums, &s->bias, &s->multiplier, err));
+  /* Packed for kernels/qgemm.h: the reference loop's centered int32 copy of
+   * the weights (4 bytes each) is not made. */
+  const bool pack = s->y_dtype != WQ_DT_INT32 && !s->trans_a && N > 0 && K > 0;
+  free(s->w);
+  s->w = NULL;
+  WQ_TRY(wq_int8_prepare_weights(node, g, &wv, qw, sa, sy, s->y_dtype != WQ_DT_INT32,
+                                 pack ? NULL : &s->w, &s->bias, &s->multiplier, err));
   s->N = N;
   s->K = K;
   wq_qgemm_packed_free(&s->packed);
   s->has_packed = false;
-  if (s->y_dtype != WQ_DT_INT32 && !s->trans_a && N > 0 && K > 0) {
+  if (pack) {
     int32_t *w_zero_point = malloc(sizeof(int32_t) * (size_t)N);
     if (!w_zero_point)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QGemm: out of memory");
@@ -183,9 +186,6 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
     free(w_zero_point);
     WQ_TRY(st);
     s->has_packed = true;
-    /* The packed copy replaces the centered int32 weights (4 bytes each). */
-    free(s->w);
-    s->w = NULL;
   }
   s->planned = true;
   return WQ_OK;
