@@ -455,6 +455,25 @@ static void *run_in_layouts(wq_graph *g, int node, void *const *data, const unsi
   return y;
 }
 
+/* Runs the two-input node q with every mix of channels-first/-last inputs
+ * and output; each must give the n bytes of the all-channels-first run. */
+static void check_layout_mixes(wq_graph *g, int q, void *const *data, int64_t n, const char *what) {
+  const unsigned char declared[3] = {0, 0, 0};
+  wq_status st;
+  wq_error err;
+  void *want = run_in_layouts(g, q, data, declared, &st, &err);
+  CHECK(st == WQ_OK && want);
+  for (int mix = 1; mix < 8; mix++) {
+    const unsigned char orders[3] = {mix & 1, (mix >> 1) & 1, (mix >> 2) & 1};
+    void *got = run_in_layouts(g, q, data, orders, &st, &err);
+    CHECK_MSG(st == WQ_OK && want && got && memcmp(got, want, (size_t)n) == 0,
+              "%s: channels-last input 0 %d, input 1 %d, output %d", what, orders[0], orders[1],
+              orders[2]);
+    free(got);
+  }
+  free(want);
+}
+
 /* QAdd, QMul and QConcat read each input through its own layout record:
  * every mix of channels-first and channels-last inputs and output gives
  * the bytes of the all-channels-first run (same shapes, broadcasts, a
@@ -481,19 +500,10 @@ static void test_mixed_layouts(void) {
       wq_value bv = wq_tensor_value(&g->tensors[b]);
       void *data[2] = {random_codes(WQ_DT_INT8, 120),
                        random_codes(WQ_DT_UINT8, wq_value_numel(&bv))};
-      const unsigned char declared[3] = {0, 0, 0};
-      wq_status st;
-      void *want = run_in_layouts(g, q, data, declared, &st, &err);
-      CHECK(st == WQ_OK && want);
-      for (int mix = 1; mix < 8; mix++) {
-        const unsigned char orders[3] = {mix & 1, (mix >> 1) & 1, (mix >> 2) & 1};
-        void *got = run_in_layouts(g, q, data, orders, &st, &err);
-        CHECK_MSG(st == WQ_OK && got && memcmp(got, want, 120) == 0,
-                  "%s b shape %d layouts a %d b %d y %d", op ? "QMul" : "QAdd", shape, orders[0],
-                  orders[1], orders[2]);
-        free(got);
-      }
-      free(want), free(data[0]), free(data[1]);
+      char what[40];
+      snprintf(what, sizeof what, "%s b shape %d", op ? "QMul" : "QAdd", shape);
+      check_layout_mixes(g, q, data, 120, what);
+      free(data[0]), free(data[1]);
       wq_graph_free(g);
     }
   for (int axis = 1; axis < 4; axis += 2) {
@@ -514,18 +524,10 @@ static void test_mixed_layouts(void) {
     CHECK(q >= 0 && plan(g, q, &err) == WQ_OK);
     const int64_t n2 = 2 * 3 * 4 * 5 / d1[axis] * 2, ny = 120 + n2;
     void *data[2] = {random_codes(WQ_DT_UINT8, 120), random_codes(WQ_DT_UINT8, n2)};
-    const unsigned char declared[3] = {0, 0, 0};
-    wq_status st;
-    void *want = run_in_layouts(g, q, data, declared, &st, &err);
-    CHECK(st == WQ_OK && want);
-    for (int mix = 1; mix < 8; mix++) {
-      const unsigned char orders[3] = {mix & 1, (mix >> 1) & 1, (mix >> 2) & 1};
-      void *got = run_in_layouts(g, q, data, orders, &st, &err);
-      CHECK_MSG(st == WQ_OK && got && memcmp(got, want, (size_t)ny) == 0,
-                "QConcat axis %d layouts x1 %d x2 %d y %d", axis, orders[0], orders[1], orders[2]);
-      free(got);
-    }
-    free(want), free(data[0]), free(data[1]);
+    char what[40];
+    snprintf(what, sizeof what, "QConcat axis %d", axis);
+    check_layout_mixes(g, q, data, ny, what);
+    free(data[0]), free(data[1]);
     wq_graph_free(g);
   }
 }
