@@ -342,19 +342,21 @@ def qlinear_dw_conv(stride_w, c=8):
                        initializers=inits))
 
 
-def qdq_dw_conv(stride_w, c=8):
-    """The same depthwise conv as QDQ (lowered to the int8 kernels)."""
+def qdq_dw_conv(stride_w, c=8, bias=None):
+    """The same depthwise conv as QDQ (lowered to the int8 kernels); bias: c floats."""
     w = [((i * 5) % 13) - 6 for i in range(c * 9)]
     inits = [scalar("xs", FLOAT, 0.05), scalar("xz", UINT8, 128),
              tensor("Wq", INT8, [c, 1, 3, 3], raw=struct.pack("<%db" % len(w), *w)),
              scalar("ws", FLOAT, 0.02), scalar("wz", INT8, 0),
              scalar("ys", FLOAT, 0.1), scalar("yz", UINT8, 120)]
+    if bias:
+        inits.append(f32_tensor("B", bias))
     attrs = [attr_ints("strides", [1, stride_w]), attr_ints("pads", [1, 1, 1, 1]),
              attr_int("group", c)]
     nodes = [node("QuantizeLinear", ["X", "xs", "xz"], ["Xq"], name="qx"),
              node("DequantizeLinear", ["Xq", "xs", "xz"], ["Xf"], name="dqx"),
              node("DequantizeLinear", ["Wq", "ws", "wz"], ["Wf"], name="dqw"),
-             node("Conv", ["Xf", "Wf"], ["Yf"], name="conv", attrs=attrs),
+             node("Conv", ["Xf", "Wf"] + (["B"] if bias else []), ["Yf"], name="conv", attrs=attrs),
              node("QuantizeLinear", ["Yf", "ys", "yz"], ["Yq"], name="qy"),
              node("DequantizeLinear", ["Yq", "ys", "yz"], ["Y"], name="dqy")]
     return model(graph(nodes, [value_info("X", FLOAT, [1, c, 6, 16])],
@@ -507,6 +509,10 @@ def add_geometry_cases(add):
         "75742206436f6e6361742a0b0a04617869731802a00102121474657374e56f6e6361745f33645f617869735f"
         "325a240a0676616c756530121a0a18080212140a0208020a0a08feffffffffffffff7f0a0208025a0a0a0676"
         "616c7565311200621c0a066f757470757412120a100803120c0a0208020a0208020a0208044202100d"), "WQ_OK")
+    # Found by fuzz_load: a float conv bias holding a NaN made the bias fold
+    # to int32 cast NaN to int (UBSan); the conv now stays float, saying why.
+    add("qdq_conv_bias_nan.onnx",
+        qdq_dw_conv(1, c=4, bias=[0.5, float("nan"), -0.25, 1.0]), "WQ_OK")
     add("initializer_dim_2p62.onnx",
         model(relu_model() + f_bytes(5, tensor("big", FLOAT, [1 << 62, 4], raw=b""))),
         "WQ_ERR_SHAPE", "element count overflows")

@@ -96,6 +96,14 @@ static wq_status fold_bias(lower_ctx *c, int bias_float, int64_t N, const float 
       real = (double)beta * (double)((const float *)bf->data)[e];
     }
     double v = nearbyint(real / (double)acc_unit[n]);
+    if (isnan(v)) { /* a NaN bias (or step): no int32 holds it */
+      free(acc);
+      lower_why(
+          c, WQ_REASON_UNSUPPORTED_ATTR,
+          "bias '%s' element %lld is not a number in accumulator steps; it cannot fold to int32",
+          bf->name, (long long)e);
+      return WQ_OK;
+    }
     acc[n] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
   }
   if (exact) {
