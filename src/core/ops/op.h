@@ -207,8 +207,10 @@ int wq_op_id_of(const wq_op *op);
 /* Can the int8 backend take node n (resolved) of graph g as it stands? Asks
  * the op's capability record without rewriting anything: no int8 kind ->
  * UNSUPPORTED_OP; then the op's own int8_check; else INT8 with a->as the op
- * it runs as. Returns a->reason. The lowering decides the rest from the
- * quantized neighbours (qparams, sinks), which this does not see. */
+ * it runs as. Returns a->reason. This is the op's part of the answer: the
+ * lowering asks it first for every node, then its matchers decide from the
+ * quantized neighbours (qparams, sinks, weights' axes). The whole answer,
+ * neighbours included, without rewriting: passes/lower.h wq_lower_check. */
 int wq_op_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a);
 
 /* An int8_check's "no": sets a->reason and the detail sentence (printf
