@@ -442,7 +442,8 @@ wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, boo
   c.node_id = malloc(((size_t)n + 1) * sizeof *c.node_id);
   c.dry_why = calloc((size_t)n + 1, sizeof *c.dry_why);
   c.dry_as = malloc(((size_t)n + 1) * sizeof *c.dry_as);
-  bool *gone = calloc((size_t)n + 1, sizeof *gone), *rewritten = calloc((size_t)n + 1, 1);
+  bool *gone = calloc((size_t)n + 1, sizeof *gone);
+  bool *rewritten = calloc((size_t)n + 1, sizeof *rewritten);
   const char **why = calloc((size_t)n + 1, sizeof *why);
   wq_status st = WQ_OK;
   if (!c.g || !c.absorbed || !c.node_id || !c.dry_why || !c.dry_as || !gone || !rewritten || !why)
