@@ -82,8 +82,10 @@ export interface LoadOptions {
    * the arena and the intermediates a run allocates may not pass it; checked before allocating.
    * A model whose load-time plan passes it fails to load, a run that would pass it (e.g. larger
    * symbolic input shapes) fails, both with code 'WQ_ERR_OUT_OF_MEMORY' and a message naming the
-   * bytes needed and the limit; the model and the package stay usable. Kernel scratch (im2col
-   * columns, GEMM packing panels) and packed weight copies are not counted.
+   * bytes needed and the limit; the model and the package stay usable. The kernels' packed weight
+   * copies and the largest scratch one node's kernels allocate in a run (times the threads) count
+   * with the weights: int8 conv/GEMM panels and copies, float Conv im2col columns and GEMM packing
+   * at the graph's static shapes (not float Gemm/MatMul, nor shapes known only at run time).
    */
   maxMemoryBytes?: number;
 }

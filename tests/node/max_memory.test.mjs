@@ -19,10 +19,14 @@ async function mnistFeeds() {
   return { Input3: { data: inputs[0].data, dims: inputs[0].dims } };
 }
 
-// mnist-8 (static shapes, planned at load): weights 23992 bytes, graph
-// outputs 48 (1x10 float, one 64-byte-aligned slot holds 40), arena 50176
-// (model.memory.arenaBytes): 74216 bytes in all.
-const MNIST_NEED = 23992 + 48 + 50176;
+// mnist-8 (static shapes, planned at load): weights 23992 bytes, the float
+// convs' largest scratch 452168 (the 8->16 5x5 conv on 14x14 runs at once:
+// its 8x18x18 padded input + 18 floats, 200x252 columns, 16x252 products,
+// and the GEMM's packing, 200 x (20 + 260) floats: 4 x (2610 + 50400 +
+// 4032 + 56000)), graph outputs 48 (1x10 float, one 64-byte-aligned slot
+// holds 40), arena 50176 (model.memory.arenaBytes): 526384 bytes in all.
+const MNIST_SCRATCH = 452168;
+const MNIST_NEED = 23992 + MNIST_SCRATCH + 48 + 50176;
 
 test('maxMemoryBytes: under the limit the run is bit-identical to an unlimited load', async () => {
   const feeds = await mnistFeeds();
@@ -49,12 +53,12 @@ test('maxMemoryBytes: a plan over the limit fails the load naming the bytes; the
   assert.ok(err instanceof WasmqError);
   assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
   assert.match(err.message, /the arena needs 50176 bytes/);
-  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights and kernels 23992, graph outputs 48`));
+  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights and kernels ${23992 + MNIST_SCRATCH}, graph outputs 48`));
   assert.match(err.message, new RegExp(`limit of ${MNIST_NEED - 1} bytes`));
   // Weights alone over the limit: said before any plan.
   const small = await load(mnist, { maxMemoryBytes: 1000 }).then(() => assert.fail('the load should fail'), (e) => e);
   assert.equal(small.code, 'WQ_ERR_OUT_OF_MEMORY');
-  assert.match(small.message, /the weights take 23992 bytes \(23992 as loaded, 0 held by the kernels, 0 of kernel scratch\), more than the limit of 1000 bytes/);
+  assert.match(small.message, /the weights take 476160 bytes \(23992 as loaded, 0 held by the kernels, 452168 of kernel scratch\), more than the limit of 1000 bytes/);
   // The same core loads and runs the model afterwards.
   const model = await load(mnist);
   try {
@@ -141,7 +145,16 @@ test('maxMemoryBytes: the threaded build applies the same limit', { skip: !threa
   );
   assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
   assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all`));
-  const model = await load(mnist, { threads: 2, maxMemoryBytes: MNIST_NEED });
+  // Each of the 2 threads may hold a share's scratch: runs need one more.
+  const tight = await load(mnist, { threads: 2, maxMemoryBytes: MNIST_NEED });
+  try {
+    const over = await tight.run(await mnistFeeds()).then(() => assert.fail('the run should fail'), (e) => e);
+    assert.equal(over.code, 'WQ_ERR_OUT_OF_MEMORY');
+    assert.match(over.message, new RegExp(`weights and kernels ${23992 + 2 * MNIST_SCRATCH}`));
+  } finally {
+    tight.dispose();
+  }
+  const model = await load(mnist, { threads: 2, maxMemoryBytes: MNIST_NEED + MNIST_SCRATCH });
   try {
     assert.equal(model.info.build, 'simd-threads');
     const free = await load(mnist);

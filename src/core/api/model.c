@@ -344,7 +344,7 @@ static void model_kernel_memory(wq_model *m, const wq_graph *g) {
     int64_t scratch = 0;
     if (!n->op || !n->op->memory || !n->op_state)
       continue;
-    m->kernel_bytes += (size_t)n->op->memory(n, &scratch);
+    m->kernel_bytes += (size_t)n->op->memory(n, g, &scratch);
     if ((size_t)scratch > m->scratch_bytes)
       m->scratch_bytes = (size_t)scratch;
   }

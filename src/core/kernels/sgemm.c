@@ -54,6 +54,19 @@ static void sgemm_columns(void *ctx, int64_t j0, int64_t j1) {
     atomic_store(&job->status, (int)st);
 }
 
+int64_t wq_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
+#ifdef __wasm_simd128__
+  int64_t bytes = wq_simd_sgemm_scratch_bytes(m, n, k);
+  const int64_t mnk[3] = {m, n, k};
+  int64_t macs;
+  if (m >= 4 && !(wq_product_within(mnk, 3, SGEMM_PARALLEL_MIN_MACS - 1, &macs)))
+    bytes += WQ_SIMD_SGEMM_PACKED_A_FLOATS(m, k) * (int64_t)sizeof(float); /* threads only */
+  return bytes;
+#else
+  return wq_ref_sgemm_scratch_bytes(m, n, k);
+#endif
+}
+
 wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t a_row_stride, int64_t a_col_stride, const float *b, int64_t b_row_stride,
                    int64_t b_col_stride, float beta, float *c, int64_t ldc) {

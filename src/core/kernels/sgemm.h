@@ -10,6 +10,11 @@
 
 #include "../ir/status.h"
 
+/* The most scratch one wq_sgemm(m, n, k) allocates on one thread (packing
+ * buffers; with threads, A packed once for every column slice); a run on T
+ * threads allocates at most T times this. */
+int64_t wq_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k);
+
 /* C = alpha * A * B + beta * C; see wq_ref_sgemm for the stride contract. */
 wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t a_row_stride, int64_t a_col_stride, const float *b, int64_t b_row_stride,
@@ -39,6 +44,8 @@ void wq_simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w,
                       float bias, float *y);
 void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
                           const float *bp, float *c);
+/* Bytes of the packing buffers one wq_simd_sgemm(m, n, k) allocates at most. */
+int64_t wq_simd_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k);
 wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                         int64_t a_row_stride, int64_t a_col_stride, const float *b,
                         int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,

@@ -101,6 +101,26 @@ static wq_status conv_run(const wq_node *node, const wq_value *in, wq_value *out
   return WQ_OK;
 }
 
+/* The im2col scratch of a run at the graph's shapes (none while they are
+ * symbolic: the memory limit then sees only the arena and outputs). */
+static int64_t conv_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  const conv_state *s = node->op_state;
+  wq_value in[3];
+  for (int k = 0; k < 3; k++) {
+    const bool present = k < node->n_inputs && node->inputs[k] >= 0;
+    in[k] = present ? wq_tensor_value(&g->tensors[node->inputs[k]])
+                    : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
+  }
+  wq_conv_geometry geo;
+  wq_error err;
+  *scratch = 0;
+  if (wq_value_shape_known(&in[0]) && wq_value_shape_known(&in[1]) &&
+      conv_resolve(node, in, &geo, &err) == WQ_OK)
+    *scratch =
+        wq_ref_conv_f32_scratch_bytes(&geo, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group);
+  return 0;
+}
+
 const wq_op wq_op_conv = {
     .int8 = WQ_INT8_CONV,
     .int8_as = WQ_OPID(int8_conv),
@@ -117,6 +137,7 @@ const wq_op wq_op_conv = {
     .free_state = free,
     .infer = conv_infer,
     .run = conv_run,
+    .memory = conv_memory,
 };
 
 bool wq_conv_fuse_relu(wq_node *node) {

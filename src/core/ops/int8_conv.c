@@ -300,7 +300,8 @@ static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   return s->channels_last ? qconv_nhwc_plan(node, g, err) : qconv_ref_plan(node, g, err);
 }
 
-static int64_t qconv_memory(const wq_node *node, int64_t *scratch) {
+static int64_t qconv_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  (void)g;
   const qconv_state *s = node->op_state;
   *scratch = s->planned && s->channels_last ? wq_qconv_scratch_bytes(&s->plan) : 0;
   return !s->planned        ? 0

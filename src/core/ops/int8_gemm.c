@@ -191,7 +191,8 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   return WQ_OK;
 }
 
-static int64_t qgemm_memory(const wq_node *node, int64_t *scratch) {
+static int64_t qgemm_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  (void)g;
   const qgemm_state *s = node->op_state;
   *scratch = s->has_packed ? wq_qgemm_scratch_bytes(&s->packed) : 0;
   if (!s->planned)

@@ -307,7 +307,8 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
   return st;
 }
 
-static int64_t to_float_memory(const wq_node *node, int64_t *scratch) {
+static int64_t to_float_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  (void)g;
   const to_float_state *s = node->op_state;
   *scratch = 0;
   if (!s->planned)

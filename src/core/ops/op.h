@@ -184,9 +184,10 @@ typedef struct wq_op {
   /* Optional, after plan: the bytes the node's plan holds beyond the
    * graph's tensors (packed or widened weights) and, in *scratch, the most
    * its kernels allocate during one run on one thread (activation panels,
-   * padded and layout copies). The memory limit
+   * im2col columns, padded and layout copies; 0 when its shapes are known
+   * only at run time). The memory limit
    * (wq_load_options.max_memory_bytes) counts both. */
-  int64_t (*memory)(const wq_node *node, int64_t *scratch);
+  int64_t (*memory)(const wq_node *node, const wq_graph *g, int64_t *scratch);
 } wq_op;
 
 /* Registry entry for (domain, op_type), or NULL (a binary search of the

@@ -421,6 +421,57 @@ static wq_status conv_small(const plane_geometry *p, const conv_job *job, int64_
   return st;
 }
 
+int64_t wq_ref_conv_f32_scratch_bytes(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                                      int64_t out_channels, int64_t group) {
+  const int64_t cg = in_channels / group, mg = out_channels / group;
+  const int64_t ksize = wq_conv_geometry_kernel_size(g), out_size = wq_conv_geometry_out_size(g);
+  int64_t kdim;
+  if (!wq_mul_i64(cg, ksize, &kdim) || batch == 0 || out_channels == 0 || out_size == 0)
+    return 0;
+  plane_geometry p = {0};
+  /* The paths of wq_ref_conv_f32, each with what it allocates. */
+  if (cg == 1 && mg < 4 && as_plane(g, &p)) { /* depthwise_planes: one padded plane */
+#ifdef __wasm_simd128__
+    const int64_t ph = wq_conv_padded_extent(p.out_h, p.s_h, p.k_h, p.d_h, p.p_h, p.in_h);
+    const int64_t pw = wq_conv_padded_extent(p.out_w, p.s_w, p.k_w, p.d_w, p.p_w, p.in_w);
+    const bool k3s1 = p.k_h == 3 && p.k_w == 3 && p.s_h == 1 && p.s_w == 1 && p.d_h == 1 &&
+                      p.d_w == 1 && p.out_w >= 4;
+    if ((p.s_w > 1 || k3s1) && ph * pw <= SMALL_CONV_FLOATS)
+      return (ph * pw + 8) * (int64_t)sizeof(float);
+#endif
+    return 0;
+  }
+  bool pointwise = true;
+  for (int d = 0; d < g->n_spatial; d++)
+    if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad_begin[d] != 0 || g->pad_end[d] != 0)
+      pointwise = false;
+  if (pointwise)
+    return wq_sgemm_scratch_bytes(mg, out_size, kdim);
+  /* Column chunks: one chunk's columns and its product per share. */
+  const int64_t chunk = conv_chunk_columns(kdim, out_size);
+  size_t col;
+  if (!col_bytes(kdim, chunk, &col))
+    return 0; /* the run fails before allocating */
+  int64_t bytes = (int64_t)col + wq_sgemm_scratch_bytes(mg, chunk, kdim);
+  /* conv_small (one thread or a small product): the padded input, all
+   * columns and the product's output at once. */
+  const bool small = as_plane(g, &p) && p.s_h == 1 && p.s_w == 1;
+  const int64_t ph = small ? p.out_h + (p.k_h - 1) * p.d_h : 0;
+  const int64_t pw = small ? p.out_w + (p.k_w - 1) * p.d_w : 0;
+  const int64_t padded[3] = {cg, ph, pw};
+  int64_t small_floats;
+  size_t cols, outs;
+  if (small && wq_product_within(padded, 3, SMALL_CONV_FLOATS, &small_floats) &&
+      col_bytes(kdim, p.out_h * pw, &cols) && col_bytes(mg, p.out_h * pw, &outs)) {
+    const int64_t conv_small_bytes = (small_floats + pw) * (int64_t)sizeof(float) +
+                                     (int64_t)(cols + outs) +
+                                     wq_sgemm_scratch_bytes(mg, p.out_h * pw, kdim);
+    if (conv_small_bytes > bytes)
+      bytes = conv_small_bytes;
+  }
+  return bytes;
+}
+
 wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
                           int64_t out_channels, int64_t group, const float *x, const float *w,
                           const float *bias, bool relu, float *y) {

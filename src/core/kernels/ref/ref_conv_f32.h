@@ -16,6 +16,12 @@
  * (NaN stays NaN): bias and activation applied to each block of output while
  * it is in cache. Returns WQ_ERR_OUT_OF_MEMORY when scratch cannot be
  * allocated. */
+/* The most scratch one wq_ref_conv_f32 of these sizes allocates on one
+ * thread (im2col columns and the GEMM's packing, a padded plane or input);
+ * a run on T threads allocates at most T times this. */
+int64_t wq_ref_conv_f32_scratch_bytes(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                                      int64_t out_channels, int64_t group);
+
 wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
                           int64_t out_channels, int64_t group, const float *x, const float *w,
                           const float *bias, bool relu, float *y);

@@ -114,6 +114,14 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
   }
 }
 
+int64_t wq_ref_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return 0;
+  const int64_t kc_max = k < KC ? k : KC, mc_max = (m < MC ? m : MC) + MR;
+  const int64_t nc_max = (n < NC ? n : NC) + NR;
+  return kc_max * (mc_max + nc_max) * (int64_t)sizeof(float);
+}
+
 wq_status wq_ref_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                        int64_t a_row_stride, int64_t a_col_stride, const float *b,
                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,

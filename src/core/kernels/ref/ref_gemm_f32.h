@@ -14,6 +14,9 @@
  * B(p,j) = b[p * b_row_stride + j * b_col_stride]. When beta == 0 C is never
  * read (it may hold garbage). Returns WQ_ERR_OUT_OF_MEMORY if the packing
  * scratch cannot be allocated (C is then unspecified), else WQ_OK. */
+/* Bytes of the packing buffers one wq_ref_sgemm(m, n, k) allocates. */
+int64_t wq_ref_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k);
+
 wq_status wq_ref_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                        int64_t a_row_stride, int64_t a_col_stride, const float *b,
                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
