@@ -226,8 +226,49 @@ export interface GraphNode {
   region: number;
   reason: { code: ReasonCode; detail: string };
   kernel: string;
+  /** The layout pass's decision for this node (docs/graph-json.md "Layout decision records"). */
+  layout: GraphLayoutDecision;
   inputs: number[];
   outputs: number[];
+}
+
+/**
+ * Why a node got its layout label. NOT_PLANNED: no activation of it may move
+ * (no label); DECLARED: fixed channels-first (its op runs only so); KERNEL_CHANNELS_LAST:
+ * fixed channels-last (its SIMD kernel); PLANNED: free, the planner's label; FUSED_BOUNDARY:
+ * a free Quantize/DequantizeLinear labelled channels-last (the transition fused into it);
+ * AS_WRITTEN: reads its activations in any layout and writes none (Shape, same-bytes reshapes; no
+ * label); TRANSITION: a ToNHWC/ToNCHW the pass inserted (labelled as it writes).
+ */
+export type LayoutWhy = 'NOT_PLANNED' | 'DECLARED' | 'KERNEL_CHANNELS_LAST' | 'PLANNED' | 'FUSED_BOUNDARY' | 'AS_WRITTEN' | 'TRANSITION';
+
+export interface GraphLayoutDecision {
+  /** The order the node reads the activations that follow its label and writes its result; null: it has none. */
+  label: 'NCHW' | 'NHWC' | null;
+  /** false: the planner chose the label (a free node). */
+  fixed: boolean;
+  why: LayoutWhy;
+}
+
+/** A layout transition: explicit (a ToNHWC/ToNCHW node) or fused into a boundary Quantize/DequantizeLinear. */
+export interface GraphTransition {
+  node: number;
+  from: 'NCHW' | 'NHWC';
+  to: 'NCHW' | 'NHWC';
+  tensor_in: number;
+  tensor_out: number;
+  /** Bytes moved per run (per batch item when the batch is symbolic); 0 when fused. */
+  bytes: number;
+  region: number;
+  fused: boolean;
+  /** The nodes that read tensor_out in the `to` order because they needed it (readers of any layout left out). */
+  needed_by: number[];
+  /** tensor_out is a graph output (declared order). */
+  graph_output: boolean;
+  /** The node that wrote tensor_in, -1 for a graph input. */
+  producer: number;
+  /** That node's layout decision (a graph input: declared, fixed). */
+  producer_layout: GraphLayoutDecision;
 }
 
 export interface GraphTensor {
@@ -268,9 +309,13 @@ export interface GraphRecords {
   nodes: GraphNode[];
   tensors: GraphTensor[];
   regions: Array<{ id: number; backend: string; nodes: number[]; transitions: number; transition_bytes: number }>;
-  transitions: Array<{ node: number; from: string; to: string; tensor_in: number; tensor_out: number; bytes: number; region: number; fused: boolean }>;
+  transitions: GraphTransition[];
   memory: { arena_bytes: number; lower_bound_bytes: number; planned: boolean };
-  /** The load pipeline's passes in order: whether each ran and its counters. */
+  /**
+   * The load pipeline's passes in order: whether each ran and its counters. layout_int8's: nodes_nhwc,
+   * transitions, transition_bytes, planned_bytes (the planner's minimum), free_labels, exact (1: two
+   * labels, solved exactly as a minimum cut).
+   */
   passes: Array<{ name: string; ran: boolean; stats: Record<string, number> }>;
   /** The capability record of each op the graph runs, in the registry's order (domain, then op type). */
   legend: { ops: GraphOpCapability[] };

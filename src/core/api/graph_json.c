@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../ir/text.h"
+#include "../passes/layout_int8.h"
 #include "../passes/lower.h"
 #include "../passes/partition.h"
 #include "../quant/qparams.h"
@@ -93,6 +94,21 @@ static void put_qparams(wq_text *t, const wq_qparams *q) {
   wq_text_put(t, "]}");
 }
 
+/* A layout decision record: the label ("NCHW", "NHWC" or null), whether
+ * the planner could choose it, and why it is that one (WQ_LWHY_*). */
+static void put_layout_why(wq_text *t, int why, bool last) {
+  static const char *const names[] = {"NOT_PLANNED", "DECLARED",       "KERNEL_CHANNELS_LAST",
+                                      "PLANNED",     "FUSED_BOUNDARY", "AS_WRITTEN",
+                                      "TRANSITION"};
+  const bool none = why == WQ_LWHY_NOT_PLANNED || why == WQ_LWHY_AS_WRITTEN;
+  wq_text_put(t, "{\"label\":%s,\"fixed\":%s,\"why\":\"%s\"}",
+              none   ? "null"
+              : last ? "\"NHWC\""
+                     : "\"NCHW\"",
+              why == WQ_LWHY_PLANNED || why == WQ_LWHY_FUSED_BOUNDARY ? "false" : "true",
+              why < (int)(sizeof names / sizeof *names) ? names[why] : "NOT_PLANNED");
+}
+
 static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
   wq_text_put(t, "\"nodes\":[");
   for (int i = 0; i < g->n_nodes; i++) {
@@ -120,6 +136,8 @@ static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *
     wq_text_json_string(t, wq_lower_why(n) ? wq_lower_why(n) : "");
     wq_text_put(t, "},\"kernel\":");
     put_kernel(t, wq_lower_why(n));
+    wq_text_put(t, ",\"layout\":");
+    put_layout_why(t, n->layout_why, n->layout_last);
     wq_text_put(t, ",\"inputs\":");
     put_ints(t, n->inputs, n->n_inputs);
     wq_text_put(t, ",\"outputs\":");
@@ -217,7 +235,33 @@ static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report
   wq_text_put(t, "]");
 }
 
-static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
+/* Why a transition exists: the nodes that read its result in the order it
+ * writes (not those reading any layout as written), whether that is a graph
+ * output (declared order), and its input's producer with its decision
+ * record (-1: a graph input, declared). */
+static void put_transition_why(wq_text *t, const wq_graph *g, const wq_node *tr,
+                               const int *producer) {
+  const int y = tr->outputs[0], p = producer[tr->inputs[0]];
+  wq_text_put(t, ",\"needed_by\":[");
+  int listed = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const wq_node *n = &g->nodes[i];
+    bool needs = false;
+    for (int k = 0; k < n->n_inputs && !needs; k++)
+      needs = n->inputs[k] == y && !(n->layout_as_is && n->layout_as_is[k]);
+    if (needs)
+      wq_text_put(t, "%s%d", listed++ ? "," : "", i);
+  }
+  wq_text_put(t, "],\"graph_output\":%s,\"producer\":%d,\"producer_layout\":",
+              g->tensors[y].is_output ? "true" : "false", p);
+  if (p >= 0)
+    put_layout_why(t, g->nodes[p].layout_why, g->nodes[p].layout_last);
+  else
+    put_layout_why(t, WQ_LWHY_DECLARED, false);
+}
+
+static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_report *r,
+                            const int *producer) {
   wq_text_put(t, "\"transitions\":[");
   int listed = 0;
   for (int i = 0; i < g->n_nodes; i++) {
@@ -229,11 +273,13 @@ static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_re
     bool to_nhwc = wq_layout_channels_last(y->layout, y->rank);
     wq_text_put(t,
                 "%s{\"node\":%d,\"from\":\"%s\",\"to\":\"%s\",\"tensor_in\":%d,\"tensor_out\":%d,"
-                "\"bytes\":%lld,\"region\":%d,\"fused\":%s}",
+                "\"bytes\":%lld,\"region\":%d,\"fused\":%s",
                 listed++ ? "," : "", i, to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW",
                 n->inputs[0], n->outputs[0],
                 fused ? 0LL : (long long)wq_transition_bytes(&g->tensors[n->outputs[0]]),
                 r->region[i], fused ? "true" : "false");
+    put_transition_why(t, g, n, producer);
+    wq_text_put(t, "}");
   }
   wq_text_put(t, "]");
 }
@@ -313,7 +359,7 @@ char *wq_model_graph_json(const wq_model *m) {
   wq_text_put(&t, ",");
   put_regions(&t, g, &r);
   wq_text_put(&t, ",");
-  put_transitions(&t, g, &r);
+  put_transitions(&t, g, &r, producer);
   wq_memory_info mem;
   wq_model_memory(m, &mem);
   wq_text_put(&t, ",\"memory\":{\"arena_bytes\":%zu,\"lower_bound_bytes\":%zu,\"planned\":%s},",

@@ -293,11 +293,16 @@ static wq_status pass_partition(void *ctx, wq_graph *g, wq_pass_record *rec, wq_
 /* Int8 regions run channels-last, with explicit transitions. */
 static wq_status pass_layout(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
   (void)ctx;
-  wq_layout_stats stats = {0, 0, 0};
+  wq_layout_stats stats = {0, 0, 0, 0, 0};
   wq_status st = wq_pass_layout_int8(g, &stats, err);
   wq_pass_stat_set(rec, "nodes_nhwc", stats.nodes_nhwc);
   wq_pass_stat_set(rec, "transitions", stats.transitions);
   wq_pass_stat_set(rec, "transition_bytes", stats.transition_bytes);
+  /* The planner's answer: its minimum, over this many free labels, exact
+   * (two labels: a minimum cut). */
+  wq_pass_stat_set(rec, "planned_bytes", stats.planned_bytes);
+  wq_pass_stat_set(rec, "free_labels", stats.free_labels);
+  wq_pass_stat_set(rec, "exact", 1);
   return st;
 }
 

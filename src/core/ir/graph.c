@@ -72,6 +72,7 @@ void wq_node_clear(wq_node *n) {
   free(n->domain);
   free(n->inputs);
   free(n->outputs);
+  free(n->layout_as_is);
   for (int i = 0; i < n->n_attrs; i++)
     wq_attr_clear(&n->attrs[i]);
   free(n->attrs);

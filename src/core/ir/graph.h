@@ -77,6 +77,12 @@ typedef struct {
   const struct wq_op *op; /* registry entry, resolved by wq_graph_resolve_ops */
   void *op_state;         /* op->prepare's parsed attributes, freed by op->free_state */
   int reason;             /* partitioning decision (passes/partition.h wq_reason), 0 undecided */
+  /* The layout pass's decision record (passes/layout_int8.h): why code
+   * (WQ_LWHY_*, 0 not planned), label (1 channels-last), and per input 1
+   * when it was read as its producer wrote it (owned, [n_inputs], NULL
+   * when none was). */
+  unsigned char layout_why, layout_last;
+  unsigned char *layout_as_is;
 } wq_node;
 
 typedef struct {

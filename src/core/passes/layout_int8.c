@@ -128,6 +128,8 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
     n.reason = WQ_REASON_TRANSITION;
     n.outputs[0] = to;
     n.n_outputs = 1;
+    n.layout_why = WQ_LWHY_TRANSITION;
+    n.layout_last = to_nhwc;
     st = wq_layout_set_note(&n, note, err);
   }
   if (st == WQ_OK)
@@ -508,18 +510,36 @@ static int as_written(const layout_ctx *c, int t) {
 static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool last, wq_node *n,
                             wq_error *err) {
   const int role = r->role[i];
-  bool as_is = false;
+  bool as_is = false, declared = false;
   for (int k = 0; k < n->n_inputs; k++) {
     const int t = n->inputs[k];
     if (reads_as_is(c->g, r, i, n, k)) {
+      if (!n->layout_as_is && !(n->layout_as_is = calloc((size_t)n->n_inputs, 1)))
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+      n->layout_as_is[k] = 1; /* the transitions' needed_by leave it out */
       n->inputs[k] = as_written(c, t);
       as_is = as_is || n->inputs[k] != t;
     } else if (last && arg_follows(c->g, r, i, n, k)) {
       WQ_TRY(nhwc_of(c, t, &n->inputs[k], err)); /* converts it when not yet channels-last */
     } else {
+      declared = declared || movable(c->g, t);
       WQ_TRY(ensure_nchw(c, t, err)); /* weights, bias, roi, scales: layout-free constants */
     }
   }
+  /* The decision record: the label and why it is that one. */
+  for (int k = 0; k < n->n_outputs; k++)
+    declared = declared || movable(c->g, n->outputs[k]);
+  n->layout_last = last;
+  if (role_free(role))
+    n->layout_why = last && (role == ROLE_QUANTIZE || role == ROLE_DEQUANTIZE)
+                        ? WQ_LWHY_FUSED_BOUNDARY
+                        : WQ_LWHY_PLANNED;
+  else if (role != ROLE_PLAIN)
+    n->layout_why = WQ_LWHY_KERNEL_LAST;
+  else
+    n->layout_why = declared          ? WQ_LWHY_DECLARED
+                    : n->layout_as_is ? WQ_LWHY_AS_WRITTEN
+                                      : WQ_LWHY_NOT_PLANNED;
   if (last && role == ROLE_QUANTIZE) {
     WQ_TRY(twin_output(c, n, err));
     c->stats.transitions++; /* fused: it writes channels-last codes from channels-first floats */
@@ -593,6 +613,8 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   roles_free(&r);
   free(c.twin);
   free(c.nchw_live);
+  c.stats.planned_bytes = planned;
+  c.stats.free_labels = r.n_vars;
   if (stats)
     *stats = c.stats;
   return st;

@@ -36,7 +36,22 @@ typedef struct {
   int nodes_nhwc;           /* nodes running channels-last */
   int transitions;          /* layout conversions (ToNHWC / ToNCHW nodes, fused ones too) */
   int64_t transition_bytes; /* bytes the ToNHWC / ToNCHW nodes move per run */
+  int64_t planned_bytes; /* the planner's minimum: transition bytes + channels-first followers' */
+  int free_labels;       /* nodes whose label the planner chose */
 } wq_layout_stats;
+
+/* Why a node got its layout label (wq_node.layout_why; the JSON's
+ * node.layout.why names them, docs/graph-json.md). Stable: append only. */
+enum {
+  WQ_LWHY_NOT_PLANNED = 0,    /* no activation of it may move: no label */
+  WQ_LWHY_DECLARED = 1,       /* fixed channels-first: its op runs only so */
+  WQ_LWHY_KERNEL_LAST = 2,    /* fixed channels-last: its SIMD kernel runs so */
+  WQ_LWHY_PLANNED = 3,        /* free: the planner's label */
+  WQ_LWHY_FUSED_BOUNDARY = 4, /* free Quantize/DequantizeLinear labelled channels-last:
+                                 the transition is fused into it */
+  WQ_LWHY_AS_WRITTEN = 5,     /* reads its activations in any layout, writes none: no label */
+  WQ_LWHY_TRANSITION = 6      /* a ToNHWC / ToNCHW the pass inserted: labelled as it writes */
+};
 
 /* stats may be NULL. */
 wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err);

@@ -13,7 +13,7 @@
 
 #include "../ir/graph.h"
 
-#define WQ_PASS_MAX_STATS 4
+#define WQ_PASS_MAX_STATS 6
 
 typedef struct {
   const char *name; /* static string, e.g. "folded" */
