@@ -2,7 +2,7 @@
 // same data/render modules as `wasmq render`; layout in a Worker), the side
 // panel, search, overlays, memory lanes, export, and runs in a Worker.
 import svgPanZoom from 'svg-pan-zoom';
-import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum } from '../src/js/graph/data.mjs';
+import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum, LAYOUT_WHY, layoutLabel, transitionAt, transitionWhy } from '../src/js/graph/data.mjs';
 import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
 import { startDemo } from './demos.mjs';
@@ -185,6 +185,27 @@ function markSelected(nodeId) {
   $('graph').querySelector(`.wq-node[data-node-id="${nodeId}"]`)?.classList.add('selected');
 }
 
+/**
+ * The layout decision of node n (its label and why), the transition it
+ * converts (who needed it, bytes, where the tensor comes from) and the
+ * transitions it needed itself.
+ */
+function layoutHtml(g, n) {
+  if (!n.layout) return '';
+  let html = `<dt>layout</dt><dd data-layout-why="${escapeXml(n.layout.why)}"><code>${escapeXml(layoutLabel(n))}</code><br>${escapeXml(LAYOUT_WHY[n.layout.why] ?? '')}</dd>`;
+  const t = transitionAt(g, n.id);
+  if (t) {
+    html += `<dt>transition</dt><dd class="why" data-needed-by="${t.needed_by.join(' ')}" data-bytes="${t.bytes}" data-producer="${t.producer}">${escapeXml(transitionWhy(g, t))}</dd>`;
+  }
+  const needed = g.transitions.filter((x) => x.needed_by?.includes(n.id));
+  if (needed.length) {
+    html += `<dt>needs</dt><dd data-needs="${needed.map((x) => x.node).join(' ')}">${needed
+      .map((x) => `${escapeXml(g.nodes[x.node].op)} '${escapeXml(g.nodes[x.node].name)}' (${x.from}→${x.to}, ${x.fused ? 'fused' : fmtBytes(x.bytes)})`)
+      .join('<br>')}</dd>`;
+  }
+  return html;
+}
+
 function select(nodeId) {
   const g = current().graph;
   const n = g.nodes[nodeId];
@@ -217,6 +238,7 @@ function select(nodeId) {
       <dt>reason</dt><dd><code>${escapeXml(n.reason.code)}</code><br>${escapeXml(n.reason.detail)}</dd>
       <dt>kernel</dt><dd class="mono">${escapeXml(n.kernel || '—')}</dd>
       <dt>op can</dt><dd class="mono">${escapeXml(capabilityLabel(g, n) || '—')}</dd>
+      ${layoutHtml(g, n)}
       ${time !== undefined ? `<dt>time</dt><dd>${fmtNum(time)} ms (median)</dd>` : ''}
       ${err !== undefined ? `<dt>error</dt><dd>${fmtNum(err)}</dd>` : ''}
     </dl>

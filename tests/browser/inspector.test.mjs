@@ -252,6 +252,38 @@ test('int8 demos: smallcnn (QDQ) and kws-dscnn draw int8 regions; opening a file
   await page.close();
 });
 
+test('layout decisions in the side panel: a transition says which readers needed its order and where its tensor comes from', async () => {
+  const { page, errors } = await openPage('?demo=smallcnn');
+  await page.waitForSelector('#graph .wq-node');
+  await page.setInputFiles('#file', path.join(REPO, 'tests/models/ops_qdq.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'ops_qdq.onnx');
+  // The records the page draws from: the model's own graph() (same core).
+  const m = await load(readFileSync(path.join(REPO, 'tests/models/ops_qdq.onnx')));
+  const g = m.graph();
+  m.dispose();
+  const t = g.transitions.find((x) => !x.fused && x.to === 'NCHW');
+  await page.click(`#graph .wq-node[data-node-id="${t.node}"]`);
+  const panel = await page.$eval('#side', (e) => {
+    const dd = e.querySelector('dd[data-needed-by]');
+    return { why: e.querySelector('dd[data-layout-why]')?.dataset.layoutWhy, neededBy: dd?.dataset.neededBy, bytes: dd?.dataset.bytes, producer: dd?.dataset.producer, text: dd?.textContent };
+  });
+  assert.deepEqual([panel.why, panel.neededBy, panel.bytes, panel.producer], ['TRANSITION', t.needed_by.join(' '), String(t.bytes), String(t.producer)]);
+  const reader = g.nodes[t.needed_by[0]];
+  assert.ok(panel.text.includes(`${reader.op} '${reader.name}' (${reader.layout.label}, ${reader.layout.why})`), panel.text);
+  assert.ok(panel.text.includes(`${g.nodes[t.producer].op} '${g.nodes[t.producer].name}'`), panel.text);
+  // The reader's own panel: its label, why, and the transition it needed.
+  await page.click(`#graph .wq-node[data-node-id="${reader.id}"]`);
+  const readerPanel = await page.$eval('#side', (e) => ({ why: e.querySelector('dd[data-layout-why]')?.dataset.layoutWhy, needs: e.querySelector('dd[data-needs]')?.dataset.needs }));
+  assert.deepEqual(readerPanel, { why: reader.layout.why, needs: String(t.node) });
+  // A conv: fixed channels-last by its kernel; the drawn node carries the code too.
+  const conv = g.nodes.find((n) => n.op === 'QConv');
+  assert.equal(await page.$eval(`#graph .wq-node[data-node-id="${conv.id}"]`, (e) => e.dataset.layoutWhy), 'KERNEL_CHANNELS_LAST');
+  await page.click(`#graph .wq-node[data-node-id="${t.node}"]`);
+  await shot(page, 'layout-why');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // What is asserted is that the layout leaves the page responsive (it runs in
 // the Worker); its duration is printed, not asserted: it depends on the
 // machine's load (3.5 s in a suite run with builds running beside it).

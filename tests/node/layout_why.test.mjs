@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { load } from '../../src/js/index.mjs';
 import { REPO, SHARED } from './helpers.mjs';
 import { FloatGraph, calibrate, quantize } from '../models/qdq_builder.mjs';
+import { renderReport } from '../../src/js/graph/report.mjs';
 
 async function graphOf(bytes) {
   const m = await load(bytes);
@@ -156,6 +157,11 @@ test('ops_qdq: a ToNCHW before a channels-first QLookup; the records are byte-id
   assert.deepEqual([t.bytes, t.needed_by.map((i) => g.nodes[i].name), g.nodes[t.producer].name, t.producer_layout.why],
     [512, ['Q_d2s'], 'DepthToSpace_d2s', 'PLANNED']);
   assert.equal(layoutStats(g).planned_bytes, 1024);
+  // report.html: a layout cell per node, a row per transition naming who needed it.
+  const html = renderReport(g);
+  assert.equal((html.match(/<td data-layout-why="/g) ?? []).length, g.nodes.length);
+  for (const x of g.transitions) assert.ok(html.includes(`data-transition-node="${x.node}" data-needed-by="${x.needed_by.join(' ')}"`), `transition ${x.node}`);
+  assert.ok(html.includes('over 16 free label(s), exact'));
 });
 
 test('without the layout pass (partition fp) every node is NOT_PLANNED and nothing moves', async () => {

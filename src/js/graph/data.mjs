@@ -48,6 +48,47 @@ export function capabilityLabel(graph, node) {
   return `int8: ${int8}; layout: ${c.layout}${layouts}`;
 }
 
+/**
+ * What each layout decision code (node.layout.why, docs/graph-json.md
+ * "Layout decision records") means, for people; the core emits only the codes.
+ */
+export const LAYOUT_WHY = {
+  NOT_PLANNED: 'no activation of it can change order (floats, no image axes, unknown dims or per-channel codes)',
+  DECLARED: 'its op runs only in the declared order (channels-first)',
+  KERNEL_CHANNELS_LAST: 'its SIMD kernel runs channels-last',
+  PLANNED: 'free: the planner chose this order (fewest bytes moved)',
+  FUSED_BOUNDARY: 'free: channels-last, the layout change fused into this quantize/dequantize',
+  AS_WRITTEN: 'reads its input in whatever order it was written (dims only, or the same bytes in both orders)',
+  TRANSITION: 'a layout conversion the planner inserted',
+};
+
+/** "NHWC · KERNEL_CHANNELS_LAST (fixed)", "— · AS_WRITTEN", '' without a record (an older core). */
+export function layoutLabel(node) {
+  const l = node.layout;
+  return l ? `${l.label ?? '—'} · ${l.why} (${l.fixed ? 'fixed' : 'planner'})` : '';
+}
+
+/** The transition converting at node id (explicit or fused), or null. */
+export function transitionAt(graph, id) {
+  return graph.transitions.find((t) => t.node === id) ?? null;
+}
+
+/**
+ * Why a transition exists, from its record: "ToNHWC 'x_to_nhwc' converts 'x'
+ * NCHW→NHWC (3.0 KB) because QConv 'c2' (NHWC, KERNEL_CHANNELS_LAST) reads
+ * it NHWC; 'x' comes from the graph input (NCHW, DECLARED)."
+ */
+export function transitionWhy(graph, t) {
+  const at = graph.nodes[t.node];
+  const who = (n) => `${n.op} '${n.name}' (${n.layout?.label ?? '—'}, ${n.layout?.why ?? '?'})`;
+  const readers = (t.needed_by ?? []).map((i) => who(graph.nodes[i]));
+  if (t.graph_output) readers.push('the graph output (NCHW, DECLARED)');
+  const src = graph.tensors[t.tensor_in];
+  const from = t.producer >= 0 ? who(graph.nodes[t.producer]) : `the graph input (${t.producer_layout?.label ?? 'NCHW'}, ${t.producer_layout?.why ?? 'DECLARED'})`;
+  return `${at.op} '${at.name}' converts '${src.name}' ${t.from}→${t.to} (${t.fused ? 'fused, no extra pass' : fmtBytes(t.bytes)}) because ` +
+    `${readers.length ? readers.join(', ') : 'nobody'} read${readers.length === 1 ? 's' : ''} it ${t.to}; '${src.name}' comes from ${from}.`;
+}
+
 /** "int8 NHWC s=0.0235 zp=-3", "int8 per-channel[32]", "float32 NCHW 1x16x28x28". */
 export function tensorLabel(t) {
   const parts = [t.dtype];
@@ -150,6 +191,7 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
         'data-backend': n.backend,
         'data-region': String(n.region),
         'data-reason': n.reason.code,
+        ...(n.layout ? { 'data-layout': n.layout.label ?? '', 'data-layout-why': n.layout.why } : {}),
         ...(transition ? { 'data-transition': `${transition.from}->${transition.to}`, 'data-bytes': String(transition.bytes) } : {}),
         ...(value !== undefined ? { 'data-value': String(value) } : {}),
       },

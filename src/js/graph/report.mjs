@@ -1,7 +1,7 @@
 // report.html: one self-contained file (inline CSS, inline SVG, no scripts
 // needed to read it) with the graph, the partition summary, a per-node table
 // and the memory lanes. Used by `wasmq render -o report.html`; pure string work.
-import { toDrawable, memoryLanes, tensorLabel, fmtBytes, fmtNum, colourKey, BACKEND_COLOURS } from './data.mjs';
+import { toDrawable, memoryLanes, tensorLabel, fmtBytes, fmtNum, colourKey, BACKEND_COLOURS, layoutLabel, transitionWhy } from './data.mjs';
 import { layoutDrawable, renderSvg, renderLanesSvg, legendHtml, escapeXml } from './render.mjs';
 
 export const REPORT_CSS = `
@@ -31,9 +31,18 @@ export function renderReport(graph, { overlay = 'region', nodeData = null, title
     return `<tr data-node="${escapeXml(n.name)}"><td>${n.id}</td><td>${escapeXml(n.name)}</td><td><code>${escapeXml(n.op)}</code></td>` +
       `<td><span class="sw" style="background:${BACKEND_COLOURS[colourKey(n)]}"></span>${escapeXml(n.backend)}</td><td>${n.region}</td>` +
       `<td><code>${escapeXml(n.reason.code)}</code> ${escapeXml(n.reason.detail)}</td><td>${escapeXml(n.kernel)}</td>` +
+      `<td data-layout-why="${escapeXml(n.layout?.why ?? '')}">${escapeXml(layoutLabel(n))}</td>` +
       `<td>${outs.map((t) => `<code>${escapeXml(tensorLabel(t))}</code>`).join('<br>')}</td>` +
       (nodeData ? `<td>${v === undefined ? '' : fmtNum(v)}</td>` : '') + '</tr>';
   });
+  // Each transition and why it exists (who needed its order, where the tensor comes from).
+  const transitions = graph.transitions.map((t) =>
+    `<tr data-transition-node="${t.node}" data-needed-by="${(t.needed_by ?? []).join(' ')}"><td>${t.node}</td><td>${t.from}→${t.to}</td>` +
+    `<td>${t.fused ? 'fused' : fmtBytes(t.bytes)}</td><td>${escapeXml(transitionWhy(graph, t))}</td></tr>`);
+  const plan = graph.passes?.find((p) => p.name === 'layout_int8' && p.ran)?.stats;
+  const planned = plan && plan.planned_bytes !== undefined
+    ? `<p>planner: minimum ${fmtBytes(plan.planned_bytes)} moved over ${plan.free_labels} free label(s)${plan.exact ? ', exact (two labels, minimum cut)' : ''}</p>`
+    : '';
   const mem = graph.memory;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeXml(title)}</title>
@@ -43,8 +52,10 @@ export function renderReport(graph, { overlay = 'region', nodeData = null, title
 <div class="wq-legend">${legendHtml(graph.legend)}</div>
 <div>mode <code>${escapeXml(graph.mode)}</code> · ${graph.regions.length} int8 region(s) · ${graph.transitions.length} transition(s) · arena ${fmtBytes(mem.arena_bytes)} (lower bound ${fmtBytes(mem.lower_bound_bytes)})${overlay !== 'region' ? ` · overlay <b>${escapeXml(overlay)}</b>${drawable.range ? ` ${fmtNum(drawable.range.min)} … ${fmtNum(drawable.range.max)}` : ''}` : ''}</div></section>
 <section><h2>Graph</h2><div class="wq-graph-box">${svg}</div></section>
-<section><h2>Nodes</h2><table><thead><tr><th>#</th><th>name</th><th>op</th><th>backend</th><th>region</th><th>reason</th><th>kernel</th><th>outputs</th>${nodeData ? `<th>${escapeXml(nodeData.label ?? overlay)}</th>` : ''}</tr></thead>
+<section><h2>Nodes</h2><table><thead><tr><th>#</th><th>name</th><th>op</th><th>backend</th><th>region</th><th>reason</th><th>kernel</th><th>layout</th><th>outputs</th>${nodeData ? `<th>${escapeXml(nodeData.label ?? overlay)}</th>` : ''}</tr></thead>
 <tbody>${rows.join('\n')}</tbody></table></section>
+<section><h2>Layout transitions</h2>${planned}${transitions.length ? `<table><thead><tr><th>node</th><th>order</th><th>bytes</th><th>why</th></tr></thead>
+<tbody>${transitions.join('\n')}</tbody></table>` : '<p>none</p>'}</section>
 <section><h2>Memory lanes</h2><div class="wq-lanes-box">${renderLanesSvg(lanes, graph.nodes.length)}</div></section>
 </main></body></html>
 `;
