@@ -14,7 +14,13 @@ import { renderReport } from '../../src/js/graph/report.mjs';
 async function graphOf(bytes) {
   const m = await load(bytes);
   try {
-    return { g: m.graph(), json: m.graphJson() };
+    const g = m.graph();
+    // The text report prints the same record per planned node: "layout: NHWC PLANNED".
+    const lines = m.describeLowered().match(/^ {6}layout: \S+ \S+$/gm) ?? [];
+    const want = g.nodes.filter((n) => n.layout.why !== 'NOT_PLANNED')
+      .map((n) => `      layout: ${n.layout.why === 'AS_WRITTEN' ? 'any' : n.layout.label} ${n.layout.why}`);
+    assert.deepEqual(lines, want);
+    return { g, json: m.graphJson() };
   } finally {
     m.dispose();
   }

@@ -97,16 +97,13 @@ static void put_qparams(wq_text *t, const wq_qparams *q) {
 /* A layout decision record: the label ("NCHW", "NHWC" or null), whether
  * the planner could choose it, and why it is that one (WQ_LWHY_*). */
 static void put_layout_why(wq_text *t, int why, bool last) {
-  static const char *const names[] = {"NOT_PLANNED", "DECLARED",       "KERNEL_CHANNELS_LAST",
-                                      "PLANNED",     "FUSED_BOUNDARY", "AS_WRITTEN",
-                                      "TRANSITION"};
   const bool none = why == WQ_LWHY_NOT_PLANNED || why == WQ_LWHY_AS_WRITTEN;
   wq_text_put(t, "{\"label\":%s,\"fixed\":%s,\"why\":\"%s\"}",
               none   ? "null"
               : last ? "\"NHWC\""
                      : "\"NCHW\"",
               why == WQ_LWHY_PLANNED || why == WQ_LWHY_FUSED_BOUNDARY ? "false" : "true",
-              why < (int)(sizeof names / sizeof *names) ? names[why] : "NOT_PLANNED");
+              wq_layout_why_name(why));
 }
 
 static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *r) {

@@ -26,6 +26,13 @@ wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err) {
   return lower_set_why(node, note, err);
 }
 
+const char *wq_layout_why_name(int why) {
+  static const char *const names[] = {"NOT_PLANNED", "DECLARED",       "KERNEL_CHANNELS_LAST",
+                                      "PLANNED",     "FUSED_BOUNDARY", "AS_WRITTEN",
+                                      "TRANSITION"};
+  return why > 0 && why < (int)(sizeof names / sizeof *names) ? names[why] : names[0];
+}
+
 static bool is_8bit(wq_dtype dt) { return dt == WQ_DT_INT8 || dt == WQ_DT_UINT8; }
 
 /* The op's layout capability (ops/op.h wq_layout_cap). */

@@ -53,6 +53,10 @@ enum {
   WQ_LWHY_TRANSITION = 6      /* a ToNHWC / ToNCHW the pass inserted: labelled as it writes */
 };
 
+/* "NOT_PLANNED", "DECLARED", "KERNEL_CHANNELS_LAST", ... (out of range:
+ * "NOT_PLANNED"). */
+const char *wq_layout_why_name(int why);
+
 /* stats may be NULL. */
 wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err);
 

@@ -6,6 +6,7 @@
 #include "../ir/format.h"
 #include "../ir/text.h"
 #include "../ops/int8_common.h"
+#include "layout_int8.h"
 #include "lower_internal.h"
 #include "partition.h"
 
@@ -84,6 +85,12 @@ char *wq_lower_describe(const wq_graph *g) {
     const char *why = wq_lower_why(n);
     if (why)
       wq_text_put(&t, "      why: %s\n", why);
+    if (n->layout_why) /* the layout pass's decision record */
+      wq_text_put(&t, "      layout: %s %s\n",
+                  n->layout_why == WQ_LWHY_AS_WRITTEN ? "any"
+                  : n->layout_last                    ? "NHWC"
+                                                      : "NCHW",
+                  wq_layout_why_name(n->layout_why));
   }
   return wq_text_take(&t);
 }
