@@ -84,8 +84,8 @@ export interface LoadOptions {
    * symbolic input shapes) fails, both with code 'WQ_ERR_OUT_OF_MEMORY' and a message naming the
    * bytes needed and the limit; the model and the package stay usable. The kernels' packed weight
    * copies and the largest scratch one node's kernels allocate in a run (times the threads) count
-   * with the weights: int8 conv/GEMM panels and copies, float Conv im2col columns and GEMM packing
-   * at the graph's static shapes (not float Gemm/MatMul, nor shapes known only at run time).
+   * with the weights: int8 conv/GEMM panels and copies, float Conv im2col columns and float GEMM
+   * packing at the graph's static shapes (not yet shapes known only at run time).
    */
   maxMemoryBytes?: number;
 }

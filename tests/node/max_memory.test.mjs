@@ -19,14 +19,17 @@ async function mnistFeeds() {
   return { Input3: { data: inputs[0].data, dims: inputs[0].dims } };
 }
 
-// mnist-8 (static shapes, planned at load): weights 23992 bytes, the float
-// convs' largest scratch 452168 (the 8->16 5x5 conv on 14x14 runs at once:
-// its 8x18x18 padded input + 18 floats, 200x252 columns, 16x252 products,
-// and the GEMM's packing, 200 x (20 + 260) floats: 4 x (2610 + 50400 +
-// 4032 + 56000)), graph outputs 48 (1x10 float, one 64-byte-aligned slot
-// holds 40), arena 50176 (model.memory.arenaBytes): 526384 bytes in all.
+// mnist-8 (static shapes, planned at load): weights 23992 bytes, the
+// MatMul's B packed for the batch-1 GEMV 16384 (10 columns in one panel of
+// 16, 256 rows, floats), the float convs' largest scratch 452168 (the 8->16
+// 5x5 conv on 14x14 runs at once: its 8x18x18 padded input + 18 floats,
+// 200x252 columns, 16x252 products, and the GEMM's packing, 200 x (20 + 260)
+// floats: 4 x (2610 + 50400 + 4032 + 56000)), graph outputs 48 (1x10 float,
+// one 64-byte-aligned slot holds 40), arena 50176 (model.memory.arenaBytes):
+// 542768 bytes in all.
 const MNIST_SCRATCH = 452168;
-const MNIST_NEED = 23992 + MNIST_SCRATCH + 48 + 50176;
+const MNIST_KERNELS = 23992 + 16384 + MNIST_SCRATCH;
+const MNIST_NEED = MNIST_KERNELS + 48 + 50176;
 
 test('maxMemoryBytes: under the limit the run is bit-identical to an unlimited load', async () => {
   const feeds = await mnistFeeds();
@@ -53,12 +56,12 @@ test('maxMemoryBytes: a plan over the limit fails the load naming the bytes; the
   assert.ok(err instanceof WasmqError);
   assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
   assert.match(err.message, /the arena needs 50176 bytes/);
-  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights and kernels ${23992 + MNIST_SCRATCH}, graph outputs 48`));
+  assert.match(err.message, new RegExp(`makes ${MNIST_NEED} bytes in all \\(weights and kernels ${MNIST_KERNELS}, graph outputs 48`));
   assert.match(err.message, new RegExp(`limit of ${MNIST_NEED - 1} bytes`));
   // Weights alone over the limit: said before any plan.
   const small = await load(mnist, { maxMemoryBytes: 1000 }).then(() => assert.fail('the load should fail'), (e) => e);
   assert.equal(small.code, 'WQ_ERR_OUT_OF_MEMORY');
-  assert.match(small.message, /the weights take 476160 bytes \(23992 as loaded, 0 held by the kernels, 452168 of kernel scratch\), more than the limit of 1000 bytes/);
+  assert.match(small.message, /the weights take 492544 bytes \(23992 as loaded, 16384 held by the kernels, 452168 of kernel scratch\), more than the limit of 1000 bytes/);
   // The same core loads and runs the model afterwards.
   const model = await load(mnist);
   try {
@@ -150,7 +153,7 @@ test('maxMemoryBytes: the threaded build applies the same limit', { skip: !threa
   try {
     const over = await tight.run(await mnistFeeds()).then(() => assert.fail('the run should fail'), (e) => e);
     assert.equal(over.code, 'WQ_ERR_OUT_OF_MEMORY');
-    assert.match(over.message, new RegExp(`weights and kernels ${23992 + 2 * MNIST_SCRATCH}`));
+    assert.match(over.message, new RegExp(`weights and kernels ${MNIST_KERNELS + MNIST_SCRATCH}`));
   } finally {
     tight.dispose();
   }
@@ -230,6 +233,28 @@ test('maxMemoryBytes: int8 kernels count their packed weights and scratch', asyn
     free.dispose();
     capped.dispose();
   }
+});
+
+// Float Gemm -> MatMul at static shapes: their GEMMs' packing buffers count
+// (kc x (mc + nc) floats, kc = min(K, 256), mc = min(M, 96) + 4, nc =
+// min(N, 512) + 8): Gemm [8,16] x [16,32] 16 x (12 + 40) x 4 = 3328 bytes,
+// MatMul [8,32] x [32,8] 32 x (12 + 16) x 4 = 3584, the larger counted.
+test('maxMemoryBytes: float GEMM packing scratch counts', async () => {
+  const gemms = buildModel({
+    nodes: [
+      { op: 'Gemm', name: 'gemm', inputs: ['a', 'b'], outputs: ['t'] },
+      { op: 'MatMul', name: 'matmul', inputs: ['t', 'c'], outputs: ['y'] },
+    ],
+    inputs: [
+      { name: 'a', dtype: 'float32', shape: [8, 16] },
+      { name: 'b', dtype: 'float32', shape: [16, 32] },
+      { name: 'c', dtype: 'float32', shape: [32, 8] },
+    ],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [8, 8] }],
+  });
+  const err = await load(gemms, { maxMemoryBytes: 1000 }).then(() => assert.fail('the load should fail'), (e) => e);
+  assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+  assert.match(err.message, /the weights take 3584 bytes \(0 as loaded, 0 held by the kernels, 3584 of kernel scratch\)/);
 });
 
 test('maxMemoryBytes must be an integer >= 0', async () => {

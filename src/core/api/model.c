@@ -347,7 +347,7 @@ static void model_kernel_memory(wq_model *m, const wq_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
     int64_t scratch = 0;
-    if (!n->op || !n->op->memory || !n->op_state)
+    if (!n->op || !n->op->memory)
       continue;
     m->kernel_bytes += (size_t)n->op->memory(n, g, &scratch);
     if ((size_t)scratch > m->scratch_bytes)

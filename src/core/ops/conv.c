@@ -114,7 +114,7 @@ static int64_t conv_memory(const wq_node *node, const wq_graph *g, int64_t *scra
   wq_conv_geometry geo;
   wq_error err;
   *scratch = 0;
-  if (wq_value_shape_known(&in[0]) && wq_value_shape_known(&in[1]) &&
+  if (s && wq_value_shape_known(&in[0]) && wq_value_shape_known(&in[1]) &&
       conv_resolve(node, in, &geo, &err) == WQ_OK)
     *scratch =
         wq_ref_conv_f32_scratch_bytes(&geo, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group);

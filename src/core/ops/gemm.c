@@ -103,6 +103,23 @@ static wq_status gemm_run(const wq_node *node, const wq_value *in, wq_value *out
   return WQ_OK;
 }
 
+/* The GEMM's packing scratch at the graph's shapes (none while symbolic). */
+static int64_t gemm_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  wq_value in[3];
+  for (int k = 0; k < 3; k++) {
+    const bool present = k < node->n_inputs && node->inputs[k] >= 0;
+    in[k] = present ? wq_tensor_value(&g->tensors[node->inputs[k]])
+                    : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
+  }
+  gemm_shape gs;
+  wq_error err;
+  *scratch = 0;
+  if (wq_value_shape_known(&in[0]) && wq_value_shape_known(&in[1]) &&
+      gemm_resolve(node, in, &gs, &err) == WQ_OK)
+    *scratch = wq_sgemm_scratch_bytes(gs.m, gs.n, gs.k);
+  return 0;
+}
+
 const wq_op wq_op_gemm = {
     .int8 = WQ_INT8_GEMM,
     .int8_as = WQ_OPID(int8_gemm),
@@ -117,4 +134,5 @@ const wq_op wq_op_gemm = {
     .max_outputs = 1,
     .infer = gemm_infer,
     .run = gemm_run,
+    .memory = gemm_memory,
 };

@@ -303,8 +303,8 @@ static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
 static int64_t qconv_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
   (void)g;
   const qconv_state *s = node->op_state;
-  *scratch = s->planned && s->channels_last ? wq_qconv_scratch_bytes(&s->plan) : 0;
-  return !s->planned        ? 0
+  *scratch = s && s->planned && s->channels_last ? wq_qconv_scratch_bytes(&s->plan) : 0;
+  return !s || !s->planned  ? 0
          : s->channels_last ? s->plan.bytes
                             : wq_int8_weights_bytes(s->weight_numel, s->M);
 }

@@ -194,8 +194,8 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
 static int64_t qgemm_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
   (void)g;
   const qgemm_state *s = node->op_state;
-  *scratch = s->has_packed ? wq_qgemm_scratch_bytes(&s->packed) : 0;
-  if (!s->planned)
+  *scratch = s && s->has_packed ? wq_qgemm_scratch_bytes(&s->packed) : 0;
+  if (!s || !s->planned)
     return 0;
   return wq_int8_weights_bytes(s->w ? s->N * s->K : 0, s->N) +
          (s->has_packed ? s->packed.bytes : 0);

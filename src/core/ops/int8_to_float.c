@@ -311,7 +311,7 @@ static int64_t to_float_memory(const wq_node *node, const wq_graph *g, int64_t *
   (void)g;
   const to_float_state *s = node->op_state;
   *scratch = 0;
-  if (!s->planned)
+  if (!s || !s->planned)
     return 0;
   if (!s->conv) {
     *scratch = wq_qgemm_scratch_bytes(&s->gemm);

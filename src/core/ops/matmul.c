@@ -167,6 +167,31 @@ static wq_status matmul_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   return WQ_OK;
 }
 
+/* The packed B of the GEMV path, and the GEMM's packing scratch at the
+ * graph's shapes (none while they are symbolic or the GEMV runs). */
+static int64_t matmul_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  const matmul_state *s = node->op_state;
+  const wq_value in[2] = {wq_tensor_value(&g->tensors[node->inputs[0]]),
+                          wq_tensor_value(&g->tensors[node->inputs[1]])};
+  const int64_t held = s ? (in[1].dims[1] + WQ_SGEMV_NR - 1) / WQ_SGEMV_NR * WQ_SGEMV_NR *
+                               in[1].dims[0] * (int64_t)sizeof(float)
+                         : 0;
+  matmul_shape ms;
+  wq_error err;
+  *scratch = 0;
+  if (!wq_value_shape_known(&in[0]) || !wq_value_shape_known(&in[1]) ||
+      matmul_resolve(node, in, &ms, &err) != WQ_OK)
+    return held;
+  int64_t n_batch = 1, b_count = 1;
+  for (int i = 0; i < ms.batch_rank; i++) {
+    n_batch *= ms.batch[i];
+    b_count *= ms.b_batch[i];
+  }
+  if (!(s && in[1].rank == 2 && n_batch * ms.m < 4))
+    *scratch = wq_sgemm_scratch_bytes(b_count == 1 ? n_batch * ms.m : ms.m, ms.n, ms.k);
+  return held;
+}
+
 const wq_op wq_op_matmul = {
     .int8 = WQ_INT8_GEMM,
     .int8_as = WQ_OPID(int8_gemm),
@@ -183,4 +208,5 @@ const wq_op wq_op_matmul = {
     .infer = matmul_infer,
     .run = matmul_run,
     .plan = matmul_plan,
+    .memory = matmul_memory,
 };
