@@ -257,6 +257,23 @@ test('maxMemoryBytes: float GEMM packing scratch counts', async () => {
   assert.match(err.message, /the weights take 3584 bytes \(0 as loaded, 0 held by the kernels, 3584 of kernel scratch\)/);
 });
 
+// ConvTranspose X [1,2,3,3], W [2,4,3,3]: col2im columns of 4 x 9 rows by
+// 9 input positions (1296 bytes) and the GEMM's packing, kc = 2 (C),
+// mc = 36 + 4, nc = 9 + 8: 2 x 57 floats (456 bytes).
+test('maxMemoryBytes: ConvTranspose col2im scratch counts', async () => {
+  const deconv = buildModel({
+    nodes: [{ op: 'ConvTranspose', name: 'deconv', inputs: ['x', 'w'], outputs: ['y'] }],
+    inputs: [
+      { name: 'x', dtype: 'float32', shape: [1, 2, 3, 3] },
+      { name: 'w', dtype: 'float32', shape: [2, 4, 3, 3] },
+    ],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [1, 4, 5, 5] }],
+  });
+  const err = await load(deconv, { maxMemoryBytes: 1000 }).then(() => assert.fail('the load should fail'), (e) => e);
+  assert.equal(err.code, 'WQ_ERR_OUT_OF_MEMORY');
+  assert.match(err.message, /the weights take 1752 bytes \(0 as loaded, 0 held by the kernels, 1752 of kernel scratch\)/);
+});
+
 test('maxMemoryBytes must be an integer >= 0', async () => {
   for (const bad of [-1, 1.5, '100', Infinity]) {
     await assert.rejects(load(chain, { maxMemoryBytes: bad }), (e) => e instanceof WasmqError && /maxMemoryBytes/.test(e.message));

@@ -175,6 +175,28 @@ static wq_status conv_transpose_run(const wq_node *node, const wq_value *in, wq_
   return WQ_OK;
 }
 
+/* The col2im scratch of a run at the graph's shapes (none while symbolic). */
+static int64_t conv_transpose_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  const conv_transpose_state *s = node->op_state;
+  wq_value in[3];
+  for (int k = 0; k < 3; k++) {
+    const bool present = k < node->n_inputs && node->inputs[k] >= 0;
+    in[k] = present ? wq_tensor_value(&g->tensors[node->inputs[k]])
+                    : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
+  }
+  wq_conv_geometry geo;
+  wq_error err;
+  *scratch = 0;
+  if (s && wq_value_shape_known(&in[0]) && wq_value_shape_known(&in[1]) &&
+      conv_transpose_resolve(node, in, &geo, &err) == WQ_OK) {
+    for (int i = 0; i < geo.n_spatial; i++)
+      geo.in[i] = in[0].dims[2 + i];
+    *scratch = wq_ref_conv_transpose_f32_scratch_bytes(&geo, in[0].dims[1],
+                                                       in[1].dims[1] * s->group, s->group);
+  }
+  return 0;
+}
+
 const wq_op wq_op_conv_transpose = {
     .op_type = "ConvTranspose",
     .domain = "",
@@ -187,4 +209,5 @@ const wq_op wq_op_conv_transpose = {
     .free_state = free,
     .infer = conv_transpose_infer,
     .run = conv_transpose_run,
+    .memory = conv_transpose_memory,
 };

@@ -588,6 +588,19 @@ static void col2im_add(const wq_conv_geometry *g, const float *col, int64_t chan
   }
 }
 
+int64_t wq_ref_conv_transpose_f32_scratch_bytes(const wq_conv_geometry *g, int64_t in_channels,
+                                                int64_t out_channels, int64_t group) {
+  const int64_t cg = in_channels / group, mg = out_channels / group;
+  const int64_t in_size = wq_conv_geometry_in_size(g);
+  int64_t rows;
+  size_t bytes;
+  if (!wq_mul_i64(mg, wq_conv_geometry_kernel_size(g), &rows) || in_size == 0)
+    return 0;
+  const int64_t chunk = chunk_columns(rows, in_size);
+  return col_bytes(rows, chunk, &bytes) ? (int64_t)bytes + wq_sgemm_scratch_bytes(rows, chunk, cg)
+                                        : 0;
+}
+
 wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
                                     int64_t out_channels, int64_t group, const float *x,
                                     const float *w, const float *bias, float *y) {

@@ -26,6 +26,11 @@ wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_c
                           int64_t out_channels, int64_t group, const float *x, const float *w,
                           const float *bias, bool relu, float *y);
 
+/* The most scratch one wq_ref_conv_transpose_f32 of these sizes allocates
+ * on one thread (col2im columns and the GEMM's packing). */
+int64_t wq_ref_conv_transpose_f32_scratch_bytes(const wq_conv_geometry *g, int64_t in_channels,
+                                                int64_t out_channels, int64_t group);
+
 /* Y[N, M, out...] = conv_transpose(X[N, C, in...], W[C, M/group, kernel...])
  * + bias[M]. Here g->in is the input (the small side), g->out the output, and
  * g->pad_begin the amount cropped from the start of each output axis. */
