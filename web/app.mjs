@@ -2,7 +2,7 @@
 // same data/render modules as `wasmq render`; layout in a Worker), the side
 // panel, search, overlays, memory lanes, export, and runs in a Worker.
 import svgPanZoom from 'svg-pan-zoom';
-import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum, LAYOUT_WHY, layoutLabel, transitionAt, transitionWhy } from '../src/js/graph/data.mjs';
+import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum, LAYOUT_WHY, layoutLabel, layoutMargin, transitionAt, transitionWhy } from '../src/js/graph/data.mjs';
 import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
 import { startDemo } from './demos.mjs';
@@ -192,7 +192,7 @@ function markSelected(nodeId) {
  */
 function layoutHtml(g, n) {
   if (!n.layout) return '';
-  let html = `<dt>layout</dt><dd data-layout-why="${escapeXml(n.layout.why)}"><code>${escapeXml(layoutLabel(n))}</code><br>${escapeXml(LAYOUT_WHY[n.layout.why] ?? '')}</dd>`;
+  let html = `<dt>layout</dt><dd data-layout-why="${escapeXml(n.layout.why)}"><code>${escapeXml(layoutLabel(n))}</code><br>${escapeXml(LAYOUT_WHY[n.layout.why] ?? '')}${layoutMargin(n) ? `<br><span data-other-bytes="${n.layout.other_bytes}">${escapeXml(layoutMargin(n))}</span>` : ''}</dd>`;
   const t = transitionAt(g, n.id);
   if (t) {
     html += `<dt>transition</dt><dd class="why" data-needed-by="${t.needed_by.join(' ')}" data-bytes="${t.bytes}" data-producer="${t.producer}">${escapeXml(transitionWhy(g, t))}</dd>`;

@@ -248,6 +248,8 @@ export interface GraphLayoutDecision {
   /** false: the planner chose the label (a free node). */
   fixed: boolean;
   why: LayoutWhy;
+  /** A free node: how many bytes the planner's total would grow by if only this node took the other label (0: a tie, declared preferred); null when fixed. */
+  other_bytes: number | null;
 }
 
 /** A layout transition: explicit (a ToNHWC/ToNCHW node) or fused into a boundary Quantize/DequantizeLinear. */

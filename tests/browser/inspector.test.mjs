@@ -273,8 +273,8 @@ test('layout decisions in the side panel: a transition says which readers needed
   assert.ok(panel.text.includes(`${g.nodes[t.producer].op} '${g.nodes[t.producer].name}'`), panel.text);
   // The reader's own panel: its label, why, and the transition it needed.
   await page.click(`#graph .wq-node[data-node-id="${reader.id}"]`);
-  const readerPanel = await page.$eval('#side', (e) => ({ why: e.querySelector('dd[data-layout-why]')?.dataset.layoutWhy, needs: e.querySelector('dd[data-needs]')?.dataset.needs }));
-  assert.deepEqual(readerPanel, { why: reader.layout.why, needs: String(t.node) });
+  const readerPanel = await page.$eval('#side', (e) => ({ why: e.querySelector('dd[data-layout-why]')?.dataset.layoutWhy, needs: e.querySelector('dd[data-needs]')?.dataset.needs, other: e.querySelector('[data-other-bytes]')?.dataset.otherBytes }));
+  assert.deepEqual(readerPanel, { why: reader.layout.why, needs: String(t.node), other: String(reader.layout.other_bytes) });
   // A conv: fixed channels-last by its kernel; the drawn node carries the code too.
   const conv = g.nodes.find((n) => n.op === 'QConv');
   assert.equal(await page.$eval(`#graph .wq-node[data-node-id="${conv.id}"]`, (e) => e.dataset.layoutWhy), 'KERNEL_CHANNELS_LAST');

@@ -317,6 +317,19 @@ static void test_lplan_exhaustive(void) {
     int64_t cost = -1;
     CHECK(wq_lplan_solve(&p, labels, &cost, &err) == WQ_OK);
     CHECK(wq_lplan_cost(&p, labels) == cost);
+    /* Flip costs: each variable alone in the other label, evaluated whole.
+     * At the minimum none is negative; a channels-last one is never 0 (the
+     * tie rule would have made it declared). */
+    int64_t delta[14];
+    CHECK(wq_lplan_flip_costs(&p, labels, delta, &err) == WQ_OK);
+    for (int v = 0; v < n_vars; v++) {
+      memcpy(all, labels, sizeof all);
+      all[v] ^= 1;
+      CHECK_MSG(delta[v] == wq_lplan_cost(&p, all) - cost && delta[v] >= 0 &&
+                    (!labels[v] || delta[v] > 0),
+                "rep %d: variable %d flip %lld, evaluated %lld", rep, v, (long long)delta[v],
+                (long long)(wq_lplan_cost(&p, all) - cost));
+    }
     int64_t best = INT64_MAX;
     for (uint32_t mask = 0; mask < (1u << n_vars); mask++) {
       for (int v = 0; v < n_vars; v++)

@@ -96,14 +96,15 @@ static void put_qparams(wq_text *t, const wq_qparams *q) {
 
 /* A layout decision record: the label ("NCHW", "NHWC" or null), whether
  * the planner could choose it, and why it is that one (WQ_LWHY_*). */
-static void put_layout_why(wq_text *t, int why, bool last) {
+static void put_layout_why(wq_text *t, int why, bool last, int64_t flip) {
   const bool none = why == WQ_LWHY_NOT_PLANNED || why == WQ_LWHY_AS_WRITTEN;
-  wq_text_put(t, "{\"label\":%s,\"fixed\":%s,\"why\":\"%s\"}",
+  const bool free_label = why == WQ_LWHY_PLANNED || why == WQ_LWHY_FUSED_BOUNDARY;
+  wq_text_put(t, "{\"label\":%s,\"fixed\":%s,\"why\":\"%s\",\"other_bytes\":",
               none   ? "null"
               : last ? "\"NHWC\""
                      : "\"NCHW\"",
-              why == WQ_LWHY_PLANNED || why == WQ_LWHY_FUSED_BOUNDARY ? "false" : "true",
-              wq_layout_why_name(why));
+              free_label ? "false" : "true", wq_layout_why_name(why));
+  wq_text_put(t, free_label ? "%lld}" : "null}", (long long)flip);
 }
 
 static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
@@ -134,7 +135,7 @@ static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *
     wq_text_put(t, "},\"kernel\":");
     put_kernel(t, wq_lower_why(n));
     wq_text_put(t, ",\"layout\":");
-    put_layout_why(t, n->layout_why, n->layout_last);
+    put_layout_why(t, n->layout_why, n->layout_last, n->layout_flip);
     wq_text_put(t, ",\"inputs\":");
     put_ints(t, n->inputs, n->n_inputs);
     wq_text_put(t, ",\"outputs\":");
@@ -252,9 +253,9 @@ static void put_transition_why(wq_text *t, const wq_graph *g, const wq_node *tr,
   wq_text_put(t, "],\"graph_output\":%s,\"producer\":%d,\"producer_layout\":",
               g->tensors[y].is_output ? "true" : "false", p);
   if (p >= 0)
-    put_layout_why(t, g->nodes[p].layout_why, g->nodes[p].layout_last);
+    put_layout_why(t, g->nodes[p].layout_why, g->nodes[p].layout_last, g->nodes[p].layout_flip);
   else
-    put_layout_why(t, WQ_LWHY_DECLARED, false);
+    put_layout_why(t, WQ_LWHY_DECLARED, false, 0);
 }
 
 static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_report *r,

@@ -83,6 +83,7 @@ typedef struct {
    * when none was). */
   unsigned char layout_why, layout_last;
   unsigned char *layout_as_is;
+  int64_t layout_flip; /* free label: what the other label alone would add to the planned bytes */
 } wq_node;
 
 typedef struct {

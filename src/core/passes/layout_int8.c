@@ -584,13 +584,19 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
     if (!r.labels || !c.twin || !c.nchw_live)
       st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
   }
+  int64_t *flip = NULL;
   if (st == WQ_OK)
     st = wq_lplan_solve(&plan, r.labels, &planned, err);
+  if (st == WQ_OK && !(flip = malloc(((size_t)r.n_vars + 1) * sizeof *flip)))
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  if (st == WQ_OK) /* each free label's margin, for the decision records */
+    st = wq_lplan_flip_costs(&plan, r.labels, flip, err);
   wq_lplan_free(&plan);
   if (st != WQ_OK) {
     roles_free(&r);
     free(c.twin);
     free(c.nchw_live);
+    free(flip);
     return st;
   }
   for (int t = 0; t < g->n_tensors; t++) {
@@ -604,6 +610,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
     wq_node n = g->nodes[i];
     memset(&g->nodes[i], 0, sizeof g->nodes[i]);
     const bool last = r.var[i] >= 0 ? r.labels[r.var[i]] : r.role[i] != ROLE_PLAIN;
+    n.layout_flip = r.var[i] >= 0 ? flip[r.var[i]] : 0;
     st = place_node(&c, &r, i, last, &n, err);
     if (st != WQ_OK && push_node(&c, &n, NULL) != WQ_OK)
       wq_node_clear(&n);
@@ -620,6 +627,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   roles_free(&r);
   free(c.twin);
   free(c.nchw_live);
+  free(flip);
   c.stats.planned_bytes = planned;
   c.stats.free_labels = r.n_vars;
   if (stats)

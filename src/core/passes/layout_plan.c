@@ -46,6 +46,53 @@ int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels) {
   return seen ? cost : -1;
 }
 
+wq_status wq_lplan_flip_costs(const wq_lplan *p, const unsigned char *labels, int64_t *delta,
+                              wq_error *err) {
+  int *count = calloc(2 * (size_t)p->n_groups + 1, sizeof *count); /* members labelled 0 / 1 */
+  int *start = calloc((size_t)p->n_vars + 2, sizeof *start);       /* each variable's pairs */
+  int *group = malloc(((size_t)p->n_pairs + 1) * sizeof *group);   /* their groups, by variable */
+  int *moved = calloc((size_t)p->n_groups + 1, sizeof *moved);     /* v's members of a group */
+  if (!count || !start || !group || !moved) {
+    free(count);
+    free(start);
+    free(group);
+    free(moved);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
+  }
+  for (int k = 0; k < p->n_pairs; k++) {
+    const int m = p->pairs[2 * k + 1];
+    count[2 * p->pairs[2 * k] + (m >= 0 ? labels[m] : m == WQ_LPLAN_CHANNELS_LAST)]++;
+    if (m >= 0)
+      start[m + 2]++;
+  }
+  for (int v = 2; v <= p->n_vars + 1; v++)
+    start[v] += start[v - 1];
+  for (int k = 0; k < p->n_pairs; k++)
+    if (p->pairs[2 * k + 1] >= 0)
+      group[start[p->pairs[2 * k + 1] + 1]++] = p->pairs[2 * k];
+  /* Now variable v's groups are group[start[v] .. start[v + 1]). */
+  for (int v = 0; v < p->n_vars; v++) {
+    int64_t d = 0;
+    for (int k = start[v]; k < start[v + 1]; k++)
+      moved[group[k]]++;
+    for (int k = start[v]; k < start[v + 1]; k++) {
+      const int g = group[k], l = labels[v], n = moved[g];
+      if (!n)
+        continue; /* counted at its first pair */
+      const bool before = count[2 * g] && count[2 * g + 1];
+      const bool after = count[2 * g + l] > n; /* the other label now has n members */
+      d += ((int64_t)after - (int64_t)before) * p->weight[g];
+      moved[g] = 0;
+    }
+    delta[v] = d;
+  }
+  free(count);
+  free(start);
+  free(group);
+  free(moved);
+  return WQ_OK;
+}
+
 /* The flow network: vertex 0 the source (declared), 1 the sink
  * (channels-last), 2.. the variables, then two auxiliary vertices per group.
  * Edge e and e ^ 1 are each other's reverse. */

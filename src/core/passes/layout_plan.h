@@ -54,4 +54,10 @@ int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels);
  * *cost with its cost. */
 wq_status wq_lplan_solve(const wq_lplan *p, unsigned char *labels, int64_t *cost, wq_error *err);
 
+/* delta[v] (n_vars entries): how much the cost of `labels` grows when only
+ * variable v takes the other label (>= 0 at a minimum; 0 is a tie). Linear
+ * in the pairs: why each free label is the one it is, as a number. */
+wq_status wq_lplan_flip_costs(const wq_lplan *p, const unsigned char *labels, int64_t *delta,
+                              wq_error *err);
+
 #endif

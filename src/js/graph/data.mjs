@@ -68,6 +68,14 @@ export function layoutLabel(node) {
   return l ? `${l.label ?? '—'} · ${l.why} (${l.fixed ? 'fixed' : 'planner'})` : '';
 }
 
+/** A free node's margin: "NCHW alone would move 384 B more", "a tie: NHWC would move as much (declared preferred)", '' when fixed. */
+export function layoutMargin(node) {
+  const l = node.layout;
+  if (!l || l.fixed || l.other_bytes == null) return '';
+  const other = l.label === 'NHWC' ? 'NCHW' : 'NHWC';
+  return l.other_bytes > 0 ? `${other} alone would move ${fmtBytes(l.other_bytes)} more` : `a tie: ${other} would move as much (declared preferred)`;
+}
+
 /** The transition converting at node id (explicit or fused), or null. */
 export function transitionAt(graph, id) {
   return graph.transitions.find((t) => t.node === id) ?? null;

@@ -1,7 +1,7 @@
 // report.html: one self-contained file (inline CSS, inline SVG, no scripts
 // needed to read it) with the graph, the partition summary, a per-node table
 // and the memory lanes. Used by `wasmq render -o report.html`; pure string work.
-import { toDrawable, memoryLanes, tensorLabel, fmtBytes, fmtNum, colourKey, BACKEND_COLOURS, layoutLabel, transitionWhy } from './data.mjs';
+import { toDrawable, memoryLanes, tensorLabel, fmtBytes, fmtNum, colourKey, BACKEND_COLOURS, layoutLabel, layoutMargin, transitionWhy } from './data.mjs';
 import { layoutDrawable, renderSvg, renderLanesSvg, legendHtml, escapeXml } from './render.mjs';
 
 export const REPORT_CSS = `
@@ -31,7 +31,7 @@ export function renderReport(graph, { overlay = 'region', nodeData = null, title
     return `<tr data-node="${escapeXml(n.name)}"><td>${n.id}</td><td>${escapeXml(n.name)}</td><td><code>${escapeXml(n.op)}</code></td>` +
       `<td><span class="sw" style="background:${BACKEND_COLOURS[colourKey(n)]}"></span>${escapeXml(n.backend)}</td><td>${n.region}</td>` +
       `<td><code>${escapeXml(n.reason.code)}</code> ${escapeXml(n.reason.detail)}</td><td>${escapeXml(n.kernel)}</td>` +
-      `<td data-layout-why="${escapeXml(n.layout?.why ?? '')}">${escapeXml(layoutLabel(n))}</td>` +
+      `<td data-layout-why="${escapeXml(n.layout?.why ?? '')}">${escapeXml(layoutLabel(n))}${layoutMargin(n) ? `<br>${escapeXml(layoutMargin(n))}` : ''}</td>` +
       `<td>${outs.map((t) => `<code>${escapeXml(tensorLabel(t))}</code>`).join('<br>')}</td>` +
       (nodeData ? `<td>${v === undefined ? '' : fmtNum(v)}</td>` : '') + '</tr>';
   });
