@@ -173,13 +173,6 @@ static wq_status ensure_nchw(layout_ctx *c, int t, wq_error *err) {
   return WQ_OK;
 }
 
-static wq_status add_note(wq_node *n, const char *extra, wq_error *err) {
-  const char *why = wq_lower_why(n);
-  char text[WQ_LOWER_WHY_MAX + 64];
-  wq_format(text, sizeof text, "%s%s%s", why ? why : "", why ? "; " : "", extra);
-  return wq_layout_set_note(n, text, err);
-}
-
 /* A node whose op runs channels-last whenever it can (WQ_LCAP_NHWC_KERNEL:
  * QConv, QAveragePool, QGlobalAveragePool, MaxPool on codes): its kernel
  * follows its input's layout, so the pass only stores input and output
@@ -517,7 +510,7 @@ static int as_written(const layout_ctx *c, int t) {
 static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool last, wq_node *n,
                             wq_error *err) {
   const int role = r->role[i];
-  bool as_is = false, declared = false;
+  bool declared = false;
   for (int k = 0; k < n->n_inputs; k++) {
     const int t = n->inputs[k];
     if (reads_as_is(c->g, r, i, n, k)) {
@@ -525,7 +518,6 @@ static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool la
         return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
       n->layout_as_is[k] = 1; /* the transitions' needed_by leave it out */
       n->inputs[k] = as_written(c, t);
-      as_is = as_is || n->inputs[k] != t;
     } else if (last && arg_follows(c->g, r, i, n, k)) {
       WQ_TRY(nhwc_of(c, t, &n->inputs[k], err)); /* converts it when not yet channels-last */
     } else {
@@ -555,11 +547,6 @@ static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool la
   } else if (last && out_follows(r, i)) {
     WQ_TRY(twin_output(c, n, err));
     c->stats.nodes_nhwc++;
-    WQ_TRY(add_note(
-        n, role == ROLE_AGNOSTIC ? "channels-last (NHWC), layout-agnostic" : "channels-last (NHWC)",
-        err));
-  } else if (as_is && role == ROLE_PLAIN && !(n->op && (n->op->flags & WQ_OP_FLAG_SHAPE_ONLY))) {
-    WQ_TRY(add_note(n, "reads the channels-last tensor as is (same bytes)", err));
   }
   return push_node(c, n, err);
 }
