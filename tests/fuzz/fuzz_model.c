@@ -1,4 +1,5 @@
-/* libFuzzer target: bytes -> wq_model_load -> plan -> one run on seeded
+/* libFuzzer target: bytes -> wq_model_load -> decision records (graph JSON)
+ * -> plan -> one run on seeded
  * inputs (tests/c/seeded_run.h), under ASan + UBSan. Any crash, sanitizer
  * report, leak or timeout is a bug: bad input must end in a wq_error.
  *
@@ -79,6 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort(); /* every failure says why */
     return 0;
   }
+  /* The decision records of every model that loads (layout records,
+   * transitions' readers and producers included). */
+  char *records = wq_model_graph_json(m);
+  if (!records)
+    abort();
+  free(records);
   wq_memory_info mem;
   wq_model_memory(m, &mem);
   if (!mem.planned || mem.arena_bytes <= FUZZ_MAX_ARENA_BYTES) {

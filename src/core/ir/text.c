@@ -8,7 +8,9 @@ void wq_text_put(wq_text *t, const char *fmt, ...) {
   while (!t->failed) {
     va_list ap;
     va_start(ap, fmt);
-    int need = wq_vformat(t->buf + t->len, t->cap - t->len, fmt, ap);
+    /* An empty text has no buffer yet: measure into nothing (NULL + 0 is
+     * undefined behaviour in C). */
+    int need = wq_vformat(t->buf ? t->buf + t->len : NULL, t->cap - t->len, fmt, ap);
     va_end(ap);
     if (need < 0) {
       t->failed = true;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/checked.h"
 #include "../ir/text.h"
 #include "../ops/int8_common.h"
 #include "lower.h"
@@ -37,26 +38,19 @@ const char *wq_backend_name(wq_backend b) {
   return b == WQ_BACKEND_INT8_SIMD ? "int8-simd" : b == WQ_BACKEND_INT8_REF ? "int8-ref" : "float";
 }
 
-int64_t wq_tensor_static_bytes(const wq_tensor *t) {
-  if (t->rank < 0)
-    return 0;
-  int64_t n = 1;
-  for (int d = 0; d < t->rank; d++) {
-    if (t->dims[d] < 0)
+/* Bytes of t with symbolic dims counted as `unknown` (0: no static size,
+ * 1: per batch item); 0 past int64 (declared dims may be anything). */
+static int64_t dims_bytes(const wq_tensor *t, int64_t unknown) {
+  int64_t n = t->rank < 0 ? 0 : (int64_t)wq_dtype_size(t->dtype);
+  for (int d = 0; d < t->rank; d++)
+    if (!wq_mul_i64(n, t->dims[d] < 0 ? unknown : t->dims[d], &n))
       return 0;
-    n *= t->dims[d];
-  }
-  return n * (int64_t)wq_dtype_size(t->dtype);
+  return n;
 }
 
-int64_t wq_transition_bytes(const wq_tensor *t) {
-  if (t->rank < 0)
-    return 0;
-  int64_t n = 1;
-  for (int d = 0; d < t->rank; d++)
-    n *= t->dims[d] < 0 ? 1 : t->dims[d];
-  return n * (int64_t)wq_dtype_size(t->dtype);
-}
+int64_t wq_tensor_static_bytes(const wq_tensor *t) { return dims_bytes(t, 0); }
+
+int64_t wq_transition_bytes(const wq_tensor *t) { return dims_bytes(t, 1); }
 
 bool wq_fused_boundary(const wq_graph *g, const wq_node *n) {
   if (!n->op || (n->op->int8 != WQ_INT8_QUANTIZE && n->op->int8 != WQ_INT8_DEQUANTIZE) ||

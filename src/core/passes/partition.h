@@ -103,7 +103,7 @@ void wq_partition_report_free(wq_partition_report *r);
  * MODE_FP. */
 char *wq_partition_summary(const wq_graph *g, const wq_partition_report *r);
 
-/* Bytes a tensor holds (static shape), 0 when unknown. */
+/* Bytes a tensor holds (static shape), 0 when unknown (or past int64). */
 int64_t wq_tensor_static_bytes(const wq_tensor *t);
 /* The bytes a transition of t moves per run: symbolic dims (a dynamic
  * batch) count as 1, so per batch item; 0 when the rank is unknown. */
