@@ -191,6 +191,14 @@ wq_value wq_tensor_value(const wq_tensor *t) {
   return v;
 }
 
+void wq_node_input_values(const wq_graph *g, const wq_node *node, wq_value *in, int n) {
+  for (int k = 0; k < n; k++) {
+    const bool present = k < node->n_inputs && node->inputs[k] >= 0;
+    in[k] = present ? wq_tensor_value(&g->tensors[node->inputs[k]])
+                    : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
+  }
+}
+
 const wq_attr *wq_node_attr(const wq_node *n, const char *name) {
   for (int i = 0; i < n->n_attrs; i++)
     if (strcmp(n->attrs[i].name, name) == 0)

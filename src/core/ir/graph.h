@@ -139,6 +139,9 @@ void wq_attr_clear(wq_attr *a);
 
 /* A value view of tensor t (dtype, static shape, constant data or NULL). */
 wq_value wq_tensor_value(const wq_tensor *t);
+/* in[0..n) = the values of node's first n inputs as the graph holds them
+ * (an absent input: dtype undefined, rank -1). */
+void wq_node_input_values(const wq_graph *g, const wq_node *node, wq_value *in, int n);
 
 /* Attribute lookup; NULL when absent. */
 const wq_attr *wq_node_attr(const wq_node *n, const char *name);

@@ -179,11 +179,7 @@ static wq_status conv_transpose_run(const wq_node *node, const wq_value *in, wq_
 static int64_t conv_transpose_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
   const conv_transpose_state *s = node->op_state;
   wq_value in[3];
-  for (int k = 0; k < 3; k++) {
-    const bool present = k < node->n_inputs && node->inputs[k] >= 0;
-    in[k] = present ? wq_tensor_value(&g->tensors[node->inputs[k]])
-                    : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
-  }
+  wq_node_input_values(g, node, in, 3);
   wq_conv_geometry geo;
   wq_error err;
   *scratch = 0;

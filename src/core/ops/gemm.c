@@ -106,11 +106,7 @@ static wq_status gemm_run(const wq_node *node, const wq_value *in, wq_value *out
 /* The GEMM's packing scratch at the graph's shapes (none while symbolic). */
 static int64_t gemm_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
   wq_value in[3];
-  for (int k = 0; k < 3; k++) {
-    const bool present = k < node->n_inputs && node->inputs[k] >= 0;
-    in[k] = present ? wq_tensor_value(&g->tensors[node->inputs[k]])
-                    : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
-  }
+  wq_node_input_values(g, node, in, 3);
   gemm_shape gs;
   wq_error err;
   *scratch = 0;
