@@ -2,7 +2,7 @@
 // int32 arrays into wasm memory, reading strings and errors back.
 
 import { WasmqError } from './errors.mjs';
-import { dtypeNameOfCode } from './dtypes.mjs';
+import { dtypeNameOfCode, bytesOfView, typedArrayByteLength } from './dtypes.mjs';
 
 // Memory can grow on any allocation, which replaces the buffer: always take
 // fresh views through these helpers right before use. On the threaded core an
@@ -23,10 +23,17 @@ function currentBuffer(core) {
   return core.wasmMemory?.buffer ?? core.HEAPU8.buffer;
 }
 
+/**
+ * Copies the bytes of a TypedArray/DataView into fresh wasm memory; returns
+ * the pointer. The size allocated is the one copied, both read from the
+ * view's internal slots (never from a getter that could lie).
+ */
 export function allocBytes(core, bytes) {
-  const ptr = core._wqx_malloc(bytes.byteLength);
-  if (!ptr) throw new WasmqError(`out of wasm memory allocating ${bytes.byteLength} bytes`, { code: 'WQ_ERR_OUT_OF_MEMORY' });
-  heapU8(core).set(bytes, ptr);
+  const view = bytesOfView(bytes, 'data');
+  const n = typedArrayByteLength(view);
+  const ptr = core._wqx_malloc(n);
+  if (!ptr) throw new WasmqError(`out of wasm memory allocating ${n} bytes`, { code: 'WQ_ERR_OUT_OF_MEMORY' });
+  heapU8(core).set(view, ptr);
   return ptr;
 }
 
@@ -64,11 +71,16 @@ export function readString(core, ptr) {
   return ptr ? core.UTF8ToString(ptr) : '';
 }
 
+/** The failure the core recorded in ctx; never a WasmqError with code WQ_OK (a call that failed without saying why is WQ_ERR_INTERNAL). */
 export function errorFromCtx(core, ctx) {
-  const code = readString(core, core._wqx_error_name(ctx));
-  const node = readString(core, core._wqx_error_node(ctx));
-  const message = readString(core, core._wqx_error_message(ctx)) || code;
-  return new WasmqError(message, { code, node });
+  let code = ctx ? readString(core, core._wqx_error_name(ctx)) : '';
+  const node = ctx ? readString(core, core._wqx_error_node(ctx)) : '';
+  let message = ctx ? readString(core, core._wqx_error_message(ctx)) : '';
+  if (!code || code === 'WQ_OK') {
+    code = 'WQ_ERR_INTERNAL';
+    message ||= 'a call into the wasm core failed without recording why';
+  }
+  return new WasmqError(message || code, { code, node });
 }
 
 /** {name, dtype, shape} of a model input or output (kind 'input' | 'output'). */

@@ -14,7 +14,8 @@
 // one at a time. Every sample must match the inputs' dtype, rank and fixed
 // dims, and float data must be finite.
 
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { readLocalFile, maxFileBytesFromEnv } from '#platform';
 import path from 'node:path';
 import { DTYPES, numel } from './dtypes.mjs';
 import { parseNpy } from './npy.mjs';
@@ -170,7 +171,7 @@ async function checkSampleFiles(kind, dir, inputs, fileOf) {
 async function readSampleValue(kind, file, inputs, i) {
   let bytes;
   try {
-    bytes = await readFile(file);
+    bytes = await readLocalFile(file, maxFileBytesFromEnv());
   } catch (e) {
     throw new CalibError(`cannot read ${file}: ${e.message}`, 'WQ_ERR_IO');
   }

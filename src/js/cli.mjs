@@ -21,6 +21,7 @@
 
 import { readFile, writeFile, mkdir, readdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { readLocalFile, maxFileBytesFromEnv } from '#platform';
 import { load, checkCase, WasmqError, quantize } from './index.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
@@ -89,7 +90,8 @@ function describeError(what, e) {
 
 async function readInputFile(file) {
   try {
-    return await readFile(file);
+    const bytes = await readLocalFile(file, maxFileBytesFromEnv());
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   } catch (e) {
     throw usageError(`cannot read ${file}: ${e.code === 'ENOENT' ? 'No such file or directory' : e.message}`);
   }

@@ -133,11 +133,39 @@ function cachedCore(slot, make) {
   return slot.promise;
 }
 
-export async function readUrlBytes(url) {
-  if (IS_NODE && url.protocol === 'file:') return readLocalFile(url);
+/**
+ * The bytes at a URL, at most maxBytes: a declared Content-Length over it
+ * fails before the body is read, and the body is read in chunks that stop
+ * at the cap (a server may send more than it declared, or declare nothing).
+ */
+export async function readUrlBytes(url, maxBytes = Infinity) {
+  if (IS_NODE && url.protocol === 'file:') return readLocalFile(url, maxBytes);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
-  return new Uint8Array(await response.arrayBuffer());
+  const tooBig = (n) => new Error(`the response is ${n} bytes or more, more than the limit of ${maxBytes}`);
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) throw tooBig(declared);
+  if (maxBytes === Infinity || !response.body) return new Uint8Array(await response.arrayBuffer());
+  const reader = response.body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw tooBig(total);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return bytes;
 }
 
 async function instantiateCore() {

@@ -1,3 +1,5 @@
+import { WasmqError } from './errors.mjs';
+
 // Element types the runtime executes, keyed by the public name. `code` is
 // ONNX's TensorProto.DataType (the C core's wq_dtype); `npy` is the numpy
 // descr without byte order; `array` is the TypedArray holding the elements.
@@ -41,19 +43,72 @@ export function dtypeNameOfCode(code) {
   return ONNX_NAMES[code] ?? `dtype(${code})`;
 }
 
-/** Whether `data` is the TypedArray class used for dtype `d`. */
-export function arrayMatchesDtype(data, d) {
-  // The tag (not instanceof) also accepts arrays from other realms/workers.
-  const tag = ArrayBuffer.isView(data) ? data[Symbol.toStringTag] : undefined;
-  if (d.name === 'uint8' || d.name === 'bool') {
-    return tag === 'Uint8Array' || tag === 'Uint8ClampedArray';
+// What a TypedArray really is, read from its internal slots through the
+// intrinsic getters (captured once, here): a subclass overriding
+// Symbol.toStringTag, length or byteLength, or a patched prototype, cannot
+// change these answers. They also work on arrays from other realms.
+const TYPED_ARRAY_PROTO = Object.getPrototypeOf(Uint8Array.prototype);
+const intrinsic = (proto, key) => {
+  const get = Object.getOwnPropertyDescriptor(proto, key).get;
+  return (x) => get.call(x);
+};
+const taKind = intrinsic(TYPED_ARRAY_PROTO, Symbol.toStringTag); // undefined for non-TypedArrays
+const taBuffer = intrinsic(TYPED_ARRAY_PROTO, 'buffer');
+const taByteOffset = intrinsic(TYPED_ARRAY_PROTO, 'byteOffset');
+const taByteLength = intrinsic(TYPED_ARRAY_PROTO, 'byteLength');
+const taLength = intrinsic(TYPED_ARRAY_PROTO, 'length');
+const dvBuffer = intrinsic(DataView.prototype, 'buffer');
+const dvByteOffset = intrinsic(DataView.prototype, 'byteOffset');
+const dvByteLength = intrinsic(DataView.prototype, 'byteLength');
+const U8 = Uint8Array;
+const isView = ArrayBuffer.isView;
+
+/** The TypedArray class name of `x` from its internal slot ('Float32Array'...), or undefined. */
+export function typedArrayKind(x) {
+  return isView(x) ? taKind(x) : undefined;
+}
+
+/** Element count of a TypedArray from its internal slot (0 once detached). */
+export function typedArrayLength(x) {
+  return taLength(x);
+}
+
+/** Byte length of a TypedArray from its internal slot (0 once detached). */
+export function typedArrayByteLength(x) {
+  return taByteLength(x);
+}
+
+/**
+ * A fresh Uint8Array over exactly the bytes a TypedArray or DataView holds
+ * (buffer, offset and length read from internal slots), or null when `x`
+ * is neither. Throws WasmqError (WQ_ERR_INVALID_ARG) naming `what` when its
+ * buffer was detached or shrunk away.
+ */
+export function bytesOfView(x, what) {
+  if (!isView(x)) return null;
+  const typed = taKind(x) !== undefined;
+  const buffer = typed ? taBuffer(x) : dvBuffer(x);
+  try {
+    return new U8(buffer, typed ? taByteOffset(x) : dvByteOffset(x), typed ? taByteLength(x) : dvByteLength(x));
+  } catch (e) {
+    throw new WasmqError(`${what}: its ArrayBuffer is detached or was resized away (${e.message})`);
   }
-  return tag === d.array.name;
+}
+
+/** Whether the TypedArray kind `kind` (typedArrayKind) holds dtype `d`. */
+export function kindMatchesDtype(kind, d) {
+  if (d.name === 'uint8' || d.name === 'bool') return kind === 'Uint8Array' || kind === 'Uint8ClampedArray';
+  return kind === d.array.name;
+}
+
+/** Whether `data` is the TypedArray class used for dtype `d` (its internal slot, not its tag). */
+export function arrayMatchesDtype(data, d) {
+  return kindMatchesDtype(typedArrayKind(data), d);
 }
 
 /** Name of a TypedArray's class for messages ('Float64Array', 'Array'...). */
 export function arrayKind(data) {
-  if (ArrayBuffer.isView(data)) return data[Symbol.toStringTag] ?? 'DataView';
+  if (isView(data)) return taKind(data) ?? 'DataView';
   if (Array.isArray(data)) return 'Array';
   return data === null ? 'null' : typeof data;
 }

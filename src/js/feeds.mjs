@@ -1,10 +1,19 @@
 // Checking feeds ({inputName: {data, dims}}) against a model's declared
 // inputs before they are staged in wasm memory: shared by model.run() and
 // the quantizer's observe().
+//
+// Feeds come from the caller and are not trusted: every getter, Proxy trap
+// or iterator of theirs runs once, in a first pass; what they gave is then
+// checked from internal slots only (the TypedArray's real kind and byte
+// length, a copy of the dims), so nothing the caller runs can change the
+// answer between the check and the copy. The core checks the byte count it
+// is handed again (wqx_set_input) before it reads a byte.
 
 import { WasmqError } from './errors.mjs';
-import { DTYPES, arrayMatchesDtype, arrayKind, numel } from './dtypes.mjs';
+import { DTYPES, kindMatchesDtype, typedArrayKind, typedArrayLength, typedArrayByteLength, bytesOfView, arrayKind, numel } from './dtypes.mjs';
 import { validateDims } from './source.mjs';
+
+const MAX_RANK = 8;
 
 /**
  * Per declared input ({name, dtype, shape}): {info, dtype (undefined if the
@@ -18,39 +27,51 @@ export function feedInfoOf(inputs) {
 }
 
 /**
+ * A plain frozen copy of caller-given dims, each element read once (a Proxy
+ * or getter cannot answer differently later). `what` names them in the
+ * error for anything but an array of at most 8 entries.
+ */
+export function snapshotDims(dims, what) {
+  const n = Array.isArray(dims) ? dims.length : -1;
+  if (!(Number.isSafeInteger(n) && n >= 0 && n <= MAX_RANK)) {
+    throw new WasmqError(`${what}: dims must be an array of at most ${MAX_RANK} non-negative integers, got ${arrayKind(dims)}${n > MAX_RANK ? ` of length ${n}` : ''}`);
+  }
+  const copy = new Array(n);
+  for (let d = 0; d < n; d++) copy[d] = dims[d];
+  return Object.freeze(copy);
+}
+
+/**
  * Checks feeds against feedInfoOf(inputs); returns [{info, dtype, dims,
- * data}] in input order. Errors are WasmqErrors starting with `what`
- * ("run: ..."): unknown or missing inputs, wrong array type (WQ_ERR_SHAPE),
- * dims that disagree with the declaration or with another input's binding
- * of a symbolic dim, data of the wrong length.
+ * bytes}] in input order, bytes a fresh Uint8Array over exactly the
+ * elements dims need (taken from internal slots). Errors are WasmqErrors
+ * starting with `what` ("run: ..."): unknown or missing inputs, wrong array
+ * type (WQ_ERR_SHAPE), dims that disagree with the declaration or with
+ * another input's binding of a symbolic dim, data of the wrong length, a
+ * detached buffer. Whatever the caller's getters throw becomes a WasmqError.
  */
 export function validateFeeds(feedInfo, feeds, what) {
-  if (feeds === null || typeof feeds !== 'object') {
-    throw new WasmqError(`${what}: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
-  }
-  const names = feedInfo.map((f) => f.info.name);
-  for (const key of Object.keys(feeds)) {
-    if (!names.includes(key)) {
-      throw new WasmqError(`${what}: unknown input '${key}' (model inputs: ${names.join(', ')})`);
-    }
+  let given;
+  try {
+    given = readFeeds(feedInfo, feeds, what);
+  } catch (e) {
+    if (e instanceof WasmqError) throw e;
+    throw new WasmqError(`${what}: reading the feeds threw ${e?.name ?? typeof e}: ${e?.message ?? String(e)}`);
   }
   const bound = new Map(); // symbolic dim name -> value, consistent across inputs
-  return feedInfo.map(({ info, dtype, staticDims, count: staticCount }) => {
-    let feed = feeds[info.name];
-    if (feed === undefined) throw new WasmqError(`${what}: missing input '${info.name}'`);
-    if (ArrayBuffer.isView(feed)) feed = { data: feed }; // bare TypedArray: dims from the declaration
+  return given.map(({ info, dtype, staticDims, count: staticCount, data, dims: givenDims }) => {
     if (!dtype) {
       throw new WasmqError(`${what}: input '${info.name}' has dtype ${info.dtype}, which the runtime cannot feed`, {
         code: 'WQ_ERR_UNSUPPORTED',
       });
     }
-    const { data } = feed;
-    if (!arrayMatchesDtype(data, dtype)) {
+    const kind = typedArrayKind(data);
+    if (!kindMatchesDtype(kind, dtype)) {
       throw new WasmqError(`${what}: input '${info.name}' is ${info.dtype} and needs a ${dtype.array.name}, got ${arrayKind(data)}`, {
         code: 'WQ_ERR_SHAPE',
       });
     }
-    let dims = feed.dims;
+    let dims = givenDims;
     let count = staticCount;
     if (dims === undefined) {
       if (!staticDims) {
@@ -60,12 +81,40 @@ export function validateFeeds(feedInfo, feeds, what) {
     } else if (!(staticDims && sameDims(dims, staticDims))) {
       count = checkDims(info, dims, bound, what);
     }
-    if (data.length !== count) {
-      throw new WasmqError(`${what}: input '${info.name}' dims [${dims.join(',')}] need ${count} elements, data has ${data.length}`, {
+    const bytes = bytesOfView(data, `${what}: input '${info.name}'`);
+    const length = typedArrayLength(data);
+    if (length !== count || typedArrayByteLength(bytes) !== count * dtype.size) {
+      throw new WasmqError(`${what}: input '${info.name}' dims [${dims.join(',')}] need ${count} elements, data has ${length}`, {
         code: 'WQ_ERR_SHAPE',
       });
     }
-    return { info, dtype, dims, data };
+    return { info, dtype, dims, bytes };
+  });
+}
+
+/** First pass: every caller-visible read (feed objects, data, dims), once each. */
+function readFeeds(feedInfo, feeds, what) {
+  if (feeds === null || typeof feeds !== 'object') {
+    throw new WasmqError(`${what}: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
+  }
+  const names = feedInfo.map((f) => f.info.name);
+  for (const key of Object.keys(feeds)) {
+    if (!names.includes(key)) {
+      throw new WasmqError(`${what}: unknown input '${key}' (model inputs: ${names.join(', ')})`);
+    }
+  }
+  return feedInfo.map((f) => {
+    const feed = feeds[f.info.name];
+    if (feed === undefined) throw new WasmqError(`${what}: missing input '${f.info.name}'`);
+    if (ArrayBuffer.isView(feed)) return { ...f, data: feed, dims: undefined }; // bare TypedArray: dims from the declaration
+    if (feed === null || typeof feed !== 'object') {
+      throw new WasmqError(`${what}: input '${f.info.name}' must be a TypedArray or {data, dims}, got ${arrayKind(feed)}`, {
+        code: 'WQ_ERR_SHAPE',
+      });
+    }
+    const data = feed.data;
+    const dims = feed.dims;
+    return { ...f, data, dims: dims === undefined ? undefined : snapshotDims(dims, `${what}: input '${f.info.name}'`) };
   });
 }
 

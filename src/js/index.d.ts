@@ -88,6 +88,11 @@ export interface LoadOptions {
    * packing at the graph's static shapes (not yet shapes known only at run time).
    */
   maxMemoryBytes?: number;
+  /**
+   * Largest model read from a path, URL or Blob (default 2 GiB), checked before reading; a path
+   * must name a regular file (not a device or FIFO). Either failure is 'WQ_ERR_IO'.
+   */
+  maxModelBytes?: number;
 }
 
 export interface ModelInfo {
@@ -458,6 +463,8 @@ export interface QuantizeOptions {
   keepFloat?: number;
   /** Keep adding nodes to float, most sensitive first, until the outputs reach this SNR (dB, 0 = off). */
   targetSnrDb?: number;
+  /** As LoadOptions.maxModelBytes. */
+  maxModelBytes?: number;
 }
 
 export interface QuantizeResult {
@@ -486,7 +493,7 @@ export declare class Quantizer {
   observe(feeds: Record<string, Feed | TensorData>): Promise<void>;
   /** Observes every sample (an array sets the progress total); resolves to how many. */
   observeAll(samples: Iterable<Record<string, Feed | TensorData>> | AsyncIterable<Record<string, Feed | TensorData>>): Promise<number>;
-  /** The QDQ model from the samples observed so far (at least one); deterministic. */
+  /** The QDQ model from the samples observed so far (at least one); deterministic. observe() after it is refused. */
   finish(): Promise<QuantizeResult>;
   /** Frees the quantizer's wasm memory. Idempotent. */
   dispose(): void;

@@ -13,10 +13,10 @@
 // bridge.mjs copies data in and out of wasm memory, model.mjs is the loaded
 // model, source.mjs reads what load() is given; this file ties them together.
 
-import { WasmqError } from './errors.mjs';
+import { WasmqError, readOptions, wasmqErrors } from './errors.mjs';
 import { configure, threadsSupported, getCore, getThreadedCore, resetCore, configuredThreads, guardCore } from './core.mjs';
 import { allocBytes, allocInt32, allocShapes, readString, errorFromCtx } from './bridge.mjs';
-import { asBytes, readModelSource, validateDims } from './source.mjs';
+import { asBytes, readModelSource, readShapes, maxModelBytesOption } from './source.mjs';
 import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
 import { compare } from './compare.mjs';
@@ -40,28 +40,33 @@ const LOAD_PARTITION = { 'int+fp': 1 << 2, int: 2 << 2, fp: 3 << 2 };
  * options.maxMemoryBytes (0: none) caps the weights, graph outputs, arena and
  * intermediates: a model over it fails to load, a run over it (larger input
  * shapes) fails, both with WQ_ERR_OUT_OF_MEMORY; the model stays usable.
+ * options.maxModelBytes (default 2 GiB) caps a model read from a path, URL
+ * or Blob; paths must name regular files. Every failure is a WasmqError.
  */
 export async function load(source, options = {}) {
+  return wasmqErrors('load', () => loadChecked(source, readOptions(options, 'load')));
+}
+
+async function loadChecked(source, options) {
   const inputShapes = options.inputShapes ?? {};
   if (options.partition !== undefined && !Object.hasOwn(LOAD_PARTITION, options.partition)) {
-    throw new WasmqError(`load: partition must be 'int', 'int+fp' or 'fp' (got ${JSON.stringify(options.partition)})`);
+    throw new WasmqError(`load: partition must be 'int', 'int+fp' or 'fp' (got ${typeof options.partition === 'string' ? `'${options.partition}'` : String(options.partition)})`);
   }
   const flags = (options.lowering === false ? LOAD_NO_LOWERING : 0) |
     (options.strictInt8 ? LOAD_STRICT_INT8 : 0) | (LOAD_PARTITION[options.partition] ?? 0);
   if (inputShapes === null || typeof inputShapes !== 'object') {
     throw new WasmqError('load: inputShapes must be an object {inputName: dims}');
   }
-  const shapeEntries = Object.entries(inputShapes);
-  for (const [name, dims] of shapeEntries) validateDims(dims, `load: inputShapes['${name}']`);
+  const shapeEntries = readShapes(inputShapes, 'load');
   const maxMemoryBytes = options.maxMemoryBytes ?? 0;
   if (typeof maxMemoryBytes !== 'number' || !Number.isSafeInteger(maxMemoryBytes) || maxMemoryBytes < 0) {
-    throw new WasmqError(`load: maxMemoryBytes must be an integer >= 0 (got ${maxMemoryBytes})`);
+    throw new WasmqError(`load: maxMemoryBytes must be an integer >= 0 (got ${String(maxMemoryBytes)})`);
   }
   const requestedThreads = options.threads ?? configuredThreads() ?? 1;
   if (!Number.isInteger(requestedThreads) || requestedThreads < 1) {
-    throw new WasmqError(`load: threads must be an integer >= 1 (got ${requestedThreads})`);
+    throw new WasmqError(`load: threads must be an integer >= 1 (got ${String(requestedThreads)})`);
   }
-  const bytes = await readModelSource(source);
+  const bytes = await readModelSource(source, maxModelBytesOption(options, 'load'), 'load');
   // The threaded build where shared memory works; else the single-threaded
   // one, saying why.
   let core;
@@ -129,7 +134,7 @@ function checkCaseOnCore(core, modelBytes, inputs, outputs) {
   const allocations = [];
   try {
     const put = (b) => {
-      const p = allocBytes(core, asBytes(b));
+      const p = allocBytes(core, b);
       allocations.push(p);
       return p;
     };
@@ -138,12 +143,17 @@ function checkCaseOnCore(core, modelBytes, inputs, outputs) {
       allocations.push(p);
       return p;
     };
-    const modelPtr = put(modelBytes);
-    const inPtrs = putInt32(inputs.map(put));
-    const inLens = putInt32(inputs.map((b) => b.byteLength));
-    const outPtrs = putInt32(outputs.map(put));
-    const outLens = putInt32(outputs.map((b) => b.byteLength));
-    const r = core._wqx_case_check(ctx, modelPtr, modelBytes.byteLength, inPtrs, inLens, inputs.length, outPtrs, outLens, outputs.length);
+    // Lengths as copied (asBytes reads them from the arrays' internal slots).
+    const bytesOf = (b) => asBytes(b, 'checkCase') ?? new Uint8Array(0);
+    const model = bytesOf(modelBytes);
+    const ins = inputs.map(bytesOf);
+    const outs = outputs.map(bytesOf);
+    const modelPtr = put(model);
+    const inPtrs = putInt32(ins.map(put));
+    const inLens = putInt32(ins.map((b) => b.byteLength));
+    const outPtrs = putInt32(outs.map(put));
+    const outLens = putInt32(outs.map((b) => b.byteLength));
+    const r = core._wqx_case_check(ctx, modelPtr, model.byteLength, inPtrs, inLens, ins.length, outPtrs, outLens, outs.length);
     return { result: CASE_RESULTS[r] ?? 'FAIL', reason: readString(core, core._wqx_case_report(ctx)) };
   } finally {
     for (const p of allocations) core._wqx_free(p);

@@ -1,8 +1,8 @@
 // The loaded model: feeds staged into wasm memory, runs, results copied out,
 // per-node timing, the decision records and memory figures.
 
-import { WasmqError } from './errors.mjs';
-import { dtypeFromCode, dtypeNameOfCode, numel } from './dtypes.mjs';
+import { WasmqError, readOptions, wasmqErrors } from './errors.mjs';
+import { dtypeFromCode, dtypeNameOfCode, numel, typedArrayByteLength } from './dtypes.mjs';
 import { heapU8, heap32, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
 import { guardCore, coreRetiredReason } from './core.mjs';
@@ -88,11 +88,15 @@ export class Model {
    * {name: {data, dims, dtype}} with data copied out of wasm memory.
    */
   async run(feeds, options = {}) {
-    if (options.capture) return this.#runCaptured(feeds, options);
-    if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
-    this.#live();
-    const staged = this.#validateFeeds(feeds);
-    return this.#call('run', () => this.#runStaged(staged));
+    return wasmqErrors('run', () => {
+      options = readOptions(options, 'run');
+      if (options.capture) return this.#runCaptured(feeds, options);
+      if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
+      this.#live();
+      const staged = this.#validateFeeds(feeds);
+      this.#live(); // the feeds' getters may have disposed the model
+      return this.#call('run', () => this.#runStaged(staged));
+    });
   }
 
   #runStaged(staged) {
@@ -103,17 +107,20 @@ export class Model {
     }
     for (let i = 0; i < staged.length; i++) {
       const s = staged[i];
-      const bytes = s.data.byteLength;
+      // s.bytes is our own view (feeds.mjs); its length from the internal
+      // slot is exactly what set() below copies, and the core refuses dims
+      // that need any other count.
+      const bytes = typedArrayByteLength(s.bytes);
       const dataPtr = this.#stagingFor(i, bytes);
       const dimsPtr = this.#dimsPtr + i * MAX_RANK * 4;
       // Views taken after the allocation: growing memory replaces the buffer.
       heap32(core).set(s.dims, dimsPtr >> 2);
-      if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
+      if (core._wqx_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr, bytes) !== 0) {
         throw errorFromCtx(core, this.#ctx);
       }
       // After set_input, which only records the view: a threaded core's
       // workers wake up while the data is copied.
-      heapU8(core).set(new Uint8Array(s.data.buffer, s.data.byteOffset, bytes), dataPtr);
+      heapU8(core).set(s.bytes, dataPtr);
     }
     if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
     const results = {};
@@ -169,7 +176,7 @@ export class Model {
   // Per-node times of `repeats` runs (median per node); the results of the
   // last run carry them as a non-enumerable `profile` property.
   async #runProfiled(feeds, repeats) {
-    if (!Number.isInteger(repeats) || repeats < 1) throw new WasmqError(`run: repeats must be an integer >= 1 (got ${repeats})`);
+    if (!Number.isInteger(repeats) || repeats < 1) throw new WasmqError(`run: repeats must be an integer >= 1 (got ${String(repeats)})`);
     const samples = [];
     let results;
     try {

@@ -10,10 +10,11 @@
 // wasmq-quant.{mjs,wasm}), instantiated on the first quantize() only: load()
 // never downloads it.
 
-import { WasmqError } from './errors.mjs';
+import { WasmqError, readOptions, wasmqErrors, callerError } from './errors.mjs';
 import { getQuantCore, guardCore, coreRetiredReason } from './core.mjs';
 import { allocBytes, allocInt32, heapU8, allocShapes, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
-import { readModelSource, validateDims } from './source.mjs';
+import { typedArrayByteLength } from './dtypes.mjs';
+import { readModelSource, readShapes, maxModelBytesOption } from './source.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
 
 /** The config as the JSON text the core parses ('' for the defaults). */
@@ -62,17 +63,17 @@ function checkTotal(total) {
  * names the JSON path), or a model that does not load.
  */
 export async function quantize(source, options = {}) {
-  if (options === null || typeof options !== 'object') throw new WasmqError('quantize: options must be an object');
+  return wasmqErrors('quantize', () => quantizeChecked(source, readOptions(options, 'quantize')));
+}
+
+async function quantizeChecked(source, options) {
   const { onProgress, total } = options;
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new WasmqError('quantize: onProgress must be a function');
   checkTotal(total);
   checkKeepFloat(options);
-  const inputShapes = options.inputShapes ?? {};
-  if (inputShapes === null || typeof inputShapes !== 'object') throw new WasmqError('quantize: inputShapes must be an object {inputName: dims}');
-  const shapeEntries = Object.entries(inputShapes);
-  for (const [name, dims] of shapeEntries) validateDims(dims, `quantize: inputShapes['${name}']`);
+  const shapeEntries = readShapes(options.inputShapes ?? {}, 'quantize');
   const config = configText(options.config);
-  const bytes = await readModelSource(source);
+  const bytes = await readModelSource(source, maxModelBytesOption(options, 'quantize'), 'quantize');
   const core = await getQuantCore();
   return guardCore(core, 'quantize', () => {
     const ctx = core._wqx_ctx_new();
@@ -108,6 +109,7 @@ export class Quantizer {
   #feedInfo;
   #onProgress;
   #total;
+  #finished = false; // after finish(), observe() is refused
 
   constructor(core, ctx, handle, { onProgress, total }) {
     this.#core = core;
@@ -141,19 +143,24 @@ export class Quantizer {
    */
   async observe(feeds) {
     this.#live('observe');
+    if (this.#finished) {
+      throw new WasmqError('observe: finish() was already called and the model written from the samples so far; start a new quantize() to calibrate on more');
+    }
     const staged = validateFeeds(this.#feedInfo, feeds, 'observe');
+    this.#live('observe'); // the feeds' getters may have disposed the quantizer
     const core = this.#core;
     guardCore(core, 'observe', () => {
       const allocations = [];
       try {
         for (let i = 0; i < staged.length; i++) {
           const s = staged[i];
-          const data = new Uint8Array(s.data.buffer, s.data.byteOffset, s.data.byteLength);
-          const dataPtr = allocBytes(core, data);
+          // allocBytes copies exactly the bytes of s.bytes; the core checks that count against dims.
+          const dataPtr = allocBytes(core, s.bytes);
           allocations.push(dataPtr);
           const dimsPtr = allocInt32(core, s.dims.length ? s.dims : [0]);
           allocations.push(dimsPtr);
-          if (core._wqx_quantizer_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr) !== 0) {
+          const n = typedArrayByteLength(s.bytes);
+          if (core._wqx_quantizer_set_input(this.#ctx, this.#handle, i, s.dtype.code, s.dims.length, dimsPtr, dataPtr, n) !== 0) {
             throw errorFromCtx(core, this.#ctx);
           }
         }
@@ -162,7 +169,13 @@ export class Quantizer {
         for (const p of allocations) core._wqx_free(p);
       }
     });
-    this.#onProgress?.({ done: this.samples, total: this.#total });
+    if (this.#onProgress) {
+      try {
+        this.#onProgress({ done: this.samples, total: this.#total });
+      } catch (e) {
+        throw callerError('observe: onProgress threw', e);
+      }
+    }
   }
 
   /**
@@ -171,11 +184,20 @@ export class Quantizer {
    * quantize() was given one). Resolves to the number of samples observed.
    */
   async observeAll(samples) {
+    this.#live('observeAll');
+    if (samples === null || (typeof samples !== 'object' && typeof samples !== 'function') ||
+        (typeof samples[Symbol.iterator] !== 'function' && typeof samples[Symbol.asyncIterator] !== 'function')) {
+      throw new WasmqError(`observeAll: expected an array or an iterable of feeds, got ${samples === null ? 'null' : typeof samples}`);
+    }
     if (Array.isArray(samples) && this.#total === undefined) this.#total = samples.length;
     let n = 0;
-    for await (const feeds of samples) {
-      await this.observe(feeds);
-      n++;
+    try {
+      for await (const feeds of samples) {
+        await this.observe(feeds);
+        n++;
+      }
+    } catch (e) {
+      throw callerError(`observeAll: sample ${n}`, e);
     }
     return n;
   }
@@ -184,14 +206,16 @@ export class Quantizer {
    * Builds the QDQ model from the ranges observed so far (at least one
    * sample): {onnx: Uint8Array (ONNX bytes), report (the sensitivity report,
    * docs/quantize.md), reportJson (its text as the core wrote it, which is
-   * what `wasmq quantize --report` saves), summary (one line)}. Can be called again after more
-   * samples; the same samples always give the same bytes.
+   * what `wasmq quantize --report` saves), summary (one line)}. Calling it
+   * again gives the same bytes; observe() after it is refused (the model
+   * was written from the samples so far: a new quantize() calibrates more).
    */
   async finish() {
     this.#live('finish');
     const core = this.#core;
     return guardCore(core, 'finish', () => {
       if (core._wqx_quantizer_finish(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+      this.#finished = true;
       const ptr = core._wqx_quantizer_onnx(this.#handle);
       const len = core._wqx_quantizer_onnx_len(this.#handle);
       const onnx = heapU8(core).slice(ptr, ptr + len);

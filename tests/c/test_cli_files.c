@@ -39,7 +39,7 @@ int main(void) {
             err.message);
   uint8_t *bytes = NULL;
   size_t n = 0;
-  CHECK(wq_cli_read_file(path, &bytes, &n) == 0);
+  CHECK(wq_cli_read_file(path, &bytes, &n, &err) == WQ_OK);
   CHECK(n == 2 && bytes && bytes[0] == 9 && bytes[1] == 8);
   free(bytes);
   CHECK(count_entries(dir) == 1); /* no temp file left */
@@ -51,7 +51,7 @@ int main(void) {
 
   /* An empty file is fine. */
   CHECK(wq_cli_write_file_atomic(path, NULL, 0, &err) == WQ_OK);
-  CHECK(wq_cli_read_file(path, &bytes, &n) == 0 && n == 0);
+  CHECK(wq_cli_read_file(path, &bytes, &n, &err) == WQ_OK && n == 0);
   free(bytes);
 
   /* A folder that does not exist: WQ_ERR_IO naming the path; nothing made. */
@@ -80,9 +80,40 @@ int main(void) {
   CHECK(leftovers == 0);
   CHECK(count_entries(dir) == 1);
 
-  /* Reading a missing file sets errno. */
-  errno = 0;
-  CHECK(wq_cli_read_file(bad, &bytes, &n) == -1 && errno == ENOENT);
+  /* Reading a missing file: WQ_ERR_IO with the system's reason. */
+  CHECK(wq_cli_read_file(bad, &bytes, &n, &err) == WQ_ERR_IO);
+  CHECK_MSG(strstr(err.message, "No such file or directory") != NULL, "%s", err.message);
+
+  /* Only regular files: a device, a FIFO without a writer and a folder are
+   * refused at once, before any read (a device would be read without end,
+   * a FIFO would block). */
+  CHECK(wq_cli_read_file("/dev/zero", &bytes, &n, &err) == WQ_ERR_IO);
+  CHECK_MSG(strcmp(err.message, "cannot read /dev/zero: not a regular file (a character device)") ==
+                0,
+            "%s", err.message);
+  char fifo[600];
+  CHECK(snprintf(fifo, sizeof fifo, "%s/fifo", dir) < (int)sizeof fifo);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  CHECK(wq_cli_read_file(fifo, &bytes, &n, &err) == WQ_ERR_IO);
+  CHECK_MSG(strstr(err.message, "not a regular file (a FIFO)") != NULL, "%s", err.message);
+  unlink(fifo);
+  CHECK(wq_cli_read_file(dir, &bytes, &n, &err) == WQ_ERR_IO);
+  CHECK_MSG(strstr(err.message, "not a regular file (a directory)") != NULL, "%s", err.message);
+
+  /* The size cap, checked before reading: WASMQ_MAX_FILE_BYTES sets it. */
+  CHECK(wq_cli_write_file_atomic(path, first, sizeof first, &err) == WQ_OK);
+  setenv("WASMQ_MAX_FILE_BYTES", "6", 1);
+  CHECK(wq_cli_read_file(path, &bytes, &n, &err) == WQ_OK && n == 6);
+  free(bytes);
+  setenv("WASMQ_MAX_FILE_BYTES", "5", 1);
+  CHECK(wq_cli_read_file(path, &bytes, &n, &err) == WQ_ERR_IO);
+  CHECK_MSG(strstr(err.message, "the file is 6 bytes, more than the limit of 5") != NULL, "%s",
+            err.message);
+  setenv("WASMQ_MAX_FILE_BYTES", "-1", 1);
+  CHECK(wq_cli_read_file(path, &bytes, &n, &err) == WQ_ERR_INVALID_ARG);
+  unsetenv("WASMQ_MAX_FILE_BYTES");
+  size_t max = 0;
+  CHECK(wq_cli_max_file_bytes(&max, &err) == WQ_OK && max == ((size_t)1 << 31));
 
   unlink(path);
   rmdir(dir);

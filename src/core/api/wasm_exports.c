@@ -241,7 +241,7 @@ void wqx_staging_free(wqx_staging *s) {
 }
 
 wq_status wqx_staging_set(wqx_staging *s, const wq_model *m, int32_t i, int32_t dtype, int32_t rank,
-                          const int32_t *dims, void *data, wq_error *err) {
+                          const int32_t *dims, void *data, int32_t nbytes, wq_error *err) {
   if (i < 0 || i >= s->n)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "set_input: input index %d out of range", (int)i);
   if (rank < 0 || rank > WQ_MAX_RANK || (rank > 0 && !dims))
@@ -254,9 +254,23 @@ wq_status wqx_staging_set(wqx_staging *s, const wq_model *m, int32_t i, int32_t 
   for (int32_t d = 0; d < rank; d++)
     v.dims[d] = dims[d];
   const wq_tensor *t = wqx_model_input_tensor(m, i);
-  WQ_TRY(wq_shape_check(v.dims, rank, NULL, t ? t->name : "input", err));
-  if (!data && wq_value_numel(&v) > 0)
-    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "set_input: input %d has no data", (int)i);
+  const char *name = t && t->name ? t->name : "input";
+  WQ_TRY(wq_shape_check(v.dims, rank, NULL, name, err));
+  if (!wq_dtype_supported(dtype))
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "set_input: input '%s' has dtype %s", name,
+                   wq_dtype_name(dtype));
+  /* The only bytes the run may read are the nbytes the caller copied in:
+   * a shape asking for more (or fewer) is refused before any read. */
+  size_t need = wq_value_nbytes(&v);
+  if (nbytes < 0 || need != (size_t)nbytes) {
+    char shape[96];
+    wq_dims_format(v.dims, rank, shape, sizeof shape);
+    return wq_fail(err, WQ_ERR_SHAPE, NULL,
+                   "set_input: input '%s' dims %s of %s need %zu bytes, %d were given", name, shape,
+                   wq_dtype_name(dtype), need, (int)nbytes);
+  }
+  if (!data && need > 0)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "set_input: input '%s' has no data", name);
   v.data = data;
   s->values[i] = v;
   s->set[i] = 1;
@@ -281,7 +295,7 @@ void wqx_staging_clear(wqx_staging *s) {
 }
 
 WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int32_t dtype,
-                                 int32_t rank, const int32_t *dims, void *data) {
+                                 int32_t rank, const int32_t *dims, void *data, int32_t nbytes) {
   if (!ctx)
     return WQ_ERR_INVALID_ARG;
   wq_error_clear(&ctx->err);
@@ -291,7 +305,8 @@ WQX_EXPORT int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int3
    * by the run): the workers wake meanwhile. */
   if (i == 0)
     wq_pool_wake(model->model->pool);
-  return wqx_staging_set(&model->staging, model->model, i, dtype, rank, dims, data, &ctx->err);
+  return wqx_staging_set(&model->staging, model->model, i, dtype, rank, dims, data, nbytes,
+                         &ctx->err);
 }
 
 WQX_EXPORT int32_t wqx_run(wqx_ctx *ctx, wqx_model *model) {

@@ -73,9 +73,12 @@ int32_t wqx_output_dim(const wqx_model *model, int32_t i, int32_t d);
 const char *wqx_output_dim_param(const wqx_model *model, int32_t i, int32_t d);
 
 /* Stages input i for the next run: the model keeps a view of `data` (not a
- * copy), which must stay alive until wqx_run returns. Returns 0 or a status. */
+ * copy), which must stay alive until wqx_run returns. `nbytes` is how many
+ * bytes the caller copied to `data`: unless dims x dtype need exactly that
+ * many, the input is refused (WQ_ERR_SHAPE) and nothing is read. Returns 0
+ * or a status. */
 int32_t wqx_set_input(wqx_ctx *ctx, wqx_model *model, int32_t i, int32_t dtype, int32_t rank,
-                      const int32_t *dims, void *data);
+                      const int32_t *dims, void *data, int32_t nbytes);
 /* Runs on the staged inputs (every input must have been staged). */
 int32_t wqx_run(wqx_ctx *ctx, wqx_model *model);
 /* Result i of the last successful run (valid until the next run or free). */

@@ -32,9 +32,10 @@ typedef struct wqx_staging {
 /* n staging slots, none set. */
 wq_status wqx_staging_init(wqx_staging *s, int n, wq_error *err);
 void wqx_staging_free(wqx_staging *s);
-/* Stages input i of `m` (checks index, rank, dims and data). */
+/* Stages input i of `m`: checks index, rank, dims, dtype, and that the
+ * nbytes the caller copied to `data` are exactly what dims x dtype need. */
 wq_status wqx_staging_set(wqx_staging *s, const wq_model *m, int32_t i, int32_t dtype, int32_t rank,
-                          const int32_t *dims, void *data, wq_error *err);
+                          const int32_t *dims, void *data, int32_t nbytes, wq_error *err);
 /* Fails naming the first input of `m` not staged ("WHAT: input 'x' was not set"). */
 wq_status wqx_staging_check(const wqx_staging *s, const wq_model *m, const char *what,
                             wq_error *err);

@@ -97,14 +97,14 @@ WQX_EXPORT const char *wqx_quantizer_input_dim_param(const wqx_quantizer *qx, in
 
 WQX_EXPORT int32_t wqx_quantizer_set_input(wqx_ctx *ctx, wqx_quantizer *qx, int32_t i,
                                            int32_t dtype, int32_t rank, const int32_t *dims,
-                                           void *data) {
+                                           void *data, int32_t nbytes) {
   if (!ctx)
     return WQ_ERR_INVALID_ARG;
   wq_error_clear(&ctx->err);
   if (!qx)
     return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "set_input: no quantizer");
   return wqx_staging_set(&qx->staging, wq_quantizer_float_model(qx->q), i, dtype, rank, dims, data,
-                         &ctx->err);
+                         nbytes, &ctx->err);
 }
 
 /* Overrides the config's keepFloat / targetSnrDb (wq_quantizer_keep_float). */
@@ -120,6 +120,12 @@ WQX_EXPORT int32_t wqx_quantizer_observe(wqx_ctx *ctx, wqx_quantizer *qx) {
   wq_error_clear(&ctx->err);
   if (!qx)
     return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "observe: no quantizer");
+  if (qx->onnx) {
+    wqx_staging_clear(&qx->staging);
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL,
+                   "observe: the model was already written (finish); start a new quantizer to "
+                   "calibrate on more samples");
+  }
   WQ_TRY(wqx_staging_check(&qx->staging, wq_quantizer_float_model(qx->q), "observe", &ctx->err));
   wq_status st = wq_quantizer_observe(qx->q, qx->staging.values, qx->staging.n, &ctx->err);
   wqx_staging_clear(&qx->staging);

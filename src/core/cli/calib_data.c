@@ -474,8 +474,7 @@ static wq_status read_file_value(wq_calib_data *c, int s, int i, wq_error *err) 
   WQ_TRY(input_path(c, s, i, path, sizeof path, err));
   uint8_t *bytes;
   size_t n;
-  if (wq_cli_read_file(path, &bytes, &n) != 0)
-    return wq_fail(err, WQ_ERR_IO, NULL, "cannot read %s: %s", path, strerror(errno));
+  WQ_TRY(wq_cli_read_file(path, &bytes, &n, err));
   wq_error inner;
   wq_error_clear(&inner);
   wq_value *v = &c->values[i];

@@ -105,9 +105,10 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
 }
 
 static int read_or_complain(const char *path, uint8_t **bytes, size_t *n) {
-  if (wq_cli_read_file(path, bytes, n) == 0)
+  wq_error err;
+  if (wq_cli_read_file(path, bytes, n, &err) == WQ_OK)
     return 0;
-  fprintf(stderr, "wasmq: cannot read %s: %s\n", path, strerror(errno));
+  fprintf(stderr, "wasmq: %s\n", err.message);
   return 2;
 }
 

@@ -151,8 +151,9 @@ int wq_cli_rewrite(int argc, char **argv) {
 
   uint8_t *bytes;
   size_t n;
-  if (wq_cli_read_file(model, &bytes, &n) != 0) {
-    fprintf(stderr, "wasmq: cannot read %s: %s\n", model, strerror(errno));
+  wq_error read_err;
+  if (wq_cli_read_file(model, &bytes, &n, &read_err) != WQ_OK) {
+    fprintf(stderr, "wasmq: %s\n", read_err.message);
     return 2;
   }
   wq_load_options opts = {.no_lowering = 1, .no_float_fusion = 1};

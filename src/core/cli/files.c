@@ -2,41 +2,92 @@
 #include "files.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int wq_cli_read_file(const char *path, uint8_t **bytes, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return -1;
-  size_t cap = 1 << 16, len = 0;
-  uint8_t *buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len, f);
-    if (len < cap)
-      break;
-    uint8_t *grown = realloc(buf, cap * 2);
-    if (!grown) {
+wq_status wq_cli_max_file_bytes(size_t *max, wq_error *err) {
+  *max = WQ_CLI_DEFAULT_MAX_FILE_BYTES;
+  const char *env = getenv("WASMQ_MAX_FILE_BYTES");
+  if (!env || !*env)
+    return WQ_OK;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(env, &end, 10);
+  if (errno || *end || v == 0 || env[0] == '-' || v > SIZE_MAX)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
+                   "WASMQ_MAX_FILE_BYTES must be a byte count >= 1, got '%s'", env);
+  *max = (size_t)v;
+  return WQ_OK;
+}
+
+static const char *file_kind(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+wq_status wq_cli_read_file(const char *path, uint8_t **bytes, size_t *n, wq_error *err) {
+  size_t max;
+  WQ_TRY(wq_cli_max_file_bytes(&max, err));
+  /* Non-blocking, so a FIFO without a writer is refused instead of waited on. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return wq_fail(err, WQ_ERR_IO, NULL, "cannot read %s: %s", path, strerror(errno));
+  struct stat st;
+  wq_status st_fail = WQ_OK;
+  if (fstat(fd, &st) != 0)
+    st_fail = wq_fail(err, WQ_ERR_IO, NULL, "cannot read %s: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode)) /* a device or FIFO can be read without end */
+    st_fail = wq_fail(err, WQ_ERR_IO, NULL, "cannot read %s: not a regular file (%s)", path,
+                      file_kind(st.st_mode));
+  else if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)max)
+    st_fail = wq_fail(err, WQ_ERR_IO, NULL,
+                      "cannot read %s: the file is %lld bytes, more than the limit of %zu "
+                      "(WASMQ_MAX_FILE_BYTES)",
+                      path, (long long)st.st_size, max);
+  if (st_fail != WQ_OK) {
+    close(fd);
+    return st_fail;
+  }
+  size_t size = (size_t)st.st_size, len = 0;
+  uint8_t *buf = malloc(size ? size : 1);
+  if (!buf) {
+    close(fd);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "cannot read %s: out of memory for %zu bytes",
+                   path, size);
+  }
+  /* What fstat promised and no more: a file growing meanwhile stays capped. */
+  while (len < size) {
+    ssize_t got = read(fd, buf + len, size - len);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      int e = errno;
       free(buf);
-      buf = NULL;
-      break;
+      close(fd);
+      return wq_fail(err, WQ_ERR_IO, NULL, "cannot read %s: %s", path, strerror(e));
     }
-    buf = grown;
-    cap *= 2;
+    if (got == 0)
+      break; /* truncated meanwhile */
+    len += (size_t)got;
   }
-  int error = !buf ? ENOMEM : ferror(f) ? EIO : 0;
-  fclose(f);
-  if (error) {
-    free(buf);
-    errno = error;
-    return -1;
-  }
+  close(fd);
   *bytes = buf;
   *n = len;
-  return 0;
+  return WQ_OK;
 }
 
 wq_status wq_cli_write_file_atomic(const char *path, const uint8_t *bytes, size_t n,

@@ -52,13 +52,13 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
   uint8_t *bytes;
   size_t n;
   *rc = 1;
-  if (wq_cli_read_file(path, &bytes, &n) != 0) {
-    fprintf(stderr, "wasmq: cannot read %s: %s\n", path, strerror(errno));
+  wq_error err;
+  if (wq_cli_read_file(path, &bytes, &n, &err) != WQ_OK) {
+    fprintf(stderr, "wasmq: %s\n", err.message);
     *rc = 2;
     return NULL;
   }
   wq_model *m = NULL;
-  wq_error err;
   if (wq_model_load(bytes, n, opts, &m, &err) != WQ_OK)
     wq_cli_print_error(path, &err);
   free(bytes);
@@ -281,8 +281,8 @@ static int cmd_run(int argc, char **argv) {
       uint8_t *bytes;
       size_t n;
       wq_error err;
-      if (wq_cli_read_file(spec, &bytes, &n) != 0) {
-        fprintf(stderr, "wasmq: cannot read %s: %s\n", spec, strerror(errno));
+      if (wq_cli_read_file(spec, &bytes, &n, &err) != WQ_OK) {
+        fprintf(stderr, "wasmq: %s\n", err.message);
         rc = 2;
         goto done;
       }
@@ -338,10 +338,11 @@ done:
 /* Collects `prefix_N.pb` files of a data set folder in N order. */
 static int collect_pb(const char *dir, const char *prefix, uint8_t **bytes, size_t *lens, int cap) {
   int n = 0;
+  wq_error err; /* the first file missing ends the list */
   for (; n < cap; n++) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n) >= sizeof path ||
-        wq_cli_read_file(path, &bytes[n], &lens[n]) != 0)
+        wq_cli_read_file(path, &bytes[n], &lens[n], &err) != WQ_OK)
       break;
   }
   return n;
@@ -404,8 +405,9 @@ static int cmd_check(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/model.onnx", case_dir);
   uint8_t *model;
   size_t model_n;
-  if (wq_cli_read_file(path, &model, &model_n) != 0) {
-    fprintf(stderr, "wasmq: cannot read %s\n", path);
+  wq_error read_err;
+  if (wq_cli_read_file(path, &model, &model_n, &read_err) != WQ_OK) {
+    fprintf(stderr, "wasmq: %s\n", read_err.message);
     return 2;
   }
   DIR *d = opendir(case_dir);

@@ -1,16 +1,66 @@
 // Node-only services of the loader, chosen through package.json "imports"
 // (#platform: "node" condition). The browser build gets ./browser.mjs, so no
 // bundler ever sees a node: import on the browser path.
-import { readFile } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 
 export const IS_NODE = true;
 
-/** Bytes of a file: URL or a path. */
-export async function readLocalFile(pathOrUrl) {
-  return new Uint8Array(await readFile(pathOrUrl instanceof URL ? fileURLToPath(pathOrUrl) : pathOrUrl));
+function fileKind(st) {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * Bytes of a file: URL or a path: regular files only (a device or FIFO
+ * would be read without end, or block), and at most maxBytes, checked
+ * before anything is read. Throws an Error (with .code from the system
+ * where there is one) saying which.
+ */
+export async function readLocalFile(pathOrUrl, maxBytes = Infinity) {
+  const path = pathOrUrl instanceof URL ? fileURLToPath(pathOrUrl) : pathOrUrl;
+  const check = (st) => {
+    if (!st.isFile()) throw new Error(`not a regular file (${fileKind(st)})`);
+    if (st.size > maxBytes) throw new Error(`the file is ${st.size} bytes, more than the limit of ${maxBytes}`);
+  };
+  check(await stat(path)); // never opens a FIFO, so never waits for its writer
+  // Non-blocking: a path swapped for a FIFO since the stat does not hang the open.
+  const handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  try {
+    const st = await handle.stat();
+    check(st);
+    const bytes = new Uint8Array(st.size);
+    let n = 0;
+    while (n < bytes.length) {
+      const { bytesRead } = await handle.read(bytes, n, bytes.length - n, n);
+      if (bytesRead === 0) break; // truncated meanwhile
+      n += bytesRead;
+    }
+    return n < bytes.length ? bytes.subarray(0, n) : bytes;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The CLI's cap on a file it reads whole: WASMQ_MAX_FILE_BYTES (as the
+ * native CLI reads it) or 2 GiB. Throws for a malformed value.
+ */
+export function maxFileBytesFromEnv() {
+  const env = process.env.WASMQ_MAX_FILE_BYTES;
+  if (!env) return 2 ** 31;
+  const v = Number(env);
+  if (!/^[0-9]+$/.test(env) || !Number.isSafeInteger(v) || v < 1) {
+    throw new Error(`WASMQ_MAX_FILE_BYTES must be a byte count >= 1, got '${env}'`);
+  }
+  return v;
 }
 
 export const cpuCount = () => availableParallelism?.() ?? 1;
