@@ -478,20 +478,24 @@ export async function writeFileAtomic(file, bytes) {
 }
 
 // Same text as the native quantize_usage() (src/core/cli/cmd_quantize.c).
-const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]
+const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI
                       [--config FILE.json] [--report FILE.json]
-                      [--keep-float N] [--target-snr DB] [--shape NAME=1x3x224x224]...
-  --calib       ONNX test_data_set_* folders or .npy files named by input
-                (default: random:16, seeded inputs)
+                      [--keep-float N] [--target-snr DB] [--target-cosine C]
+                      [--max-time S] [--shape NAME=1x3x224x224]...
+  --calib       ONNX test_data_set_* folders or .npy files named by input;
+                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:
+                ranges then fit random data, not real inputs)
   --keep-float  keep the N most sensitive nodes in float
   --target-snr  keep nodes in float until the outputs reach DB dB SNR
+  --target-cosine  ... until every output's cosine to float reaches C
+  --max-time    stop the target search after S seconds
   --shape       bind an input's symbolic dims for calibration (kept in OUT)`;
 
 const quantizeUsage = (message) => new CliError(message ? `${message}\n${QUANTIZE_USAGE}` : QUANTIZE_USAGE, 2, !message);
 
 /** As the native parse_args: the last of a repeated option wins; '-o' or '--out'. */
 function parseQuantizeArgs(args) {
-  const a = { model: null, out: null, calib: 'random:16', config: null, report: null, keepFloat: 0, targetSnr: 0, shapes: {} };
+  const a = { model: null, out: null, calib: null, config: null, report: null, keepFloat: 0, targetSnr: 0, targetCosine: 0, maxTime: 0, shapes: {} };
   const valued = { '-o': 'out', '--out': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report' };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -510,6 +514,16 @@ function parseQuantizeArgs(args) {
       if (!(db > 0 && db < 200)) throw new CliError(`--target-snr takes dB in (0, 200), got '${val}'`, 2);
       a.targetSnr = db;
       i++;
+    } else if (arg === '--target-cosine' && val !== undefined) {
+      const c = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(val) ? Number(val) : NaN;
+      if (!(c > 0 && c < 1)) throw new CliError(`--target-cosine takes a cosine in (0, 1), got '${val}'`, 2);
+      a.targetCosine = c;
+      i++;
+    } else if (arg === '--max-time' && val !== undefined) {
+      const t = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(val) ? Number(val) : NaN;
+      if (!(t > 0 && t <= 1e6)) throw new CliError(`--max-time takes seconds in (0, 1e6], got '${val}'`, 2);
+      a.maxTime = t;
+      i++;
     } else if (arg === '--shape' && val !== undefined) {
       const [name, dims] = splitAssignment(arg, val, 'NAME=D0xD1x...');
       a.shapes[name] = parseDimsSpec(dims, arg, val);
@@ -521,6 +535,9 @@ function parseQuantizeArgs(args) {
     }
   }
   if (a.model === null || a.out === null) throw quantizeUsage();
+  if (a.calib === null) {
+    throw quantizeUsage("quantize needs --calib: a folder of real samples (DIR), or random:N:LO..HI with the range the model's inputs take");
+  }
   return a;
 }
 
@@ -534,12 +551,25 @@ function showProgress(tty, done, total) {
 
 const calibFailure = (spec, e) => new CliError(`${spec}: ${e.message} [${e.code}]`, 2);
 
+/** The config's "images" spec (undefined without one; a config the core rejects fails there). */
+function imagesSpec(configText) {
+  if (configText === undefined) return undefined;
+  try {
+    return JSON.parse(configText)?.images;
+  } catch {
+    return undefined;
+  }
+}
+
 async function cmdQuantize(args) {
   const a = parseQuantizeArgs(args);
   const bytes = await readInputFile(a.model);
   const config = a.config !== null ? (await readInputFile(a.config)).toString('utf8') : undefined;
   const options = { config, inputShapes: a.shapes };
   if (a.keepFloat || a.targetSnr > 0) Object.assign(options, { keepFloat: a.keepFloat, targetSnrDb: a.targetSnr });
+  if (a.targetCosine > 0 || a.maxTime > 0) Object.assign(options, { targetCosine: a.targetCosine, maxTime: a.maxTime });
+  // Search steps: one line each, terminal or not (a long search is never silent).
+  options.onSearch = (line) => process.stderr.write(`wasmq: ${line}\n`);
   let q;
   try {
     q = await quantize(bytes, options);
@@ -552,10 +582,17 @@ async function cmdQuantize(args) {
   try {
     let calib;
     try {
-      calib = await openCalibration(a.calib, q.inputs);
+      calib = await openCalibration(a.calib, q.inputs, { images: imagesSpec(config) });
     } catch (e) {
       if (e instanceof CalibError) throw calibFailure(a.calib, e);
       throw e;
+    }
+    if (calib.guessed) {
+      q.note(`images preprocessed by the default spec (${calib.spec.channels}, pixels / 255, ${calib.spec.resize}): if the model was trained on another range or channel order, set "images" in the config`);
+    }
+    if (calib.range) {
+      const [lo, hi] = calib.range;
+      q.note(`calibrated on random data (uniform [${lo}, ${hi})), not on real inputs: the ranges fit that distribution; give --calib DIR with real samples for accuracy`);
     }
     const tty = Boolean(process.stderr.isTTY);
     let done = 0;
@@ -574,7 +611,9 @@ async function cmdQuantize(args) {
         await q.observe(next.value.feeds);
       } catch (e) {
         if (tty) process.stderr.write('\n');
-        throw new CliError(describeError(`calibration sample ${next.value.name}`, e), 1);
+        const sym = q.inputs.find((info) => info.shape && info.shape.some((d) => typeof d !== 'number'));
+        const hint = sym ? `\nwasmq: input '${sym.name}' has symbolic dims: if the sample's sizes are not what the model expects, bind them with --shape ${sym.name}=D0xD1x...` : '';
+        throw new CliError(describeError(`calibration sample ${next.value.name}`, e) + hint, 1);
       }
       showProgress(tty, ++done, calib.count);
     }
@@ -586,6 +625,7 @@ async function cmdQuantize(args) {
     }
     if (a.report !== null) await writeFileAtomic(a.report, new TextEncoder().encode(result.reportJson));
     await writeFileAtomic(a.out, result.onnx);
+    for (const w of result.report.warnings ?? []) process.stderr.write(`wasmq: warning: ${w}\n`);
     console.log(`wrote ${a.out} (${result.onnx.length} bytes): ${result.summary}`);
   } finally {
     q.dispose();

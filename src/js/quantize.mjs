@@ -31,8 +31,14 @@ function configText(config) {
   throw new WasmqError(`quantize: config must be an object or a JSON string, got ${Array.isArray(config) ? 'an array' : typeof config}`);
 }
 
-/** keepFloat / targetSnrDb options: undefined, or their checked values. */
-function checkKeepFloat({ keepFloat, targetSnrDb }) {
+/** keepFloat / targetSnrDb / targetCosine / maxTime options: undefined, or their checked values. */
+function checkKeepFloat({ keepFloat, targetSnrDb, targetCosine, maxTime }) {
+  if (targetCosine !== undefined && !(typeof targetCosine === 'number' && targetCosine >= 0 && targetCosine < 1)) {
+    throw new WasmqError(`quantize: targetCosine must be a number in [0, 1) (got ${targetCosine})`);
+  }
+  if (maxTime !== undefined && !(typeof maxTime === 'number' && maxTime >= 0 && maxTime <= 1e6)) {
+    throw new WasmqError(`quantize: maxTime must be a number of seconds in [0, 1e6] (got ${maxTime})`);
+  }
   if (keepFloat !== undefined && !(Number.isInteger(keepFloat) && keepFloat >= 0 && keepFloat <= 100000)) {
     throw new WasmqError(`quantize: keepFloat must be an integer from 0 to 100000 (got ${keepFloat})`);
   }
@@ -54,7 +60,13 @@ function checkTotal(total) {
  * options.config: the settings of docs/quantize.md, as an object or a JSON
  * string (defaults without it). options.onProgress({done, total}) is called
  * after each observed sample; total is options.total, or the length of the
- * array given to observeAll(), else undefined. options.keepFloat (N) and
+ * array given to observeAll(), else undefined. options.targetCosine (every
+ * output's cosine to float on calibration samples) and options.maxTime
+ * (seconds) steer the same search as targetSnrDb; options.onSearch(line)
+ * receives one line per search step during finish(). Every config
+ * `holdout`-th sample (4th by default) is held apart from calibration and
+ * the report's `evaluation` is measured on those; `warnings` says what
+ * makes the result doubtful. options.keepFloat (N) and
  * options.targetSnrDb replace the config's keepFloat / targetSnrDb (both:
  * one left out becomes 0, as with the CLI's --keep-float / --target-snr):
  * keep the N most sensitive nodes in float, and/or keep adding nodes to
@@ -67,8 +79,9 @@ export async function quantize(source, options = {}) {
 }
 
 async function quantizeChecked(source, options) {
-  const { onProgress, total } = options;
+  const { onProgress, total, onSearch } = options;
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new WasmqError('quantize: onProgress must be a function');
+  if (onSearch !== undefined && typeof onSearch !== 'function') throw new WasmqError('quantize: onSearch must be a function');
   checkTotal(total);
   checkKeepFloat(options);
   const shapeEntries = readShapes(options.inputShapes ?? {}, 'quantize');
@@ -91,7 +104,10 @@ async function quantizeChecked(source, options) {
       if (options.keepFloat !== undefined || options.targetSnrDb !== undefined) {
         core._wqx_quantizer_keep_float(handle, options.keepFloat ?? 0, options.targetSnrDb ?? 0);
       }
-      return new Quantizer(core, ctx, handle, { onProgress, total });
+      if (options.targetCosine !== undefined || options.maxTime !== undefined) {
+        core._wqx_quantizer_search(handle, options.targetCosine ?? 0, options.maxTime ?? 0);
+      }
+      return new Quantizer(core, ctx, handle, { onProgress, total, onSearch });
     } catch (e) {
       core._wqx_ctx_free(ctx);
       throw e;
@@ -108,14 +124,16 @@ export class Quantizer {
   #handle;
   #feedInfo;
   #onProgress;
+  #onSearch;
   #total;
   #finished = false; // after finish(), observe() is refused
 
-  constructor(core, ctx, handle, { onProgress, total }) {
+  constructor(core, ctx, handle, { onProgress, total, onSearch }) {
     this.#core = core;
     this.#ctx = ctx;
     this.#handle = handle;
     this.#onProgress = onProgress;
+    this.#onSearch = onSearch;
     this.#total = total;
     const n = core._wqx_quantizer_input_count(handle);
     /** The float model's inputs [{name, dtype, shape}]: what each sample holds. */
@@ -203,6 +221,25 @@ export class Quantizer {
   }
 
   /**
+   * Adds a warning to the report of every later finish(): something the
+   * caller knows about the data that the quantizer cannot see (e.g. that
+   * the samples are random).
+   */
+  note(warning) {
+    this.#live('note');
+    if (typeof warning !== 'string' || warning === '') throw new WasmqError('note: warning must be a non-empty string');
+    const core = this.#core;
+    guardCore(core, 'note', () => {
+      const ptr = allocBytes(core, new TextEncoder().encode(`${warning}\0`));
+      try {
+        if (core._wqx_quantizer_note(this.#ctx, this.#handle, ptr) !== 0) throw errorFromCtx(core, this.#ctx);
+      } finally {
+        core._wqx_free(ptr);
+      }
+    });
+  }
+
+  /**
    * Builds the QDQ model from the ranges observed so far (at least one
    * sample): {onnx: Uint8Array (ONNX bytes), report (the sensitivity report,
    * docs/quantize.md), reportJson (its text as the core wrote it, which is
@@ -214,7 +251,15 @@ export class Quantizer {
     this.#live('finish');
     const core = this.#core;
     return guardCore(core, 'finish', () => {
-      if (core._wqx_quantizer_finish(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
+      // The target search reports each step while finish runs (one synchronous call).
+      core.wqxQuantProgress = this.#onSearch;
+      let status;
+      try {
+        status = core._wqx_quantizer_finish(this.#ctx, this.#handle);
+      } finally {
+        core.wqxQuantProgress = undefined;
+      }
+      if (status !== 0) throw errorFromCtx(core, this.#ctx);
       this.#finished = true;
       const ptr = core._wqx_quantizer_onnx(this.#handle);
       const len = core._wqx_quantizer_onnx_len(this.#handle);

@@ -471,7 +471,8 @@ static void test_random(void) {
   /* a: float [n, 3] (symbolic -> 1), b: int64 [2]. */
   input_decl decls[2] = {{"a", WQ_DT_FLOAT, 2, {-1, 3}, "n"}, {"b", WQ_DT_INT64, 1, {2}, NULL}};
   wq_graph *g = graph_with_inputs(decls, 2);
-  wq_calib_data *c = open_ok("random:2", g);
+  char message[512];
+  wq_calib_data *c = open_ok("random:2:0..1", g);
   CHECK(wq_calib_count(c) == 2);
   const wq_value *v;
   bool got;
@@ -498,19 +499,55 @@ static void test_random(void) {
     CHECK(memcmp(v[0].data, want, sizeof want) == 0);
   }
   CHECK(c && wq_calib_next(c, &v, &got, &err) == WQ_OK && !got);
+  double lo, hi;
+  CHECK(c && wq_calib_random_range(c, &lo, &hi) && lo == 0 && hi == 1);
+  wq_calib_close(c);
+  /* [-1, 1): each float value maps as -1 + 2 * x in double, rounded once to
+   * float; integer inputs are untouched. */
+  c = open_ok("random:1:-1..1", g);
+  CHECK(c && wq_calib_next(c, &v, &got, &err) == WQ_OK && got);
+  if (c && got) {
+    const float *a = v[0].data;
+    CHECK(a[0] == (float)(-1.0 + 2.0 * (double)0.26642918586730957f));
+    CHECK(a[1] == (float)(-1.0 + 2.0 * (double)0.00032973289489746094f));
+    CHECK(((const int64_t *)v[1].data)[0] == 7);
+  }
   wq_calib_close(c);
 
   expect_open_error("random:0", g, WQ_ERR_INVALID_ARG, "empty calibration set: random:0");
   expect_open_error("random:", g, WQ_ERR_INVALID_ARG,
-                    "--calib random:N expects N in 1..1000000, got random:");
+                    "--calib random:N:LO..HI expects N in 1..1000000, got random:");
   expect_open_error("random:5x", g, WQ_ERR_INVALID_ARG,
-                    "--calib random:N expects N in 1..1000000, got random:5x");
+                    "--calib random:N:LO..HI expects N in 1..1000000, got random:5x");
   expect_open_error("random:-3", g, WQ_ERR_INVALID_ARG,
-                    "--calib random:N expects N in 1..1000000, got random:-3");
+                    "--calib random:N:LO..HI expects N in 1..1000000, got random:-3");
+  /* No range: the data's range would be a guess. */
+  expect_open_error("random:4", g, WQ_ERR_INVALID_ARG,
+                    "--calib random:4 needs the range of the model's float inputs: "
+                    "random:4:LO..HI (e.g. random:4:0..1, random:4:-1..1, random:4:0..255); "
+                    "real samples (--calib DIR) calibrate far better");
+  const char *bad_ranges[] = {"1..1", "2..1", "0..", "..1", "0..x", "0-1", "a..1"};
+  for (size_t k = 0; k < sizeof bad_ranges / sizeof *bad_ranges; k++) {
+    char spec[64];
+    FMT(spec, "random:4:%s", bad_ranges[k]);
+    FMT(message, "--calib random:N:LO..HI expects a range such as -1..1 (LO < HI), got '%s'",
+        bad_ranges[k]);
+    expect_open_error(spec, g, WQ_ERR_INVALID_ARG, message);
+  }
+  wq_graph_free(g);
+  /* A symbolic dim past the batch names --shape. */
+  input_decl image = {"x", WQ_DT_FLOAT, 4, {-1, 3, -1, 192}, "N"};
+  g = graph_with_inputs(&image, 1);
+  free(g->tensors[g->inputs[0]].dim_params[2]);
+  g->tensors[g->inputs[0]].dim_params[2] = strdup("H");
+  expect_open_error("random:1:0..1", g, WQ_ERR_INVALID_ARG,
+                    "input 'x' has the symbolic dim 'H' (dim 2): random data needs it bound, "
+                    "e.g. --shape x=1x3x224x224 with the size the model expects, or real "
+                    "samples (--calib DIR)");
   wq_graph_free(g);
   input_decl unknown = {"u", WQ_DT_FLOAT, -1, {0}, NULL};
   g = graph_with_inputs(&unknown, 1);
-  expect_open_error("random:1", g, WQ_ERR_INVALID_ARG,
+  expect_open_error("random:1:0..1", g, WQ_ERR_INVALID_ARG,
                     "input 'u' (float32) has no declared shape or a dtype random data cannot "
                     "fill: give --calib DIR");
   wq_graph_free(g);

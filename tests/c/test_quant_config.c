@@ -185,7 +185,8 @@ static void test_config_errors(void) {
   /* Unknown keys, at each level. */
   expect_error("{\"activaton\": {}}",
                "activaton: unknown key (expected one of: activation, weight, calibration, io, "
-               "minRange, ops, exclude, keepFloat, targetSnrDb) (at 1:15)");
+               "minRange, ops, exclude, keepFloat, targetSnrDb, targetCosine, maxTime, holdout, "
+               "warnCosine, images) (at 1:15)");
   expect_error("{\"activation\": {\"granularity\": \"per-channel\"}}",
                "activation.granularity: unknown key (expected one of: dtype, symmetric, qmin, "
                "qmax) (at 1:32)");

@@ -182,10 +182,11 @@ test('.npy folders: one sample, several in natural order, symbolic dims, and eve
   await rejects(openCalibration(missing, inputs), `cannot open calibration folder ${missing}: No such file or directory`, 'WQ_ERR_IO');
 });
 
-test('random:N: seed k*nInputs+i per input, symbolic dims 1, and bad counts', async () => {
+test('random:N:LO..HI: seed k*nInputs+i per input, float mapped to [LO, HI), batch dim 1, and refusals', async () => {
   const inputs = [{ name: 'a', dtype: 'float32', shape: ['n', 3] }, { name: 'b', dtype: 'int64', shape: [2] }];
-  const calib = await openCalibration('random:2', inputs);
+  const calib = await openCalibration('random:2:0..1', inputs);
   assert.equal(calib.count, 2);
+  assert.deepEqual(calib.range, [0, 1]);
   const samples = await collect(calib);
   assert.deepEqual(samples.map((s) => s.name), ['random sample 0', 'random sample 1']);
   // The same numbers the native test expects from its generator.
@@ -194,13 +195,29 @@ test('random:N: seed k*nInputs+i per input, symbolic dims 1, and bad counts', as
   assert.deepEqual(samples[0].feeds.a.dims, [1, 3]);
   assert.deepEqual(samples[1].feeds.a.data, randomArray('float32', 3, 2));
   assert.deepEqual(samples[1].feeds.b.data, randomArray('int64', 2, 3));
+  // [-1, 1): -1 + 2x in double, rounded once (the native test's values).
+  const [wide] = await collect(await openCalibration('random:1:-1..1', inputs));
+  assert.equal(wide.feeds.a.data[0], Math.fround(-1 + 2 * 0.26642918586730957));
+  assert.equal(wide.feeds.a.data[1], Math.fround(-1 + 2 * 0.00032973289489746094));
+  assert.deepEqual(Array.from(wide.feeds.b.data), [7n, 3n]);
 
   await rejects(openCalibration('random:0', inputs), 'empty calibration set: random:0');
   for (const bad of ['', '5x', '-3']) {
-    await rejects(openCalibration(`random:${bad}`, inputs), `--calib random:N expects N in 1..1000000, got random:${bad}`);
+    await rejects(openCalibration(`random:${bad}`, inputs), `--calib random:N:LO..HI expects N in 1..1000000, got random:${bad}`);
   }
   await rejects(
-    openCalibration('random:1', [{ name: 'u', dtype: 'float32', shape: null }]),
+    openCalibration('random:4', inputs),
+    "--calib random:4 needs the range of the model's float inputs: random:4:LO..HI (e.g. random:4:0..1, random:4:-1..1, random:4:0..255); real samples (--calib DIR) calibrate far better",
+  );
+  for (const bad of ['1..1', '2..1', '0..', '..1', '0..x', '0-1', 'a..1']) {
+    await rejects(openCalibration(`random:4:${bad}`, inputs), `--calib random:N:LO..HI expects a range such as -1..1 (LO < HI), got '${bad}'`);
+  }
+  await rejects(
+    openCalibration('random:1:0..1', [{ name: 'x', dtype: 'float32', shape: ['N', 3, 'H', 192] }]),
+    "input 'x' has the symbolic dim 'H' (dim 2): random data needs it bound, e.g. --shape x=1x3x224x224 with the size the model expects, or real samples (--calib DIR)",
+  );
+  await rejects(
+    openCalibration('random:1:0..1', [{ name: 'u', dtype: 'float32', shape: null }]),
     "input 'u' (float32) has no declared shape or a dtype random data cannot fill: give --calib DIR",
   );
 });

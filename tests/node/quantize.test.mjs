@@ -110,7 +110,7 @@ test('mnist-8: onnxruntime runs the quantized file, our int8 run agrees within o
 });
 
 test('smallcnn: onnxruntime agrees within one step, every compute node int8', async () => {
-  const { bytes, report } = quantize(smallcnn, ['--calib', 'random:16']);
+  const { bytes, report } = quantize(smallcnn, ['--calib', 'random:16:0..1']);
   const session = await ort.InferenceSession.create(readFileSync(smallcnn));
   const input = session.inputNames[0];
   const meta = await load(readFileSync(smallcnn));
@@ -128,13 +128,13 @@ test('smallcnn: onnxruntime agrees within one step, every compute node int8', as
 });
 
 test('the same model, config and samples give the same bytes', () => {
-  const a = quantize(mnist, ['--calib', 'random:4']).bytes;
-  const b = quantize(mnist, ['--calib', 'random:4']).bytes;
+  const a = quantize(mnist, ['--calib', 'random:4:0..1']).bytes;
+  const b = quantize(mnist, ['--calib', 'random:4:0..1']).bytes;
   assert.ok(a.equals(b));
 });
 
 test('report: per-node decisions, qparams and sensitivity; --keep-float 2 keeps the two lowest-SNR nodes float', () => {
-  const { report } = quantize(mnist, ['--calib', 'random:8']);
+  const { report } = quantize(mnist, ['--calib', 'random:8:0..1']);
   const measured = report.nodes.filter((n) => n.decision === 'quantized');
   assert.ok(measured.length >= 5);
   for (const n of measured) assert.ok(Number.isFinite(n.snrDb) && n.snrDb > 10, `${n.name} snr ${n.snrDb}`);
@@ -144,7 +144,7 @@ test('report: per-node decisions, qparams and sensitivity; --keep-float 2 keeps 
   }
   assert.ok(report.outputSnrDb > 20, `output SNR ${report.outputSnrDb}`);
   const lowest = [...measured].sort((x, y) => x.snrDb - y.snrDb).slice(0, 1).map((n) => n.name);
-  const kept = quantize(mnist, ['--calib', 'random:8', '--keep-float', '2']).report;
+  const kept = quantize(mnist, ['--calib', 'random:8:0..1', '--keep-float', '2']).report;
   assert.equal(kept.keptFloat, 2);
   // The two chosen by sensitivity; nodes left without a linear neighbour in
   // int8 (a MaxPool between two float convs) follow them into float.
@@ -157,7 +157,7 @@ test('report: per-node decisions, qparams and sensitivity; --keep-float 2 keeps 
   // A target output SNR above what full int8 reaches: nodes go float, most
   // sensitive first, until it is met (or nothing is left to move).
   const target = Math.ceil(report.outputSnrDb) + 3;
-  const snr = quantize(mnist, ['--calib', 'random:8', '--target-snr', String(target)]).report;
+  const snr = quantize(mnist, ['--calib', 'random:8:0..1', '--target-snr', String(target)]).report;
   assert.ok(snr.keptFloat >= 1);
   assert.ok(snr.outputSnrDb >= target || snr.nodesQuantized === 0, `${snr.outputSnrDb} dB with ${snr.keptFloat} kept float`);
   console.log(`mnist-8 target ${target} dB: ${snr.keptFloat} node(s) kept float, output SNR ${snr.outputSnrDb} dB (all int8: ${report.outputSnrDb} dB)`);
@@ -165,10 +165,10 @@ test('report: per-node decisions, qparams and sensitivity; --keep-float 2 keeps 
 
 test('bad input: already quantized, unwritable output, empty calibration folder, unknown node or op in the config', () => {
   const out = path.join(tmp, 'never.onnx');
-  const quantized = runCli(['quantize', path.join(MODELS, 'synthetic/smallcnn_qdq.onnx'), '-o', out]);
+  const quantized = runCli(['quantize', path.join(MODELS, 'synthetic/smallcnn_qdq.onnx'), '-o', out, '--calib', 'random:1:0..1']);
   assert.equal(quantized.status, 2);
   assert.match(quantized.stderr, /already quantized/);
-  const unwritable = runCli(['quantize', mnist, '-o', path.join(tmp, 'no/such/dir/x.onnx'), '--calib', 'random:1']);
+  const unwritable = runCli(['quantize', mnist, '-o', path.join(tmp, 'no/such/dir/x.onnx'), '--calib', 'random:1:0..1']);
   assert.equal(unwritable.status, 2);
   assert.match(unwritable.stderr, /no\/such\/dir/);
   const empty = path.join(tmp, 'empty');
@@ -178,11 +178,11 @@ test('bad input: already quantized, unwritable output, empty calibration folder,
   assert.match(noData.stderr, /empty|no calibration|no sample/i);
   const cfg = path.join(tmp, 'cfg.json');
   writeFileSync(cfg, JSON.stringify({ exclude: ['NoSuchNode'] }));
-  const node = runCli(['quantize', mnist, '-o', out, '--config', cfg]);
+  const node = runCli(['quantize', mnist, '-o', out, '--config', cfg, '--calib', 'random:1:0..255']);
   assert.equal(node.status, 2);
   assert.match(node.stderr, /NoSuchNode/);
   writeFileSync(cfg, JSON.stringify({ ops: { NoSuchOp: { keepFloat: true } } }));
-  const op = runCli(['quantize', mnist, '-o', out, '--config', cfg]);
+  const op = runCli(['quantize', mnist, '-o', out, '--config', cfg, '--calib', 'random:1:0..255']);
   assert.equal(op.status, 2);
   assert.match(op.stderr, /NoSuchOp/);
   assert.equal(existsSync(out), false, 'nothing written on failure');
@@ -216,7 +216,7 @@ test('uint8 image input -> Reshape -> Concat(second input) -> Conv -> output, io
   writeFileSync(file, bytes);
   const cfg = path.join(tmp, 'io_uint8.json');
   writeFileSync(cfg, JSON.stringify({ io: 'uint8' }));
-  const { bytes: q, report } = quantize(file, ['--calib', 'random:8', '--config', cfg]);
+  const { bytes: q, report } = quantize(file, ['--calib', 'random:8:0..1', '--config', cfg]);
   assert.equal(report.nodesFloat, 0);
   const model = await load(q);
   try {
@@ -246,7 +246,7 @@ test('uint8 image input -> Reshape -> Concat(second input) -> Conv -> output, io
 test('per-group weights: opset 21 blocked DequantizeLinear, within one step of onnxruntime', async () => {
   const cfg = path.join(tmp, 'per_group.json');
   writeFileSync(cfg, JSON.stringify({ ops: { MatMul: { weight: { granularity: 'per-group', groupSize: 32 } } } }));
-  const { bytes, report } = quantize(path.join(MODELS, 'synthetic/matmul_256x256x256_f32.onnx'), ['--calib', 'random:2', '--config', cfg]);
+  const { bytes, report } = quantize(path.join(MODELS, 'synthetic/matmul_256x256x256_f32.onnx'), ['--calib', 'random:2:0..1', '--config', cfg]);
   const session = await ort.InferenceSession.create(bytes, { logSeverityLevel: 3, graphOptimizationLevel: 'basic' });
   const model = await load(bytes);
   try {

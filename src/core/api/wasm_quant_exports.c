@@ -16,6 +16,24 @@ typedef struct wqx_quantizer {
   size_t onnx_len;
 } wqx_quantizer;
 
+#if defined(__EMSCRIPTEN__)
+/* Search progress goes to the JS side as it happens (finish is one
+ * synchronous call): Module.wqxQuantProgress(line) when the caller set it. */
+EM_JS(void, wqx_js_quant_progress, (const char *line), {
+  if (Module['wqxQuantProgress'])
+    Module['wqxQuantProgress'](UTF8ToString(line));
+});
+static void progress_line(void *ctx, const char *line) {
+  (void)ctx;
+  wqx_js_quant_progress(line);
+}
+#else
+static void progress_line(void *ctx, const char *line) {
+  (void)ctx;
+  (void)line;
+}
+#endif
+
 /* The model bytes are copied by the core; `config` is JSON (n_config
  * bytes, 0 for the defaults); input-shape overrides as wqx_load takes them
  * (symbolic dims bound for calibration, kept in the written model). Returns
@@ -48,6 +66,7 @@ WQX_EXPORT wqx_quantizer *wqx_quantizer_new(wqx_ctx *ctx, const uint8_t *bytes, 
     free(qx);
     return NULL;
   }
+  wq_quantizer_on_progress(qx->q, progress_line, NULL);
   const wq_model *m = wq_quantizer_float_model(qx->q);
   if (wqx_staging_init(&qx->staging, wq_model_input_count(m), &ctx->err) != WQ_OK) {
     wq_quantizer_free(qx->q);
@@ -111,6 +130,22 @@ WQX_EXPORT int32_t wqx_quantizer_set_input(wqx_ctx *ctx, wqx_quantizer *qx, int3
 WQX_EXPORT void wqx_quantizer_keep_float(wqx_quantizer *qx, int32_t n, double target_snr_db) {
   if (qx)
     wq_quantizer_keep_float(qx->q, n, (float)target_snr_db);
+}
+
+/* Also a target cosine and a time budget for the search (wq_quantizer_search). */
+WQX_EXPORT void wqx_quantizer_search(wqx_quantizer *qx, double target_cosine, double max_time) {
+  if (qx)
+    wq_quantizer_search(qx->q, (float)target_cosine, (float)max_time);
+}
+
+/* A warning carried into the report (wq_quantizer_note). */
+WQX_EXPORT int32_t wqx_quantizer_note(wqx_ctx *ctx, wqx_quantizer *qx, const char *warning) {
+  if (!ctx)
+    return WQ_ERR_INVALID_ARG;
+  wq_error_clear(&ctx->err);
+  if (!qx || !warning)
+    return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "note: no quantizer or text");
+  return wq_quantizer_note(qx->q, warning, &ctx->err);
 }
 
 /* One calibration sample: the staged inputs (all must be staged). */

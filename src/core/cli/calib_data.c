@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "../api/wasmq.h"
@@ -44,6 +45,7 @@ struct wq_calib_data {
   calib_input *inputs;
   int n_inputs;
   wq_value *values; /* the current sample (data owned) */
+  double lo, hi;    /* random: float inputs uniform in [lo, hi) */
   char sample_name[256];
 };
 
@@ -218,6 +220,22 @@ static bool name_list_add(name_list *l, const char *name) {
   return true;
 }
 
+/* True when `dir` holds a .png/.jpg/.jpeg file (any case). */
+static bool holds_images(const char *dir) {
+  DIR *d = opendir(dir);
+  bool found = false;
+  struct dirent *e;
+  while (d && !found && (e = readdir(d))) {
+    const char *dot = strrchr(e->d_name, '.');
+    found = e->d_name[0] != '.' && dot &&
+            (strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".jpg") == 0 ||
+             strcasecmp(dot, ".jpeg") == 0);
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
 /* Entries of `dir` (no hidden ones) split into folders and .npy files,
  * each sorted naturally. */
 static wq_status list_dir(const char *dir, name_list *folders, name_list *npys, wq_error *err) {
@@ -345,6 +363,11 @@ static wq_status open_dir(wq_calib_data *c, const char *dir, wq_error *err) {
       c->samples = folders.names;
       c->n_samples = folders.n;
       folders = (name_list){0};
+    } else if (holds_images(dir)) {
+      st = wq_fail(err, WQ_ERR_UNSUPPORTED, NULL,
+                   "%s holds images: the native command reads .npy files and test_data_set_* "
+                   "folders; `npx wasmq quantize` (same flags) decodes PNG/JPEG",
+                   dir);
     } else {
       st = wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
                    "empty calibration set: %s holds no test_data_set_* folder, no .npy file and "
@@ -360,15 +383,47 @@ static wq_status open_dir(wq_calib_data *c, const char *dir, wq_error *err) {
   return st;
 }
 
-static wq_status open_random(wq_calib_data *c, const char *count, wq_error *err) {
+/* "LO..HI" (two finite numbers, LO < HI). The ".." is found first: strtod
+ * would read "0." of "0..1" as a number. */
+static bool parse_range(const char *s, double *lo, double *hi) {
+  const char *dots = strstr(s, "..");
+  char left[64];
+  if (!dots || dots == s || (size_t)(dots - s) >= sizeof left)
+    return false;
+  memcpy(left, s, (size_t)(dots - s));
+  left[dots - s] = 0;
   char *end;
   errno = 0;
-  long n = strtol(count, &end, 10);
-  if (end == count || *end || errno || n < 0 || n > CALIB_RANDOM_MAX)
+  *lo = strtod(left, &end);
+  if (*end)
+    return false;
+  const char *h = dots + 2;
+  *hi = strtod(h, &end);
+  return end != h && !*end && !errno && isfinite(*lo) && isfinite(*hi) && *lo < *hi;
+}
+
+static wq_status open_random(wq_calib_data *c, const char *spec, wq_error *err) {
+  char *end;
+  errno = 0;
+  long n = strtol(spec, &end, 10);
+  if (end == spec || (*end && *end != ':') || errno || n < 0 || n > CALIB_RANDOM_MAX)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
-                   "--calib random:N expects N in 1..%d, got random:%s", CALIB_RANDOM_MAX, count);
+                   "--calib random:N:LO..HI expects N in 1..%d, got random:%s", CALIB_RANDOM_MAX,
+                   spec);
   if (n == 0)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "empty calibration set: random:0");
+  /* Ranges calibrated on data of the wrong range are silently wrong: the
+   * caller has to say what range the model's inputs take. */
+  if (!*end)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
+                   "--calib random:%ld needs the range of the model's float inputs: "
+                   "random:%ld:LO..HI (e.g. random:%ld:0..1, random:%ld:-1..1, random:%ld:0..255); "
+                   "real samples (--calib DIR) calibrate far better",
+                   n, n, n, n, n);
+  if (!parse_range(end + 1, &c->lo, &c->hi))
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
+                   "--calib random:N:LO..HI expects a range such as -1..1 (LO < HI), got '%s'",
+                   end + 1);
   for (int i = 0; i < c->n_inputs; i++) {
     const calib_input *in = &c->inputs[i];
     if (in->rank < 0 || wq_dtype_size(in->dtype) == 0)
@@ -376,10 +431,24 @@ static wq_status open_random(wq_calib_data *c, const char *count, wq_error *err)
                      "input '%s' (%s) has no declared shape or a dtype random data cannot fill: "
                      "give --calib DIR",
                      in->name, dtype_label(in->dtype));
+    /* A batch dim becomes 1; any other size has to come from the user. */
+    for (int d = 1; d < in->rank; d++)
+      if (in->dims[d] < 0)
+        return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
+                       "input '%s' has the symbolic dim '%s' (dim %d): random data needs it "
+                       "bound, e.g. --shape %s=1x3x224x224 with the size the model expects, or "
+                       "real samples (--calib DIR)",
+                       in->name, in->dim_params[d] ? in->dim_params[d] : "?", d, in->name);
   }
   c->kind = CALIB_RANDOM;
   c->n_samples = (int)n;
   return WQ_OK;
+}
+
+bool wq_calib_random_range(const wq_calib_data *c, double *lo, double *hi) {
+  *lo = c->lo;
+  *hi = c->hi;
+  return c->kind == CALIB_RANDOM;
 }
 
 wq_status wq_calib_open(const char *spec, const wq_graph *g, wq_calib_data **out, wq_error *err) {
@@ -465,6 +534,12 @@ static wq_status read_random(wq_calib_data *c, int s, wq_error *err) {
       return oom(err);
     uint32_t seed = (uint32_t)((uint64_t)s * (uint64_t)c->n_inputs + (uint64_t)i);
     wq_cli_fill_random(v, seed);
+    /* From [0, 1) to [lo, hi) in double, rounded once: the JS reader's bytes. */
+    if (v->dtype == WQ_DT_FLOAT)
+      for (int64_t k = 0; k < wq_value_numel(v); k++) {
+        float *x = &((float *)v->data)[k];
+        *x = (float)(c->lo + (c->hi - c->lo) * (double)*x);
+      }
   }
   return WQ_OK;
 }

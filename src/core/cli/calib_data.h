@@ -1,9 +1,13 @@
 /* Calibration samples for `wasmq quantize --calib SPEC`, read one at a time
  * (streaming: only the current sample is in memory). SPEC is one of
  *
- *   random:N   N seeded samples from the model's declared inputs: sample k
- *              fills input i exactly as `wasmq run --input NAME=random:SEED`
- *              does with SEED = k * n_inputs + i; symbolic dims become 1.
+ *   random:N:LO..HI  N seeded samples from the model's declared inputs:
+ *              sample k fills input i as `wasmq run --input NAME=random:SEED`
+ *              does with SEED = k * n_inputs + i, float inputs then mapped
+ *              from [0, 1) to [LO, HI); a symbolic batch dim (dim 0) becomes
+ *              1, any other symbolic dim is an error naming --shape. Without
+ *              LO..HI it is an error: ranges calibrated on data of the wrong
+ *              range are silently wrong.
  *   DIR        holding ONNX test-data folders: DIR/test_data_set_N/input_K.pb
  *              (TensorProto files; input K is the model's K-th input), one
  *              sample per folder;
@@ -42,6 +46,9 @@ wq_status wq_calib_next(wq_calib_data *c, const wq_value **values, bool *got, wq
 
 /* Name of the sample last read ("test_data_set_3", "7", "random sample 2"). */
 const char *wq_calib_sample_name(const wq_calib_data *c);
+
+/* True for random data, with its float range [*lo, *hi). */
+bool wq_calib_random_range(const wq_calib_data *c, double *lo, double *hi);
 
 void wq_calib_close(wq_calib_data *c);
 

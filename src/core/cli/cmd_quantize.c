@@ -17,13 +17,17 @@
 
 static int quantize_usage(void) {
   fprintf(stderr,
-          "usage: wasmq quantize MODEL -o OUT.onnx [--calib DIR | --calib random:N]\n"
+          "usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI\n"
           "                      [--config FILE.json] [--report FILE.json]\n"
-          "                      [--keep-float N] [--target-snr DB] [--shape NAME=1x3x224x224]...\n"
-          "  --calib       ONNX test_data_set_* folders or .npy files named by input\n"
-          "                (default: random:16, seeded inputs)\n"
+          "                      [--keep-float N] [--target-snr DB] [--target-cosine C]\n"
+          "                      [--max-time S] [--shape NAME=1x3x224x224]...\n"
+          "  --calib       ONNX test_data_set_* folders or .npy files named by input;\n"
+          "                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:\n"
+          "                ranges then fit random data, not real inputs)\n"
           "  --keep-float  keep the N most sensitive nodes in float\n"
           "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
+          "  --target-cosine  ... until every output's cosine to float reaches C\n"
+          "  --max-time    stop the target search after S seconds\n"
           "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n");
   return 2;
 }
@@ -46,13 +50,13 @@ static void progress(bool tty, int done, int total) {
 typedef struct {
   const char *model, *out, *calib, *config, *report;
   int keep_float;
-  double target_snr;
+  double target_snr, target_cosine, max_time;
   wq_cli_shape shapes[MAX_QUANTIZE_SHAPES];
   int n_shapes;
 } quantize_args;
 
 static int parse_args(int argc, char **argv, quantize_args *a) {
-  *a = (quantize_args){.calib = "random:16"};
+  *a = (quantize_args){0};
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -85,6 +89,22 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
         return 2;
       }
       i++;
+    } else if (strcmp(arg, "--target-cosine") == 0 && val) {
+      char *end;
+      a->target_cosine = strtod(val, &end);
+      if (*end || !(a->target_cosine > 0 && a->target_cosine < 1)) {
+        fprintf(stderr, "wasmq: --target-cosine takes a cosine in (0, 1), got '%s'\n", val);
+        return 2;
+      }
+      i++;
+    } else if (strcmp(arg, "--max-time") == 0 && val) {
+      char *end;
+      a->max_time = strtod(val, &end);
+      if (*end || !(a->max_time > 0 && a->max_time <= 1e6)) {
+        fprintf(stderr, "wasmq: --max-time takes seconds in (0, 1e6], got '%s'\n", val);
+        return 2;
+      }
+      i++;
     } else if (strcmp(arg, "--shape") == 0 && val) {
       if (a->n_shapes == MAX_QUANTIZE_SHAPES || wq_cli_parse_shape(val, &a->shapes[a->n_shapes])) {
         fprintf(stderr, "wasmq: --shape expects NAME=D0xD1x..., got %s\n", val);
@@ -101,6 +121,11 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
   }
   if (!a->model || !a->out)
     return quantize_usage();
+  if (!a->calib) {
+    fprintf(stderr, "wasmq: quantize needs --calib: a folder of real samples (DIR), or "
+                    "random:N:LO..HI with the range the model's inputs take\n");
+    return quantize_usage();
+  }
   return 0;
 }
 
@@ -112,12 +137,36 @@ static int read_or_complain(const char *path, uint8_t **bytes, size_t *n) {
   return 2;
 }
 
+/* The name of the first input with a symbolic dim left, or NULL. */
+static const char *symbolic_input(const wq_graph *g) {
+  for (int i = 0; i < g->n_inputs; i++) {
+    const wq_tensor *t = &g->tensors[g->inputs[i]];
+    for (int d = 0; d < t->rank; d++)
+      if (t->dims[d] < 0)
+        return t->name;
+  }
+  return NULL;
+}
+
 static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
   const wq_graph *g = wq_model_get_ir(wq_quantizer_float_model(q))->graph;
   wq_calib_data *data = NULL;
   if (wq_calib_open(spec, g, &data, err) != WQ_OK) {
     wq_cli_print_error(spec, err);
     return 2;
+  }
+  double lo, hi;
+  if (wq_calib_random_range(data, &lo, &hi)) {
+    char note[300];
+    snprintf(note, sizeof note,
+             "calibrated on random data (uniform [%g, %g)), not on real inputs: the ranges fit "
+             "that distribution; give --calib DIR with real samples for accuracy",
+             lo, hi);
+    if (wq_quantizer_note(q, note, err) != WQ_OK) {
+      wq_calib_close(data);
+      wq_cli_print_error(spec, err);
+      return 1;
+    }
   }
   bool tty = isatty(STDERR_FILENO);
   int total = wq_calib_count(data), done = 0, rc = 0;
@@ -139,6 +188,12 @@ static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
       char what[600];
       snprintf(what, sizeof what, "calibration sample %s", wq_calib_sample_name(data));
       wq_cli_print_error(what, err);
+      const char *sym = symbolic_input(g);
+      if (sym)
+        fprintf(stderr,
+                "wasmq: input '%s' has symbolic dims: if the sample's sizes are not what the "
+                "model expects, bind them with --shape %s=D0xD1x...\n",
+                sym, sym);
       rc = 1;
       break;
     }
@@ -146,6 +201,21 @@ static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
   }
   wq_calib_close(data);
   return rc;
+}
+
+/* Search progress: one line each, terminal or not. */
+static void print_line(void *ctx, const char *line) {
+  (void)ctx;
+  fprintf(stderr, "wasmq: %s\n", line);
+  fflush(stderr);
+}
+
+static void print_warnings(const char *lines) {
+  while (*lines) {
+    int n = (int)strcspn(lines, "\n");
+    fprintf(stderr, "wasmq: warning: %.*s\n", n, lines);
+    lines += n + (lines[n] == '\n');
+  }
 }
 
 int wq_cli_quantize(int argc, char **argv) {
@@ -179,6 +249,10 @@ int wq_cli_quantize(int argc, char **argv) {
   }
   if (!rc && (a.keep_float || a.target_snr > 0))
     wq_quantizer_keep_float(q, a.keep_float, (float)a.target_snr);
+  if (!rc && (a.target_cosine > 0 || a.max_time > 0))
+    wq_quantizer_search(q, (float)a.target_cosine, (float)a.max_time);
+  if (!rc)
+    wq_quantizer_on_progress(q, print_line, NULL);
   if (!rc)
     rc = calibrate(q, a.calib, &err);
   if (!rc && wq_quantizer_finish(q, &onnx, &onnx_n, &err) != WQ_OK) {
@@ -200,8 +274,10 @@ int wq_cli_quantize(int argc, char **argv) {
     wq_cli_print_error(a.out, &err);
     rc = 2;
   }
-  if (!rc)
+  if (!rc) {
+    print_warnings(wq_quantizer_warnings(q));
     printf("wrote %s (%zu bytes): %s\n", a.out, onnx_n, wq_quantizer_summary(q));
+  }
   free(report);
   free(onnx);
   wq_quantizer_free(q);

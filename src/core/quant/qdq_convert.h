@@ -26,7 +26,27 @@ typedef struct wq_qdq_params {
 typedef struct wq_sensitivity {
   bool measured;
   double max_abs, mse, snr_db;
+  double noise; /* error energy / signal energy (10^(-snr/10)) */
+  double cost;  /* float work of the node: multiply-adds of a linear, else output elements */
 } wq_sensitivity;
+
+/* One output of the QDQ model (its lowered int8 run) against the float
+ * model's, pooled over samples. Classifier-like outputs ([C] or [N, C] with
+ * C >= 2) also count the rows whose argmax agrees. */
+typedef struct wq_output_metrics {
+  double dot, ref2, got2, err2, max_abs;
+  int64_t count;
+  int64_t top1_rows, top1_agree;
+} wq_output_metrics;
+
+double wq_output_cosine(const wq_output_metrics *m);
+double wq_output_snr_db(const wq_output_metrics *m);
+
+/* Runs the float model and the QDQ model (`onnx`) on `n_samples` samples
+ * (each the model's inputs in order); adds into out[o] per float output. */
+wq_status wq_quant_output_metrics(wq_model *fm, const uint8_t *onnx, size_t onnx_len,
+                                  const wq_value *const *samples, int n_samples,
+                                  wq_output_metrics *out, wq_error *err);
 
 /* The prepared float graph (folds counted into *stats), as calibration
  * and conversion see it. */
@@ -73,15 +93,16 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
                          uint8_t **onnx, size_t *onnx_len, wq_error *err);
 
 /* Per quantized node, the error of running it alone on quantized inputs
- * and weights against the float node (*sens: one entry per node, caller
- * frees); *output_snr_db: the QDQ model's outputs (lowered int8 run of
- * `onnx`) against the float model's on the kept samples. */
+ * and weights against the float node, on the kept samples (*sens: one
+ * entry per node, caller frees). */
 wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,
-                               const uint8_t *onnx, size_t onnx_len, wq_sensitivity **sens,
-                               double *output_snr_db, wq_error *err);
+                               wq_sensitivity **sens, wq_error *err);
 
-/* The quantized node with the lowest SNR not yet kept float, or -1. */
-int wq_quant_next_keep_float(const wq_quantizer *q, const wq_annotation *a,
-                             const wq_sensitivity *sens, const bool *keep_float);
+/* The quantized node not yet kept float with the lowest SNR (per_cost
+ * false) or the most error per unit of float work it would cost (per_cost
+ * true: relative error energy / sqrt(cost), so a cheap noisy node goes
+ * first without a far noisier large one waiting forever), or -1. */
+int wq_quant_next_keep_float(const wq_annotation *a, const wq_sensitivity *sens,
+                             const bool *keep_float, bool per_cost);
 
 #endif

@@ -58,6 +58,10 @@ void wq_quant_config_default(wq_quant_config *cfg) {
    * multipliers s_in*s_w/s_out stay finite, while staying far below the
    * range of any live float activation, so it never changes a real one. */
   cfg->min_range = 1e-5f;
+  /* One sample in four is held apart so the report's accuracy is measured on
+   * data the ranges never saw. */
+  cfg->holdout = 4;
+  cfg->warn_cosine = 0.99f;
 }
 
 static void free_overrides(wq_quant_op_override *overrides, int n) {
@@ -408,9 +412,10 @@ static wq_status read_exclude(const wq_json *arr, wq_quant_config *cfg, wq_error
 }
 
 static wq_status read_config(const wq_json *root, wq_quant_config *cfg, wq_error *err) {
-  static const char *const keys[] = {"activation",  "weight", "calibration", "io",
-                                     "minRange",    "ops",    "exclude",     "keepFloat",
-                                     "targetSnrDb", NULL};
+  static const char *const keys[] = {"activation",  "weight",       "calibration", "io",
+                                     "minRange",    "ops",          "exclude",     "keepFloat",
+                                     "targetSnrDb", "targetCosine", "maxTime",     "holdout",
+                                     "warnCosine",  "images",       NULL};
   static const char *const io_names[] = {"float", "int8", "uint8", NULL};
   static const wq_dtype io_values[] = {WQ_DT_FLOAT, WQ_DT_INT8, WQ_DT_UINT8};
   if (root->type != WQ_JSON_OBJECT)
@@ -451,6 +456,35 @@ static wq_status read_config(const wq_json *root, wq_quant_config *cfg, wq_error
     if (!(v->number >= 0 && v->number <= 200))
       return bad(err, "targetSnrDb", v, "%g is not in [0, 200] dB", v->number);
     cfg->target_snr_db = (float)v->number;
+  }
+  if ((v = wq_json_member(root, "targetCosine"))) {
+    WQ_TRY(want_type(v, WQ_JSON_NUMBER, "targetCosine", err));
+    if (!(v->number >= 0 && v->number < 1))
+      return bad(err, "targetCosine", v, "%g is not in [0, 1)", v->number);
+    cfg->target_cosine = (float)v->number;
+  }
+  if ((v = wq_json_member(root, "warnCosine"))) {
+    WQ_TRY(want_type(v, WQ_JSON_NUMBER, "warnCosine", err));
+    if (!(v->number >= 0 && v->number <= 1))
+      return bad(err, "warnCosine", v, "%g is not in [0, 1]", v->number);
+    cfg->warn_cosine = (float)v->number;
+  }
+  if ((v = wq_json_member(root, "maxTime"))) {
+    WQ_TRY(want_type(v, WQ_JSON_NUMBER, "maxTime", err));
+    if (!(v->number >= 0 && v->number <= 1e6))
+      return bad(err, "maxTime", v, "%g is not a number of seconds in [0, 1e6]", v->number);
+    cfg->max_time = (float)v->number;
+  }
+  /* How images become input tensors: read by the JS image decoder
+   * (src/js/images.mjs), which checks its keys; the core only its type. */
+  if ((v = wq_json_member(root, "images")))
+    WQ_TRY(want_type(v, WQ_JSON_OBJECT, "images", err));
+  if ((v = wq_json_member(root, "holdout"))) {
+    int64_t n;
+    WQ_TRY(read_int(v, "holdout", 0, 1000000, &n, err));
+    if (n == 1)
+      return bad(err, "holdout", v, "1 would hold apart every sample (0: none, N >= 2: one in N)");
+    cfg->holdout = (int)n;
   }
   return WQ_OK;
 }

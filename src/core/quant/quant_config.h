@@ -59,6 +59,10 @@ typedef struct wq_quant_config {
   int n_exclude_nodes;
   int keep_float;      /* keep the N most sensitive nodes in float */
   float target_snr_db; /* > 0: keep nodes float until the output SNR reaches it */
+  float target_cosine; /* > 0: keep nodes float until every output's cosine reaches it */
+  float max_time;      /* > 0: seconds the target search may take (then it stops) */
+  int holdout;         /* every holdout-th sample is held apart for evaluation (0: none) */
+  float warn_cosine;   /* a held-out output below this cosine gets a warning */
 } wq_quant_config;
 
 void wq_quant_config_default(wq_quant_config *cfg);

@@ -2,8 +2,10 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../ir/format.h"
 #include "../ir/text.h"
@@ -15,6 +17,9 @@
 
 /* Samples kept (inputs copied) for the sensitivity report and keep-float. */
 #define KEPT_SAMPLES 4
+/* Held-out samples kept for the accuracy evaluation; later ones calibrate. */
+#define MAX_HELDOUT 32
+#define MAX_NOTES 8
 
 typedef struct {
   wq_value *inputs; /* data owned */
@@ -33,15 +38,26 @@ struct wq_quantizer {
   wq_dtype *dtypes; /* per tensor, as the latest sample ran it; NULL before one */
   wq_observer *obs; /* per tensor; every float tensor a node computes */
   bool *has_obs;
-  int64_t samples;
+  int64_t samples; /* every sample observed, held-out ones included */
   kept_sample kept[KEPT_SAMPLES];
   int n_kept;
+  kept_sample heldout[MAX_HELDOUT];
+  int n_heldout;
+  char *notes[MAX_NOTES]; /* the caller's warnings (e.g. random data), owned */
+  int n_notes;
+  void (*progress)(void *ctx, const char *line);
+  void *progress_ctx;
   /* Results of the last finish. */
   wq_annotation ann;
-  wq_qdq_params *params; /* per tensor */
-  wq_sensitivity *sens;  /* per node */
-  double output_snr_db;  /* int8 vs float outputs on the kept samples */
-  int kept_float;        /* nodes kept float for sensitivity */
+  wq_qdq_params *params;   /* per tensor */
+  wq_sensitivity *sens;    /* per node */
+  double output_snr_db;    /* int8 vs float outputs on the kept samples */
+  double output_cosine;    /* the lowest output cosine on the kept samples */
+  int kept_float;          /* nodes kept float for sensitivity */
+  wq_output_metrics *eval; /* per output, on the held-out samples; NULL: not measured */
+  wq_text warnings;        /* JSON array items of the last finish */
+  wq_text warn_lines;      /* the same, one per line */
+  int n_warnings;
   char *report;
   char summary[320];
 };
@@ -136,7 +152,20 @@ static void free_results(wq_quantizer *q) {
   q->sens = NULL;
   free(q->report);
   q->report = NULL;
+  free(q->eval);
+  q->eval = NULL;
+  free(wq_text_take(&q->warnings));
+  free(wq_text_take(&q->warn_lines));
+  q->n_warnings = 0;
   q->summary[0] = 0;
+}
+
+static void free_samples(kept_sample *s, int n) {
+  for (int k = 0; k < n; k++) {
+    for (int i = 0; i < s[k].n; i++)
+      free(s[k].inputs[i].data);
+    free(s[k].inputs);
+  }
 }
 
 void wq_quantizer_free(wq_quantizer *q) {
@@ -149,11 +178,10 @@ void wq_quantizer_free(wq_quantizer *q) {
         wq_observer_free(&q->obs[t]);
   free(q->obs);
   free(q->has_obs);
-  for (int s = 0; s < q->n_kept; s++) {
-    for (int i = 0; i < q->kept[s].n; i++)
-      free(q->kept[s].inputs[i].data);
-    free(q->kept[s].inputs);
-  }
+  free_samples(q->kept, q->n_kept);
+  free_samples(q->heldout, q->n_heldout);
+  for (int i = 0; i < q->n_notes; i++)
+    free(q->notes[i]);
   free(q->dtypes);
   wq_model_free(q->fmodel);
   wq_quant_config_free(&q->cfg);
@@ -226,13 +254,14 @@ static wq_status check_finite(const wq_model *m, const wq_value *inputs, int n, 
   return WQ_OK;
 }
 
-static wq_status keep_sample(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
-  kept_sample *s = &q->kept[q->n_kept];
+static wq_status keep_sample(kept_sample *s, int *count, const wq_value *inputs, int n,
+                             wq_error *err) {
+  s = &s[*count];
   s->inputs = calloc((size_t)n + 1, sizeof *s->inputs);
   if (!s->inputs)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory keeping a sample");
   s->n = n;
-  q->n_kept++;
+  (*count)++;
   for (int i = 0; i < n; i++) {
     size_t bytes = wq_value_nbytes(&inputs[i]);
     s->inputs[i] = inputs[i];
@@ -252,6 +281,16 @@ wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, w
                    want, n);
   WQ_TRY(check_finite(q->fmodel, inputs, n, err));
   const wq_graph *g = wq_model_get_ir(q->fmodel)->graph;
+  /* Every holdout-th sample is held apart: the ranges never see it, the
+   * accuracy evaluation runs on it. The run checks its dtypes and shapes. */
+  int every = q->cfg.holdout;
+  if (every > 1 && q->n_heldout < MAX_HELDOUT && q->samples % every == every - 1) {
+    wq_model_observe(q->fmodel, NULL, NULL);
+    WQ_TRY(wq_model_run(q->fmodel, inputs, n, err));
+    WQ_TRY(keep_sample(q->heldout, &q->n_heldout, inputs, n, err));
+    q->samples++;
+    return WQ_OK;
+  }
   if (!q->dtypes) {
     /* Element types of every tensor, as run time gives them (static
      * inference leaves some unknown under symbolic shapes). */
@@ -267,7 +306,7 @@ wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, w
   for (int i = 0; i < n; i++)
     WQ_TRY(observe_tensor(q, g, g->inputs[i], &inputs[i], err));
   if (q->n_kept < KEPT_SAMPLES)
-    WQ_TRY(keep_sample(q, inputs, n, err));
+    WQ_TRY(keep_sample(q->kept, &q->n_kept, inputs, n, err));
   q->samples++;
   return WQ_OK;
 }
@@ -351,11 +390,20 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
   int tensors = 0;
   for (int t = 0; t < g->n_tensors; t++)
     tensors += a->tensors[t].kind == WQ_ANN_T_ACTIVATION;
+  int n_out = wq_model_output_count(q->fmodel);
+  double worst = 2.0;
+  for (int o = 0; q->eval && o < n_out; o++)
+    if (q->eval[o].count && wq_output_cosine(&q->eval[o]) < worst)
+      worst = wq_output_cosine(&q->eval[o]);
+  char accuracy[96] = "";
+  if (worst <= 1.0)
+    wq_format(accuracy, sizeof accuracy, ", held-out output cosine >= %.4f", worst);
   wq_format(q->summary, sizeof q->summary,
             "quantized %d of %d compute nodes (%d absorbed into a linear, %d float), "
-            "%d activations, %lld sample(s)",
+            "%d activations, %lld calibration + %d held-out sample(s)%s%s",
             quantized + absorbed, quantized + absorbed + fl, absorbed, fl, tensors,
-            (long long)q->samples);
+            (long long)(q->samples - q->n_heldout), q->n_heldout, accuracy,
+            q->n_warnings ? " (see warnings)" : "");
   wq_text r = {0};
   wq_text_put(&r, "{\n  \"summary\": ");
   wq_text_json_string(&r, q->summary);
@@ -369,8 +417,36 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
               q->prepared.batchnorm_folded,
               q->prepared.mul_folded_after + q->prepared.mul_folded_before,
               q->prepared.add_folded_after, q->prepared.hardswish_fused);
-  if (q->sens && isfinite(q->output_snr_db))
-    wq_text_put(&r, "  \"outputSnrDb\": %.3f,\n", q->output_snr_db);
+  wq_text_put(&r, "  \"calibrationSamples\": %lld,\n  \"heldOutSamples\": %d,\n",
+              (long long)(q->samples - q->n_heldout), q->n_heldout);
+  /* Measured on (some of) the calibration samples: what a target search
+   * steers by, never the accuracy the evaluation reports. */
+  if (isfinite(q->output_snr_db))
+    wq_text_put(&r, "  \"outputSnrDb\": %.3f,\n  \"outputCosine\": %.6f,\n", q->output_snr_db,
+                q->output_cosine);
+  wq_text_put(&r, "  \"evaluation\": ");
+  if (q->eval) {
+    wq_text_put(&r, "{\"on\": \"held-out samples\", \"samples\": %d, \"outputs\": [", q->n_heldout);
+    for (int o = 0; o < n_out; o++) {
+      const wq_output_metrics *m = &q->eval[o];
+      wq_text_put(&r, "%s\n    {\"name\": ", o ? "," : "");
+      wq_text_json_string(&r, wq_model_output(q->fmodel, o)->name);
+      if (m->count) {
+        double snr = wq_output_snr_db(m);
+        wq_text_put(&r, ", \"cosine\": %.6f, \"snrDb\": %.3f, \"maxAbs\": %.6g",
+                    wq_output_cosine(m), isfinite(snr) ? snr : 999.0, m->max_abs);
+      }
+      if (m->top1_rows)
+        wq_text_put(&r, ", \"top1Agree\": %lld, \"top1Rows\": %lld", (long long)m->top1_agree,
+                    (long long)m->top1_rows);
+      wq_text_put(&r, "}");
+    }
+    wq_text_put(&r, "\n  ]},\n");
+  } else {
+    wq_text_put(&r, "null,\n");
+  }
+  wq_text_put(&r, "  \"warnings\": [%s%s],\n", q->warnings.buf ? q->warnings.buf : "",
+              q->warnings.buf ? "\n  " : "");
   wq_text_put(&r, "  \"nodes\": [");
   bool first = true;
   for (int i = 0; i < a->n_nodes; i++) {
@@ -412,14 +488,218 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
   q->report = wq_text_take(&r);
 }
 
+#if defined(__EMSCRIPTEN__)
+#include <emscripten/emscripten.h>
+static double now_seconds(void) { return emscripten_get_now() * 1e-3; }
+#else
+static double now_seconds(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+#endif
+
+static void say(const wq_quantizer *q, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void say(const wq_quantizer *q, const char *fmt, ...) {
+  if (!q->progress)
+    return;
+  char line[400];
+  va_list ap;
+  va_start(ap, fmt);
+  wq_vformat(line, sizeof line, fmt, ap);
+  va_end(ap);
+  q->progress(q->progress_ctx, line);
+}
+
+/* A warning for the report (and the CLI's stderr). */
+static void warn(wq_quantizer *q, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void warn(wq_quantizer *q, const char *fmt, ...) {
+  char line[600];
+  va_list ap;
+  va_start(ap, fmt);
+  wq_vformat(line, sizeof line, fmt, ap);
+  va_end(ap);
+  wq_text_put(&q->warnings, "%s\n    ", q->n_warnings ? "," : "");
+  wq_text_json_string(&q->warnings, line);
+  wq_text_put(&q->warn_lines, "%s\n", line);
+  q->n_warnings++;
+}
+
+/* Annotates with `keep_float`, sets the ranges and writes the QDQ model. */
+static wq_status convert(wq_quantizer *q, const wq_graph *g, const bool *keep_float, uint8_t **onnx,
+                         size_t *onnx_len, wq_error *err) {
+  free(*onnx);
+  *onnx = NULL;
+  *onnx_len = 0;
+  wq_annotation_free(&q->ann);
+  memset(q->params, 0, ((size_t)g->n_tensors + 1) * sizeof *q->params);
+  WQ_TRY(wq_annotate(g, &q->cfg, q->dtypes, keep_float, &q->ann, err));
+  WQ_TRY(cluster_params(q, g, err));
+  return wq_qdq_convert(q, &q->ann, q->params, onnx, onnx_len, err);
+}
+
+/* Output SNR (pooled) and lowest output cosine of `onnx` on the kept samples. */
+static wq_status measure_kept(wq_quantizer *q, const uint8_t *onnx, size_t onnx_len,
+                              wq_error *err) {
+  q->output_snr_db = NAN;
+  q->output_cosine = NAN;
+  /* With int8/uint8 IO the QDQ model takes codes, not the float samples. */
+  if (q->cfg.io_dtype != WQ_DT_FLOAT || q->n_kept == 0)
+    return WQ_OK;
+  int n_out = wq_model_output_count(q->fmodel);
+  wq_output_metrics *m = calloc((size_t)n_out + 1, sizeof *m);
+  const wq_value *samples[KEPT_SAMPLES];
+  for (int s = 0; s < q->n_kept; s++)
+    samples[s] = q->kept[s].inputs;
+  wq_status st = m ? wq_quant_output_metrics(q->fmodel, onnx, onnx_len, samples, q->n_kept, m, err)
+                   : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  if (st == WQ_OK) {
+    wq_output_metrics all = {0};
+    double cos = 1.0;
+    for (int o = 0; o < n_out; o++) {
+      if (!m[o].count)
+        continue;
+      all.ref2 += m[o].ref2;
+      all.err2 += m[o].err2;
+      all.count += m[o].count;
+      double c = wq_output_cosine(&m[o]);
+      cos = c < cos ? c : cos;
+    }
+    if (all.count) {
+      q->output_snr_db = wq_output_snr_db(&all);
+      q->output_cosine = cos;
+    }
+  }
+  free(m);
+  return st;
+}
+
+static bool below_target(const wq_quantizer *q) {
+  return (q->cfg.target_snr_db > 0 && isfinite(q->output_snr_db) &&
+          q->output_snr_db < q->cfg.target_snr_db) ||
+         (q->cfg.target_cosine > 0 && isfinite(q->output_cosine) &&
+          q->output_cosine < q->cfg.target_cosine);
+}
+
+static void count_int8(const wq_annotation *a, int *in_int8, int *compute) {
+  *in_int8 = count_decision(a, WQ_ANN_QUANTIZED) + count_decision(a, WQ_ANN_ABSORBED);
+  *compute = *in_int8 + count_decision(a, WQ_ANN_FLOAT);
+}
+
+/* Keeps nodes in float until the targets are met on the kept calibration
+ * samples: first the keepFloat lowest-SNR nodes, then for a target one node
+ * at a time by error per cost, within maxTime seconds. */
+static wq_status search(wq_quantizer *q, const wq_graph *g, bool *keep_float, uint8_t **onnx,
+                        size_t *onnx_len, wq_error *err) {
+  double t0 = now_seconds();
+  bool targeted = q->cfg.target_snr_db > 0 || q->cfg.target_cosine > 0;
+  int fixed = 0;
+  for (; fixed < q->cfg.keep_float; fixed++) {
+    int next = wq_quant_next_keep_float(&q->ann, q->sens, keep_float, false);
+    if (next < 0)
+      break;
+    keep_float[next] = true;
+  }
+  if (fixed) {
+    q->kept_float = fixed;
+    WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
+    WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+  }
+  int in8, total;
+  count_int8(&q->ann, &in8, &total);
+  if (targeted)
+    say(q,
+        "search: start: %d/%d compute nodes int8, output cosine %.5f, SNR %.1f dB (targets: "
+        "cosine %.4g, SNR %.4g dB)",
+        in8, total, q->output_cosine, q->output_snr_db, (double)q->cfg.target_cosine,
+        (double)q->cfg.target_snr_db);
+  while (targeted && below_target(q)) {
+    double elapsed = now_seconds() - t0;
+    if (q->cfg.max_time > 0 && elapsed >= q->cfg.max_time) {
+      warn(q,
+           "target search stopped at its time limit (%.0f s) with %d node(s) kept float: "
+           "output cosine %.5f, SNR %.1f dB on the calibration samples",
+           (double)q->cfg.max_time, q->kept_float, q->output_cosine, q->output_snr_db);
+      say(q, "search: time limit (%.0f s) reached", (double)q->cfg.max_time);
+      return WQ_OK;
+    }
+    int next = wq_quant_next_keep_float(&q->ann, q->sens, keep_float, true);
+    if (next < 0) {
+      warn(q,
+           "target not reached: no quantized node is left to keep float (output cosine %.5f, "
+           "SNR %.1f dB)",
+           q->output_cosine, q->output_snr_db);
+      return WQ_OK;
+    }
+    keep_float[next] = true;
+    q->kept_float++;
+    WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
+    WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+    count_int8(&q->ann, &in8, &total);
+    say(q,
+        "search: %d: %s '%s' float (its SNR %.1f dB): %d/%d int8, output cosine %.5f, SNR "
+        "%.1f dB, %.1f s",
+        q->kept_float, g->nodes[next].op_type, g->nodes[next].name, q->sens[next].snr_db, in8,
+        total, q->output_cosine, q->output_snr_db, now_seconds() - t0);
+  }
+  return WQ_OK;
+}
+
+/* The written model against the float model on the held-out samples. */
+static wq_status evaluate(wq_quantizer *q, const uint8_t *onnx, size_t onnx_len, wq_error *err) {
+  if (q->n_heldout == 0) {
+    warn(q,
+         "accuracy not measured: no sample was held apart (%lld sample(s); one in %d is held "
+         "apart, so give at least %d)",
+         (long long)q->samples, q->cfg.holdout, q->cfg.holdout);
+    return WQ_OK;
+  }
+  if (q->cfg.io_dtype != WQ_DT_FLOAT) {
+    warn(q, "accuracy not measured: with int8/uint8 IO the model takes codes, not the float "
+            "samples");
+    return WQ_OK;
+  }
+  int n_out = wq_model_output_count(q->fmodel);
+  q->eval = calloc((size_t)n_out + 1, sizeof *q->eval);
+  const wq_value **samples = malloc((size_t)q->n_heldout * sizeof *samples);
+  wq_status st =
+      q->eval && samples ? WQ_OK : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int s = 0; st == WQ_OK && s < q->n_heldout; s++)
+    samples[s] = q->heldout[s].inputs;
+  if (st == WQ_OK)
+    st = wq_quant_output_metrics(q->fmodel, onnx, onnx_len, samples, q->n_heldout, q->eval, err);
+  free(samples);
+  for (int o = 0; st == WQ_OK && o < n_out; o++) {
+    const wq_output_metrics *m = &q->eval[o];
+    const char *name = wq_model_output(q->fmodel, o)->name;
+    if (m->count && wq_output_cosine(m) < q->cfg.warn_cosine)
+      warn(q, "output '%s': cosine %.4f to the float model on %d held-out sample(s), below %.4g",
+           name, wq_output_cosine(m), q->n_heldout, (double)q->cfg.warn_cosine);
+    if (m->top1_rows && m->top1_agree < m->top1_rows)
+      warn(q, "output '%s': top-1 agrees with the float model on %lld of %lld held-out row(s)",
+           name, (long long)m->top1_agree, (long long)m->top1_rows);
+  }
+  return st;
+}
+
 wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_error *err) {
   wq_error_clear(err);
   *onnx = NULL;
   *onnx_len = 0;
-  if (q->samples == 0)
+  if (q->samples - q->n_heldout == 0)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
                    "no calibration samples: observe at least one before finish");
   free_results(q);
+  for (int i = 0; i < q->n_notes; i++)
+    warn(q, "%s", q->notes[i]);
   const wq_graph *g = wq_model_get_ir(q->fmodel)->graph;
   bool *keep_float = calloc((size_t)g->n_nodes + 1, sizeof *keep_float);
   q->params = calloc((size_t)g->n_tensors + 1, sizeof *q->params);
@@ -427,40 +707,20 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
     free(keep_float);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   }
-  wq_status st = WQ_OK;
   q->kept_float = 0;
   q->output_snr_db = NAN;
-  /* Annotate and convert; with --keep-float / a target SNR, the most
-   * sensitive nodes go float and the model is converted again. */
-  for (;;) {
-    wq_annotation_free(&q->ann);
-    memset(q->params, 0, ((size_t)g->n_tensors + 1) * sizeof *q->params);
-    st = wq_annotate(g, &q->cfg, q->dtypes, keep_float, &q->ann, err);
-    if (st == WQ_OK)
-      st = cluster_params(q, g, err);
-    if (st == WQ_OK)
-      st = wq_qdq_convert(q, &q->ann, q->params, onnx, onnx_len, err);
-    if (st != WQ_OK || q->n_kept == 0)
-      break;
-    free(q->sens);
-    q->sens = NULL;
-    st = wq_quant_sensitivity(q, &q->ann, q->params, *onnx, *onnx_len, &q->sens, &q->output_snr_db,
-                              err);
-    if (st != WQ_OK)
-      break;
-    int next = wq_quant_next_keep_float(q, &q->ann, q->sens, keep_float);
-    /* The target needs the output SNR (not measured with int8/uint8 IO). */
-    bool below_target = q->cfg.target_snr_db > 0 && isfinite(q->output_snr_db) &&
-                        q->output_snr_db < q->cfg.target_snr_db;
-    bool more = next >= 0 && (q->kept_float < q->cfg.keep_float || below_target);
-    if (!more)
-      break;
-    keep_float[next] = true;
-    q->kept_float++;
-    free(*onnx);
-    *onnx = NULL;
-    *onnx_len = 0;
-  }
+  q->output_cosine = NAN;
+  /* All int8 first; its per-node sensitivity orders the nodes that
+   * --keep-float / a target keep in float. */
+  wq_status st = convert(q, g, keep_float, onnx, onnx_len, err);
+  if (st == WQ_OK)
+    st = wq_quant_sensitivity(q, &q->ann, q->params, &q->sens, err);
+  if (st == WQ_OK)
+    st = measure_kept(q, *onnx, *onnx_len, err);
+  if (st == WQ_OK)
+    st = search(q, g, keep_float, onnx, onnx_len, err);
+  if (st == WQ_OK)
+    st = evaluate(q, *onnx, *onnx_len, err);
   free(keep_float);
   if (st != WQ_OK) {
     free(*onnx);
@@ -483,6 +743,30 @@ const char *wq_quantizer_summary(const wq_quantizer *q) { return q->summary; }
 void wq_quantizer_keep_float(wq_quantizer *q, int n, float target_snr_db) {
   q->cfg.keep_float = n;
   q->cfg.target_snr_db = target_snr_db;
+}
+
+void wq_quantizer_search(wq_quantizer *q, float target_cosine, float max_time) {
+  q->cfg.target_cosine = target_cosine;
+  q->cfg.max_time = max_time;
+}
+
+wq_status wq_quantizer_note(wq_quantizer *q, const char *warning, wq_error *err) {
+  if (q->n_notes == MAX_NOTES)
+    return WQ_OK;
+  q->notes[q->n_notes] = wq_strdup(warning);
+  if (!q->notes[q->n_notes])
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  q->n_notes++;
+  return WQ_OK;
+}
+
+void wq_quantizer_on_progress(wq_quantizer *q, void (*fn)(void *ctx, const char *line), void *ctx) {
+  q->progress = fn;
+  q->progress_ctx = fn ? ctx : NULL;
+}
+
+const char *wq_quantizer_warnings(const wq_quantizer *q) {
+  return q->warn_lines.buf ? q->warn_lines.buf : "";
 }
 
 int wq_quantizer_kept_count(const wq_quantizer *q) { return q->n_kept; }

@@ -40,7 +40,9 @@ void wq_quantizer_free(wq_quantizer *q);
 const wq_model *wq_quantizer_float_model(const wq_quantizer *q);
 
 /* Runs the float model on one sample (inputs in input order, as
- * wq_model_run) and folds every observed tensor into its observer. A
+ * wq_model_run) and folds every observed tensor into its observer; every
+ * config holdout-th sample (the 4th, 8th, ... by default; at most 32) is
+ * instead held apart, never seen by the ranges, for the report's accuracy. A
  * sample with NaN/Inf, or of the wrong dtype/shape, fails naming the
  * tensor and leaves the ranges as they were. (A finite sample whose
  * intermediate overflows to Inf fails at that tensor; the tensors before
@@ -53,6 +55,23 @@ int64_t wq_quantizer_samples(const wq_quantizer *q);
  * sensitive nodes in float, and/or keep adding nodes to float until the
  * output SNR on the kept samples reaches target_snr_db (0: no target). */
 void wq_quantizer_keep_float(wq_quantizer *q, int n, float target_snr_db);
+
+/* Also searches for a target cosine (every output's, on the kept
+ * calibration samples; 0: none), within max_time seconds (0: no limit). */
+void wq_quantizer_search(wq_quantizer *q, float target_cosine, float max_time);
+
+/* A warning the caller knows and the quantizer cannot (e.g. "calibrated on
+ * random data"): carried into the report's "warnings" of every finish. */
+wq_status wq_quantizer_note(wq_quantizer *q, const char *warning, wq_error *err);
+
+/* fn receives one line per step of a target search (also for callers
+ * without a terminal). NULL: silent. */
+void wq_quantizer_on_progress(wq_quantizer *q, void (*fn)(void *ctx, const char *line), void *ctx);
+
+/* The last finish's warnings, one per line ("" when none): random or
+ * unrepresentative calibration, an output below the warning cosine on the
+ * held-out samples, no held-out sample, a target not reached. */
+const char *wq_quantizer_warnings(const wq_quantizer *q);
 
 /* Builds the QDQ model: *onnx (malloc'ed, caller frees) and its size.
  * Needs at least one sample. Can be called again (e.g. after more

@@ -135,53 +135,118 @@ static wq_status node_error(const wq_quantizer *q, const wq_graph *g, const wq_m
   return st;
 }
 
-static wq_status output_error(const wq_model *fm, wq_model *qm, const wq_value *feeds, int n_feeds,
-                              error_acc *acc, wq_error *err) {
-  WQ_TRY(wq_model_run(qm, feeds, n_feeds, err));
-  for (int o = 0; o < wq_model_output_count(fm); o++) {
-    const wq_value *ref = wq_model_result(fm, o);
-    const wq_value *got = wq_model_result(qm, o);
-    if (ref->dtype == WQ_DT_FLOAT && got->dtype == WQ_DT_FLOAT &&
-        wq_value_numel(ref) == wq_value_numel(got))
-      accumulate(acc, ref->data, got->data, wq_value_numel(ref));
+/* Float work of node n from its captured output: a linear with a constant
+ * weight costs weight elements x output positions (output elements / output
+ * channels); anything else its output elements. */
+static double node_cost(const wq_graph *g, const wq_node *n, const wq_value *out) {
+  double elems = (double)wq_value_numel(out);
+  for (int k = 1; k < n->n_inputs && k < 2; k++) {
+    int t = n->inputs[k];
+    const wq_tensor *w = t >= 0 ? &g->tensors[t] : NULL;
+    if (!w || !w->is_constant || w->rank < 2)
+      continue;
+    /* Conv: [M, C/g, kh, kw], output channels dim 0; Gemm/MatMul [K, N]: N is last. */
+    int64_t oc = strcmp(n->op_type, "Conv") == 0 ? w->dims[0] : w->dims[w->rank - 1];
+    double wn = (double)(w->nbytes / sizeof(float));
+    if (oc > 0)
+      return wn * elems / (double)oc;
   }
-  return WQ_OK;
+  return elems;
+}
+
+double wq_output_cosine(const wq_output_metrics *m) {
+  if (m->ref2 == 0.0 && m->got2 == 0.0)
+    return 1.0;
+  if (m->ref2 == 0.0 || m->got2 == 0.0)
+    return 0.0;
+  return m->dot / sqrt(m->ref2 * m->got2);
+}
+
+double wq_output_snr_db(const wq_output_metrics *m) {
+  error_acc e = {m->ref2, m->err2, m->max_abs, m->count};
+  return snr_db(&e);
+}
+
+static int64_t argmax_row(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t k = 1; k < n; k++)
+    if (x[k] > x[best])
+      best = k;
+  return best;
+}
+
+static void add_metrics(wq_output_metrics *m, const wq_value *ref, const wq_value *got) {
+  const float *r = ref->data, *q = got->data;
+  int64_t n = wq_value_numel(ref);
+  for (int64_t k = 0; k < n; k++) {
+    double a = r[k], b = q[k], d = b - a;
+    m->dot += a * b;
+    m->ref2 += a * a;
+    m->got2 += b * b;
+    m->err2 += d * d;
+    m->max_abs = fabs(d) > m->max_abs ? fabs(d) : m->max_abs;
+  }
+  m->count += n;
+  /* Classifier-like: scores along the last dim of a [C] or [N, C] output. */
+  int64_t c = ref->rank >= 1 ? ref->dims[ref->rank - 1] : 0;
+  if ((ref->rank == 1 || ref->rank == 2) && c >= 2)
+    for (int64_t row = 0; row < n / c; row++) {
+      m->top1_rows++;
+      m->top1_agree += argmax_row(r + row * c, c) == argmax_row(q + row * c, c);
+    }
+}
+
+wq_status wq_quant_output_metrics(wq_model *fm, const uint8_t *onnx, size_t onnx_len,
+                                  const wq_value *const *samples, int n_samples,
+                                  wq_output_metrics *out, wq_error *err) {
+  wq_model *qm = NULL;
+  WQ_TRY(wq_model_load(onnx, onnx_len, NULL, &qm, err));
+  wq_model_observe(fm, NULL, NULL);
+  int n_feeds = wq_model_input_count(fm);
+  wq_status st = WQ_OK;
+  for (int s = 0; st == WQ_OK && s < n_samples; s++) {
+    st = wq_model_run(fm, samples[s], n_feeds, err);
+    if (st == WQ_OK)
+      st = wq_model_run(qm, samples[s], n_feeds, err);
+    for (int o = 0; st == WQ_OK && o < wq_model_output_count(fm); o++) {
+      const wq_value *ref = wq_model_result(fm, o);
+      const wq_value *got = wq_model_result(qm, o);
+      if (ref->dtype == WQ_DT_FLOAT && got->dtype == WQ_DT_FLOAT &&
+          wq_value_numel(ref) == wq_value_numel(got))
+        add_metrics(&out[o], ref, got);
+    }
+  }
+  wq_model_free(qm);
+  return st;
 }
 
 wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,
-                               const uint8_t *onnx, size_t onnx_len, wq_sensitivity **sens,
-                               double *output_snr_db, wq_error *err) {
+                               wq_sensitivity **sens, wq_error *err) {
   *sens = NULL;
-  *output_snr_db = NAN;
   wq_model *fm = (wq_model *)wq_quantizer_float_model(q);
   const wq_graph *g = wq_model_get_ir(fm)->graph;
-  wq_model *qm = NULL;
-  WQ_TRY(wq_model_load(onnx, onnx_len, NULL, &qm, err));
   error_acc *acc = calloc((size_t)g->n_nodes + 1, sizeof *acc);
-  error_acc out_acc = {0};
-  wq_status st = acc ? wq_model_capture(fm, true, err)
-                     : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  wq_sensitivity *out = calloc((size_t)g->n_nodes + 1, sizeof *out);
+  wq_status st = acc && out ? wq_model_capture(fm, true, err)
+                            : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   for (int s = 0; st == WQ_OK && s < wq_quantizer_kept_count(q); s++) {
     const wq_value *feeds = wq_quantizer_kept(q, s);
-    int n_feeds = wq_model_input_count(fm);
-    st = wq_model_run(fm, feeds, n_feeds, err);
-    for (int i = 0; st == WQ_OK && i < g->n_nodes; i++)
-      if (a->nodes[i].decision == WQ_ANN_QUANTIZED)
-        st = node_error(q, g, fm, feeds, i, a, p, &acc[i], err);
-    /* With int8/uint8 IO the QDQ model takes codes, not these float feeds. */
-    if (st == WQ_OK && wq_quantizer_config(q)->io_dtype == WQ_DT_FLOAT)
-      st = output_error(fm, qm, feeds, n_feeds, &out_acc, err);
+    st = wq_model_run(fm, feeds, wq_model_input_count(fm), err);
+    for (int i = 0; st == WQ_OK && i < g->n_nodes; i++) {
+      if (a->nodes[i].decision != WQ_ANN_QUANTIZED)
+        continue;
+      st = node_error(q, g, fm, feeds, i, a, p, &acc[i], err);
+      const wq_value *y =
+          g->nodes[i].n_outputs ? wq_model_captured(fm, g->nodes[i].outputs[0]) : NULL;
+      if (s == 0 && y)
+        out[i].cost = node_cost(g, &g->nodes[i], y);
+    }
   }
   wq_model_capture(fm, false, NULL);
-  wq_model_free(qm);
   if (st != WQ_OK) {
     free(acc);
+    free(out);
     return st;
-  }
-  wq_sensitivity *out = calloc((size_t)g->n_nodes + 1, sizeof *out);
-  if (!out) {
-    free(acc);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   }
   for (int i = 0; i < g->n_nodes; i++) {
     if (acc[i].count == 0)
@@ -190,22 +255,26 @@ wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq
     out[i].max_abs = acc[i].max_abs;
     out[i].mse = acc[i].sum_err2 / (double)acc[i].count;
     out[i].snr_db = snr_db(&acc[i]);
+    out[i].noise = acc[i].sum_ref2 > 0 ? acc[i].sum_err2 / acc[i].sum_ref2 : acc[i].sum_err2;
   }
   free(acc);
-  *output_snr_db = out_acc.count ? snr_db(&out_acc) : NAN;
   *sens = out;
   return WQ_OK;
 }
 
-int wq_quant_next_keep_float(const wq_quantizer *q, const wq_annotation *a,
-                             const wq_sensitivity *sens, const bool *keep_float) {
-  (void)q;
+int wq_quant_next_keep_float(const wq_annotation *a, const wq_sensitivity *sens,
+                             const bool *keep_float, bool per_cost) {
   int best = -1;
+  double best_score = 0;
   for (int i = 0; i < a->n_nodes; i++) {
     if (a->nodes[i].decision != WQ_ANN_QUANTIZED || keep_float[i] || !sens[i].measured)
       continue;
-    if (best < 0 || sens[i].snr_db < sens[best].snr_db)
+    double score =
+        per_cost ? sens[i].noise / sqrt(sens[i].cost > 1 ? sens[i].cost : 1) : -sens[i].snr_db;
+    if (best < 0 || score > best_score) {
       best = i;
+      best_score = score;
+    }
   }
   return best;
 }
