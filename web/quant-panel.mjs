@@ -126,7 +126,8 @@ export function createQuantPanel(app) {
     if (show) await app.showModel(int8.key);
     panel.dataset.state = 'done';
     panel.dataset.int8 = int8.key;
-    $('q-summary').textContent = `${r.summary} · ${r.samples} calibration sample${r.samples === 1 ? '' : 's'} in ${fmtNum(r.calibrateMs)} ms, model written in ${fmtNum(r.finishMs)} ms${cached ? ' (cached for this session)' : ''}`;
+    const warnings = JSON.parse(r.reportJson).warnings ?? [];
+    $('q-summary').textContent = `${r.summary} · ${r.samples} calibration sample${r.samples === 1 ? '' : 's'} in ${fmtNum(r.calibrateMs)} ms, model written in ${fmtNum(r.finishMs)} ms${cached ? ' (cached for this session)' : ''}${warnings.map((w) => `\n⚠ ${w}`).join('')}`;
     app.setStatus(`${name}: ${int8.graph.summary}`);
     const runs = await runBoth(key, int8.key);
     return { model: int8, ...runs };

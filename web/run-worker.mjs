@@ -36,6 +36,8 @@ async function quantizeModel({ id, bytes, samples = [], random = 0, shapes, conf
   const t0 = performance.now();
   const q = await quantize(bytes, { config, total, onProgress: (p) => self.postMessage({ id, progress: p }) });
   try {
+    // Random inputs in [0, 1) only fit a model that takes that range: the report says so.
+    if (random > 0) q.note('calibrated on random data (uniform [0, 1)), not on real inputs: the ranges fit that distribution; calibrate on real samples for accuracy');
     for (const feeds of samples) await q.observe(feeds);
     for (let k = 0; k < random; k++) await q.observe(randomSample(q.inputs, shapes, k));
     const t1 = performance.now();

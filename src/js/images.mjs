@@ -38,13 +38,12 @@ const numbers = (v, what) => {
 export function resolveImageSpec(spec = {}, inputs) {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) fail('the spec must be an object');
   for (const key of Object.keys(spec)) if (!KEYS.includes(key)) fail(`unknown key '${key}' (expected one of: ${KEYS.join(', ')})`);
-  const floats = inputs.filter((i) => i.dtype === 'float32');
   let info;
   if (spec.input !== undefined) {
     info = inputs.find((i) => i.name === spec.input);
     if (!info) fail(`input '${spec.input}' is not an input of the model (${inputs.map((i) => i.name).join(', ')})`);
-  } else if (inputs.length === 1 && floats.length === 1) {
-    info = floats[0];
+  } else if (inputs.length === 1) {
+    info = inputs[0];
   } else {
     fail(`the model has ${inputs.length} inputs: say which one the images feed with "input"`);
   }

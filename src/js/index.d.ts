@@ -465,6 +465,12 @@ export interface QuantizeOptions {
   targetSnrDb?: number;
   /** As LoadOptions.maxModelBytes. */
   maxModelBytes?: number;
+  /** Keep adding nodes to float (most error per cost first) until every output's cosine to float reaches this (0 = off). */
+  targetCosine?: number;
+  /** Seconds the target search may take (0 = no limit); a warning says when it stopped there. */
+  maxTime?: number;
+  /** One line per target-search step, called during finish(). */
+  onSearch?: (line: string) => void;
 }
 
 export interface QuantizeResult {
@@ -495,6 +501,8 @@ export declare class Quantizer {
   observeAll(samples: Iterable<Record<string, Feed | TensorData>> | AsyncIterable<Record<string, Feed | TensorData>>): Promise<number>;
   /** The QDQ model from the samples observed so far (at least one); deterministic. observe() after it is refused. */
   finish(): Promise<QuantizeResult>;
+  /** A warning the report carries (e.g. that the samples are random). */
+  note(warning: string): void;
   /** Frees the quantizer's wasm memory. Idempotent. */
   dispose(): void;
 }
@@ -508,6 +516,36 @@ export function quantize(
   source: Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL,
   options?: QuantizeOptions,
 ): Promise<Quantizer>;
+
+/** An image preprocessing spec (the config's "images" object, docs/quantize.md). */
+export interface ImageSpec {
+  input?: string;
+  size?: [number, number];
+  resize?: 'crop' | 'stretch' | 'pad';
+  layout?: 'NCHW' | 'NHWC';
+  channels?: 'RGB' | 'BGR' | 'GRAY';
+  scale?: number;
+  mean?: number | number[];
+  std?: number | number[];
+  extra?: number[];
+}
+/** Decoded pixels: width x height RGBA bytes. */
+export interface RgbaImage {
+  width: number;
+  height: number;
+  data: Uint8Array | Uint8ClampedArray;
+}
+export interface ResolvedImageSpec {
+  input: string;
+  dims: number[];
+  [key: string]: unknown;
+}
+/** Checks a spec against the model's inputs (e.g. Quantizer.inputs) and fills in its defaults. */
+export function resolveImageSpec(spec: ImageSpec | undefined, inputs: readonly TensorInfo[]): ResolvedImageSpec;
+/** One image as the input tensor of a resolved spec: a feed for observe() or run(). */
+export function imageToTensor(image: RgbaImage, spec: ResolvedImageSpec): { data: Float32Array; dims: number[] };
+/** Decodes an image with the browser's decoder (createImageBitmap); browser only. */
+export function decodeImage(source: Blob | Uint8Array | ArrayBuffer): Promise<RgbaImage>;
 
 export const DTYPES: Readonly<
   Record<DType, { readonly name: DType; readonly code: number; readonly size: number; readonly npy: string }>

@@ -162,5 +162,7 @@ function checkCaseOnCore(core, modelBytes, inputs, outputs) {
 }
 
 export { DTYPES };
+// Images as calibration samples (and inputs): the config's "images" spec, pure JS; decodeImage in a page.
+export { resolveImageSpec, imageToTensor, decodeImage } from './images.mjs';
 
 export default { load, WasmqError, configure, checkCase, threadsSupported, compare, quantize };

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build as viteBuild } from 'vite';
 import { build as esbuild } from 'esbuild';
-import { SHARED } from '../node/helpers.mjs';
+import { SHARED, NATIVE_CLI } from '../node/helpers.mjs';
+import { encodeNpy } from '../../src/js/npy.mjs';
 import { load, quantize } from '../../src/js/index.mjs';
 import { launchChromium, watchErrors } from './chromium.mjs';
 
@@ -215,20 +216,29 @@ worker.postMessage(new Uint8Array(await (await fetch('./model.onnx')).arrayBuffe
 });
 
 // quantize() in the page: the quant build fetched by the package itself,
-// the same ONNX bytes as in Node, and the result runs.
+// the same ONNX bytes as in Node and natively, twice over, and the result
+// runs. Eight samples (two held apart for the evaluation) and a cosine
+// target, so the held-out evaluation and the search run too.
+const QUANT_SAMPLE = (k) => new Float32Array(784).map((_, i) => ((i + k) * 37) % 256);
+const QUANT_OPTIONS = { targetCosine: 0.99999, maxTime: 600 };
 const QUANT_JS = `import { quantize, load } from 'wasmq';
 const bytes = new Uint8Array(await (await fetch('./float.onnx')).arrayBuffer());
 const progress = [];
-const q = await quantize(bytes, { onProgress: (p) => progress.push(p) });
-await q.observeAll([0, 1, 2].map((k) => ({ Input3: new Float32Array(784).map((_, i) => ((i + k) * 37) % 256) })));
-const { onnx, summary } = await q.finish();
-q.dispose();
+const once = async (onProgress) => {
+  const q = await quantize(bytes, { onProgress, ...${JSON.stringify(QUANT_OPTIONS)} });
+  await q.observeAll([0, 1, 2, 3, 4, 5, 6, 7].map((k) => ({ Input3: new Float32Array(784).map((_, i) => ((i + k) * 37) % 256) })));
+  const r = await q.finish();
+  q.dispose();
+  return r;
+};
+const { onnx, summary } = await once((p) => progress.push(p));
+const again = await once();
 const model = await load(onnx);
 const out = await model.run({ Input3: new Float32Array(784).map((_, i) => (i * 11) % 256) });
-window.result = { onnx: Array.from(onnx), summary, progress, output: Array.from(Object.values(out)[0].data) };
+window.result = { onnx: Array.from(onnx), twice: Array.from(again.onnx).every((b, i) => b === onnx[i]) && again.onnx.length === onnx.length, summary, progress, output: Array.from(Object.values(out)[0].data) };
 `;
 
-test('quantize() in Chromium (import map page): same ONNX bytes as in Node, and load() runs them', async () => {
+test('quantize() in Chromium (import map page): the same ONNX bytes twice, as in Node and natively, and load() runs them', async () => {
   writeFileSync(path.join(app, 'quant.js'), QUANT_JS);
   writeFileSync(
     path.join(app, 'quant.html'),
@@ -237,13 +247,32 @@ test('quantize() in Chromium (import map page): same ONNX bytes as in Node, and 
 <script type="module" src="./quant.js"></script>`,
   );
   const got = await runInChromium(app, 'quant.html');
-  const q = await quantize(readFileSync(FLOAT_MODEL));
-  await q.observeAll([0, 1, 2].map((k) => ({ Input3: new Float32Array(784).map((_, i) => ((i + k) * 37) % 256) })));
-  const { onnx, summary } = await q.finish();
-  q.dispose();
+  const inNode = async () => {
+    const q = await quantize(readFileSync(FLOAT_MODEL), QUANT_OPTIONS);
+    await q.observeAll([0, 1, 2, 3, 4, 5, 6, 7].map((k) => ({ Input3: QUANT_SAMPLE(k) })));
+    const r = await q.finish();
+    q.dispose();
+    return r;
+  };
+  const { onnx, summary, report } = await inNode();
+  assert.deepEqual(Array.from((await inNode()).onnx), Array.from(onnx), 'Node: the same bytes twice');
+  assert.equal(got.twice, true, 'Chromium: the same bytes twice');
   assert.deepEqual(got.onnx, Array.from(onnx));
   assert.equal(got.summary, summary);
-  assert.deepEqual(got.progress, [1, 2, 3].map((done) => ({ done, total: 3 })));
+  assert.equal(report.heldOutSamples, 2);
+  assert.deepEqual(got.progress, [1, 2, 3, 4, 5, 6, 7, 8].map((done) => ({ done, total: 8 })));
+  if (existsSync(NATIVE_CLI)) {
+    // The native command on the same samples (.npy folders) and settings.
+    const dir = path.join(work, 'native-calib');
+    for (let k = 0; k < 8; k++) {
+      mkdirSync(path.join(dir, `s${k}`), { recursive: true });
+      writeFileSync(path.join(dir, `s${k}`, 'Input3.npy'), encodeNpy({ dtype: 'float32', dims: [1, 1, 28, 28], data: QUANT_SAMPLE(k) }));
+    }
+    for (const name of ['a.onnx', 'b.onnx']) {
+      execFileSync(NATIVE_CLI, ['quantize', FLOAT_MODEL, '-o', path.join(work, name), '--calib', dir, '--target-cosine', '0.99999', '--max-time', '600'], { stdio: 'pipe' });
+      assert.deepEqual(Array.from(readFileSync(path.join(work, name))), Array.from(onnx), `native ${name}: the same bytes`);
+    }
+  }
   const model = await load(onnx);
   try {
     const out = await model.run({ Input3: new Float32Array(784).map((_, i) => (i * 11) % 256) });
