@@ -20,6 +20,10 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v python3 >/dev/null || missing+=(python3)
 command -v clang >/dev/null || missing+=(clang) # libFuzzer targets (tests/fuzz)
+# Real photographs for calibration and the accuracy table (scripts/photo_samples.mjs
+# crops them at run time) and speech for the audio models.
+[ -d /usr/lib/python3/dist-packages/skimage/data ] || missing+=(python3-skimage)
+command -v espeak-ng >/dev/null || missing+=(espeak-ng)
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 
 if [ ${#missing[@]} -gt 0 ]; then
