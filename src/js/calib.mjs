@@ -273,7 +273,7 @@ function openImages(dir, files, inputs, imageSpec) {
         const file = path.join(dir, name);
         let bytes;
         try {
-          bytes = await readFile(file);
+          bytes = await readLocalFile(file, maxFileBytesFromEnv());
         } catch (e) {
           throw new CalibError(`cannot read ${file}: ${e.message}`, 'WQ_ERR_IO');
         }
