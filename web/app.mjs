@@ -87,6 +87,9 @@ async function showModel(key) {
   // Which core runs the model: 'simd' or 'simd-threads', and on how many threads.
   $('status').dataset.build = info.build;
   $('status').dataset.threads = info.threads;
+  $('threads').textContent = threadsText(info);
+  $('threads').title = info.fallback ?? '';
+  $('threads').classList.toggle('warn', Boolean(info.fallback));
   state.data = { time: null, error: state.data.error };
   state.selected = -1;
   $('graph-model').value = key;
@@ -98,6 +101,13 @@ async function showModel(key) {
   await draw();
   showLanes();
   $('side').innerHTML = '<h2>Details</h2><p class="muted">Click a node to see its backend, reason, kernel, quantization parameters and shapes.</p>';
+}
+
+/** Which core runs the shown model: threads, or one thread and why. */
+function threadsText(info) {
+  if (info.threads > 1) return `${info.threads} threads`;
+  if (info.fallback) return `1 thread (${info.requestedThreads} asked): ${info.fallback}`;
+  return globalThis.crossOriginIsolated ? '1 thread' : '1 thread (page not cross-origin isolated)';
 }
 
 async function readFileBytes(file) {
@@ -503,6 +513,10 @@ globalThis.wasmqInspector = {
     return { nodes: drawable.nodes.length, edges: drawable.edges.length, workerMs: ms, wallMs: wall, maxMainThreadGapMs: maxGap, ticks };
   },
 };
+
+// Whatever fails outside a handled path still reaches the status line.
+addEventListener('unhandledrejection', (e) => setStatus(`error: ${e.reason?.message ?? e.reason}`, { error: true }));
+addEventListener('error', (e) => setStatus(`error: ${e.message}`, { error: true }));
 
 const demoParam = new URLSearchParams(location.search).get('demo');
 if (demoParam) {

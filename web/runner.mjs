@@ -19,6 +19,16 @@ export class Runner {
       if (data.error) w.reject(Object.assign(new Error(data.error), { code: data.code }));
       else w.resolve(data);
     };
+    // A Worker whose script cannot start (blocked, missing, a syntax error)
+    // never answers: every pending call fails with why instead of waiting.
+    this.#worker.onerror = (e) => {
+      e.preventDefault();
+      const why = `the model Worker failed${e.message ? `: ${e.message}` : ' to start (its script was not served or was blocked)'}`;
+      for (const w of this.#waiters.values()) w.reject(new Error(why));
+      this.#waiters.clear();
+      this.#worker.terminate();
+      this.#worker = null;
+    };
   }
   get busy() {
     return this.#waiters.size > 0;

@@ -29,8 +29,17 @@ export const DEMO_FILES = {
 const THREADED_DIR = path.join(REPO, 'wasm_build/out/mt');
 const THREADED_FILES = { 'wasmq.mjs': 'text/javascript', 'wasmq.worker.js': 'text/javascript', 'wasmq.wasm': 'application/wasm' };
 
-// Shared wasm memory (the threaded build) needs a cross-origin isolated page.
+// Shared wasm memory (the threaded build) needs a cross-origin isolated page,
+// and an isolated page's Workers (the model Worker, the threaded core's pool
+// workers) are blocked unless their scripts carry COEP too. vite adds
+// `headers` only to what its own middlewares serve, so every response gets
+// them here, first, whoever serves it.
 const ISOLATION_HEADERS = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+
+function isolate(req, res, next) {
+  for (const [k, v] of Object.entries(ISOLATION_HEADERS)) res.setHeader(k, v);
+  next();
+}
 
 function serveThreadedCore(req, res, next) {
   const m = /^\/wasmq-mt\/([^/?#]+)/.exec(req.url ?? '');
@@ -65,16 +74,19 @@ export default defineConfig({
     {
       name: 'wasmq-shared-models',
       configureServer(server) {
+        server.middlewares.use(isolate);
         server.middlewares.use(serveSharedModels);
         server.middlewares.use(serveThreadedCore);
       },
       configurePreviewServer(server) {
+        server.middlewares.use(isolate);
         server.middlewares.use(serveSharedModels);
       },
       writeBundle(options) {
         // Without the threaded build the page runs single-threaded (model.info says why).
-        if (!existsSync(THREADED_DIR)) return;
-        for (const f of Object.keys(THREADED_FILES)) cpSync(path.join(THREADED_DIR, f), path.join(options.dir, 'wasmq-mt', f));
+        for (const f of Object.keys(THREADED_FILES)) {
+          if (existsSync(path.join(THREADED_DIR, f))) cpSync(path.join(THREADED_DIR, f), path.join(options.dir, 'wasmq-mt', f));
+        }
       },
     },
   ],

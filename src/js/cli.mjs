@@ -2,12 +2,8 @@
 // wasmq command line (wasm build). The native CLI (src/core/cli) implements
 // the same commands with the same output, so the two can be diffed.
 //
-//   wasmq info MODEL
-//   wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
-//                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
-//   wasmq check CASE_DIR
-//   wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
-//                  [--report FILE.json] [--keep-float N] [--target-snr DB]
+//   wasmq info | run | inspect | check | quantize | render ...   (HELP below;
+//   `wasmq COMMAND --help` prints one command's usage)
 //
 // `run` prints one line per output:
 //   NAME DTYPE [d0,d1,...] [v0 v1 v2 v3 v4 v5 ...] argmax=K
@@ -19,7 +15,8 @@
 // input name). Errors are one line on stderr:
 //   wasmq: WHAT: MESSAGE (node 'NODE') [WQ_ERR_...]
 
-import { readFile, writeFile, mkdir, readdir, open, rename, unlink } from 'node:fs/promises';
+import { readFile, writeFile, mkdir, readdir, open, rename, unlink, stat, access } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import path from 'node:path';
 import { readLocalFile, maxFileBytesFromEnv } from '#platform';
 import { load, checkCase, WasmqError, quantize } from './index.mjs';
@@ -31,28 +28,42 @@ import { toDrawable, nodeData, parseNodeData } from './graph/data.mjs';
 import { layoutDrawable, renderSvg } from './graph/render.mjs';
 import { renderReport } from './graph/report.mjs';
 
-// Same text as the native CLI's usage().
-const USAGE = `usage:
-  wasmq info MODEL
-  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
+// Each command's usage: `wasmq COMMAND --help` (stdout, exit 0) and after a
+// usage error (stderr, exit 2). The same text as the native CLI's HELP
+// (src/core/cli/main.c), plus render, which only this CLI has.
+const HELP = {
+  info: `  wasmq info MODEL [--lowered] [--partition int|int+fp|fp]
+      inputs, outputs, opsets, ops, parameters, arena; --lowered: each node
+      after int8 lowering (int8 op and qparams, or why it stayed float)`,
+  run: `  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
-                  [--max-memory BYTES]  fail (out of memory) rather than
-                  hold more than BYTES of weights, outputs and arena
-  wasmq check CASE_DIR      run one ONNX backend-test case folder
-  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
+                  [--repeats N] [--max-memory BYTES] [--partition MODE]
+      one line per output; its time on stderr (wall clock of run: one run,
+      or with --repeats N the median of N runs after one warm-up run);
+      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)
+      rather than hold more than BYTES of weights, outputs and arena`,
+  inspect: `  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]... [--partition MODE]
+      the decision records as JSON (docs/graph-json.md)`,
+  check: `  wasmq check CASE_DIR
+      run one ONNX backend-test case folder (model.onnx, test_data_set_*)`,
+  quantize: `  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
                  [--report FILE.json] [--keep-float N] [--target-snr DB]
-  wasmq render MODEL -o graph.svg|report.html|graph.json
+      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)`,
+  render: `  wasmq render MODEL -o graph.svg|report.html|graph.json
                   [--overlay region|time|error] [--node-data FILE.json]
                   [--emit-node-data FILE.json] [--repeats N] [--json]
                   [--shape NAME=1x3x224x224]...
-                            draw the partition, layouts and qparams (no browser)
-  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]...
-                            the decision records as JSON (docs/graph-json.md)
+      draw the partition, layouts and qparams (no browser)`,
+};
+
+const USAGE = `usage:
+${Object.values(HELP).join('\n')}
+  run/info/inspect: --partition int|int+fp|fp (default int+fp),
+                    --no-lower (= fp), --strict-int8 (= int)
   wasmq --version
-  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and
-                               qparams, or why it stayed float
-  run/info/inspect options: --partition int|int+fp|fp (default int+fp),
-                            --no-lower (= fp), --strict-int8 (= int)`;
+  wasmq COMMAND --help   one command's usage`;
+
+const helpAsked = (args) => args.some((a) => a === '--help' || a === '-h');
 
 /**
  * --partition MODE / --no-lower / --strict-int8 at args[i] into load
@@ -82,6 +93,26 @@ class CliError extends Error {
 }
 
 const usageError = (message) => new CliError(message, 2);
+
+/** An option the command does not take: named, with the command's usage. */
+const unknownOption = (command, option) => new CliError(`wasmq: ${command}: unknown or incomplete option ${option}\nusage:\n${HELP[command]}`, 2, true);
+
+/**
+ * Fails before any work when a file cannot be written at `file`: its folder
+ * is missing or not writable, or `file` is a folder.
+ */
+async function checkOutput(file) {
+  const dir = path.dirname(file);
+  const st = await stat(file).catch(() => null);
+  if (st?.isDirectory()) throw usageError(`cannot write ${file}: ${STRERROR.EISDIR}`);
+  const d = await stat(dir).catch(() => null);
+  if (!d?.isDirectory()) throw usageError(`cannot write ${file}: ${STRERROR.ENOENT} (no folder ${dir})`);
+  try {
+    await access(dir, constants.W_OK);
+  } catch (e) {
+    throw usageError(`cannot write ${file}: ${strerror(e)} (folder ${dir})`);
+  }
+}
 
 function describeError(what, e) {
   if (e instanceof WasmqError) return `${what}: ${e.message} [${e.code}]`;
@@ -158,7 +189,7 @@ function parseDimsSpec(text, option, whole) {
 
 function parseRunArgs(args) {
   if (args.length < 1 || args[0].startsWith('--')) throw usageError('run: missing MODEL');
-  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null, loadOptions: {} };
+  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null, repeats: 1, loadOptions: {} };
   for (let i = 1; i < args.length; i++) {
     const option = args[i];
     const value = args[i + 1];
@@ -195,6 +226,12 @@ function parseRunArgs(args) {
       }
       parsed.loadOptions.threads = Number(value);
       i++;
+    } else if (option === '--repeats') {
+      if (!/^\d+$/.test(value ?? '') || Number(value) < 1 || Number(value) > 100000) {
+        throw usageError(`--repeats expects an integer in 1..100000, got ${value}`);
+      }
+      parsed.repeats = Number(value);
+      i++;
     } else if (option === '--max-memory') {
       if (!/^\d+$/.test(value ?? '') || !Number.isSafeInteger(Number(value)) || Number(value) < 1) {
         throw usageError(`--max-memory expects a byte count >= 1, got ${value}`);
@@ -202,7 +239,7 @@ function parseRunArgs(args) {
       parsed.loadOptions.maxMemoryBytes = Number(value);
       i++;
     } else {
-      throw usageError(`unknown or incomplete option ${option}`);
+      throw unknownOption('run', option);
     }
   }
   return parsed;
@@ -239,7 +276,7 @@ function parseRenderArgs(args) {
       o.json = true;
       continue;
     }
-    if (value === undefined) throw usageError(`unknown or incomplete option ${option}`);
+    if (value === undefined) throw unknownOption('render', option);
     i++;
     if (option === '-o' || option === '--out') o.out = value;
     else if (option === '--overlay') {
@@ -253,15 +290,19 @@ function parseRenderArgs(args) {
     } else if (option === '--shape') {
       const [name, dims] = splitAssignment(option, value, 'NAME=D0xD1x...');
       o.shapes[name] = parseDimsSpec(dims, option, value);
-    } else throw usageError(`unknown or incomplete option ${option}`);
+    } else throw unknownOption('render', option);
   }
   if (!o.out && !o.json) throw usageError('render: give -o FILE (.svg, .html or .json) or --json');
+  if (o.out && !['.svg', '.html', '.htm', '.json'].includes(path.extname(o.out).toLowerCase())) {
+    throw usageError(`render: -o must end in .svg, .html or .json, got ${o.out}`);
+  }
   return o;
 }
 
 /** `wasmq render`: the page's drawing, headless (same data and SVG code). */
 async function cmdRender(args) {
   const o = parseRenderArgs(args);
+  for (const f of [o.out, o.emitNodeData]) if (f) await checkOutput(f);
   const model = await loadModel(o.model, { inputShapes: o.shapes, ...o.loadOptions });
   try {
     let data = null;
@@ -324,9 +365,11 @@ async function cmdInfo(args) {
   for (let i = 0; i < args.length; i++) {
     const taken = args[i] === '--lowered' ? ((lowered = true), 1) : applyLoweringOption(args, i, options);
     if (taken) i += taken - 1;
+    else if (args[i].startsWith('-')) throw unknownOption('info', args[i]);
     else rest.push(args[i]);
   }
-  if (rest.length !== 1 || rest[0].startsWith('--')) throw usageError('info expects exactly one MODEL');
+  if (rest.length === 0) throw usageError('info expects exactly one MODEL');
+  if (rest.length > 1) throw usageError(`info expects exactly one MODEL, got ${rest[0]} and ${rest[1]}`);
   const model = await loadModel(rest[0], options);
   try {
     process.stdout.write(model.describe());
@@ -338,6 +381,14 @@ async function cmdInfo(args) {
 
 async function cmdRun(args) {
   const opts = parseRunArgs(args);
+  // The output folder is made before the work, so a bad path fails at once.
+  if (opts.outDir) {
+    try {
+      await mkdir(opts.outDir, { recursive: true });
+    } catch (e) {
+      throw usageError(`cannot create ${opts.outDir}: ${strerror(e)}`);
+    }
+  }
   // .npy inputs are read first: their dims also bind symbolic dims at load.
   const arrays = new Map();
   const inputShapes = Object.fromEntries(opts.shapes);
@@ -377,18 +428,20 @@ async function cmdRun(args) {
       feeds[info.name] = { data: randomArray(info.dtype, numel(dims), seed), dims };
     }
     let results;
+    // One run, or a warm-up run and `repeats` timed ones (their median).
+    const ms = [];
     try {
-      results = await model.run(feeds);
+      for (let r = opts.repeats > 1 ? -1 : 0; r < opts.repeats; r++) {
+        const t0 = performance.now();
+        results = await model.run(feeds);
+        if (r >= 0) ms.push(performance.now() - t0);
+      }
     } catch (e) {
       throw new CliError(describeError('run failed', e), 1);
     }
-    if (opts.outDir) {
-      try {
-        await mkdir(opts.outDir, { recursive: true });
-      } catch (e) {
-        throw new CliError(`cannot create ${opts.outDir}: ${e.message}`, 1);
-      }
-    }
+    ms.sort((a, b) => a - b);
+    const median = ms[(ms.length - 1) >> 1];
+    console.error(opts.repeats > 1 ? `run: ${median.toFixed(3)} ms (median of ${opts.repeats} runs after a warm-up run, wall clock)` : `run: ${median.toFixed(3)} ms (one run, wall clock)`);
     for (const info of model.outputs) {
       const result = results[info.name];
       console.log(formatResultLine(info.name, result));
@@ -419,6 +472,7 @@ async function readNumbered(dir, prefix) {
 
 /** Runs every test_data_set_* of one ONNX conformance case; one line each. */
 async function cmdCheck(args) {
+  if (args[0]?.startsWith('-')) throw unknownOption('check', args[0]);
   if (args.length !== 1) throw usageError('check expects exactly one CASE_DIR');
   const dir = args[0];
   const modelBytes = await readInputFile(path.join(dir, 'model.onnx'));
@@ -495,6 +549,7 @@ const quantizeUsage = (message) => new CliError(message ? `${message}\n${QUANTIZ
 
 /** As the native parse_args: the last of a repeated option wins; '-o' or '--out'. */
 function parseQuantizeArgs(args) {
+  if (helpAsked(args)) throw Object.assign(new CliError(QUANTIZE_USAGE, 0, true), { toStdout: true });
   const a = { model: null, out: null, calib: null, config: null, report: null, keepFloat: 0, targetSnr: 0, targetCosine: 0, maxTime: 0, shapes: {} };
   const valued = { '-o': 'out', '--out': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report' };
   for (let i = 0; i < args.length; i++) {
@@ -563,6 +618,9 @@ function imagesSpec(configText) {
 
 async function cmdQuantize(args) {
   const a = parseQuantizeArgs(args);
+  // Where the results go is checked before the work.
+  await checkOutput(a.out);
+  if (a.report !== null) await checkOutput(a.report);
   const bytes = await readInputFile(a.model);
   const config = a.config !== null ? (await readInputFile(a.config)).toString('utf8') : undefined;
   const options = { config, inputShapes: a.shapes };
@@ -646,7 +704,7 @@ async function cmdInspect(args) {
       shapes[name] = parseDimsSpec(dims, '--shape', args[i + 1]);
       i++;
     } else if (args[i] !== '--json') {
-      throw usageError(`unknown or incomplete option ${args[i]}`);
+      throw unknownOption('inspect', args[i]);
     }
   }
   if (Object.keys(shapes).length) options.inputShapes = shapes;
@@ -673,6 +731,10 @@ export async function main(argv) {
       console.log(await packageVersion());
       return 0;
     }
+    if (HELP[command] && helpAsked(args) && command !== 'quantize') {
+      console.log(`usage:\n${HELP[command]}`);
+      return 0;
+    }
     if (command === 'info') await cmdInfo(args);
     else if (command === 'render') await cmdRender(args);
     else if (command === 'inspect') await cmdInspect(args);
@@ -683,6 +745,10 @@ export async function main(argv) {
     return process.exitCode ?? 0;
   } catch (e) {
     if (e instanceof CliError) {
+      if (e.toStdout) {
+        console.log(e.message);
+        return e.exitCode;
+      }
       console.error(e.raw ? e.message : `wasmq: ${e.message}`);
       if (e.exitCode === 2 && /^(unknown command|unknown or incomplete option)/.test(e.message)) {
         console.error(USAGE);

@@ -10,6 +10,8 @@
 import { IS_NODE, readLocalFile, cpuCount, workerClass } from '#platform';
 import { WasmqError } from './errors.mjs';
 
+// The defaults are literal `new URL('…', import.meta.url)` so bundlers that
+// rewrite that pattern (vite, webpack) emit the files as assets.
 const DEFAULT_GLUE_URL = new URL('../../wasm_build/out/wasmq.mjs', import.meta.url);
 const DEFAULT_WASM_URL = new URL('../../wasm_build/out/wasmq.wasm', import.meta.url);
 // The threaded variant (build.sh --threads): wasmq.mjs, wasmq.wasm, wasmq.worker.js.
@@ -17,6 +19,50 @@ const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url
 // The quant variant (build.sh --quant).
 const DEFAULT_QUANT_GLUE_URL = new URL('../../wasm_build/out/wasmq-quant.mjs', import.meta.url);
 const DEFAULT_QUANT_WASM_URL = new URL('../../wasm_build/out/wasmq-quant.wasm', import.meta.url);
+
+// Each core's files relative to configure({ baseUrl }), the package's
+// wasm_build/out/ folder as served: the one setting that finds every core.
+const BASE_FILES = {
+  glueUrl: 'wasmq.mjs',
+  wasmUrl: 'wasmq.wasm',
+  threadedDir: 'mt/',
+  quantGlueUrl: 'wasmq-quant.mjs',
+  quantWasmUrl: 'wasmq-quant.wasm',
+};
+const DEFAULTS = {
+  glueUrl: DEFAULT_GLUE_URL,
+  wasmUrl: DEFAULT_WASM_URL,
+  threadedDir: DEFAULT_THREADED_DIR,
+  quantGlueUrl: DEFAULT_QUANT_GLUE_URL,
+  quantWasmUrl: DEFAULT_QUANT_WASM_URL,
+};
+
+/**
+ * Where one of a core's files is, and which setting said so: the setting
+ * itself, else baseUrl, else the package's own folder.
+ */
+function located(key) {
+  const page = globalThis.location?.href ?? import.meta.url;
+  if (coreOptions[key] !== undefined) return { url: new URL(coreOptions[key], page), setting: key };
+  if (coreOptions.baseUrl !== undefined) return { url: new URL(BASE_FILES[key], new URL(coreOptions.baseUrl, page)), setting: 'baseUrl' };
+  return { url: DEFAULTS[key], setting: null };
+}
+
+/**
+ * What to do when a core's file cannot be fetched: name the setting that
+ * pointed there, or the one to add.
+ */
+function locationHint(setting, file) {
+  if (setting === 'baseUrl') {
+    return `configure({ baseUrl: ${JSON.stringify(String(coreOptions.baseUrl))} }) points there: serve the package's wasm_build/out/ folder (with ${file}) at that URL`;
+  }
+  if (setting) return `configure({ ${setting} }) points there: fix that URL`;
+  if (IS_NODE) return "in a source checkout, build it with `npm run build:wasm`; or call configure({ baseUrl: '<the folder holding the package's wasm_build/out/ files>/' })";
+  return (
+    `if your bundler or server did not copy the package's wasm_build/out/ folder, serve it and call ` +
+    `configure({ baseUrl: '<where that folder is served>/' }) before the first load()`
+  );
+}
 
 // One slot per kind of core: the promise of its instantiation and, once
 // resolved, the core it gave (to retire the right one).
@@ -33,7 +79,9 @@ const retiredCores = new WeakMap();
 let armedTestTrap = null;
 
 /**
- * Optional: where to find the build (defaults next to the package) or the
+ * Optional: baseUrl, where the package's wasm_build/out/ folder is served
+ * (every core is found from it: wasmq.{mjs,wasm}, mt/, wasmq-quant.*);
+ * or each file on its own (overriding baseUrl) or the
  * .wasm bytes themselves, the threaded build's folder, the thread count
  * load() uses when its options give none (default 1), and how many workers
  * the threaded core starts with (threadPoolSize; every model with N threads
@@ -41,7 +89,7 @@ let armedTestTrap = null;
  * build (quantGlueUrl, quantWasmUrl or quantWasmBinary). Must be called
  * before the first load() or quantize().
  */
-export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary } = {}) {
+export function configure({ baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary } = {}) {
   if (Object.values(slots).some((slot) => slot.promise)) throw new WasmqError('configure() must be called before the core is instantiated');
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
     throw new WasmqError(`configure: threads must be an integer >= 1 (got ${threads})`);
@@ -49,7 +97,7 @@ export function configure({ glueUrl, wasmUrl, wasmBinary, threadedDir, threads, 
   if (threadPoolSize !== undefined && !(Number.isInteger(threadPoolSize) && threadPoolSize >= 1 && threadPoolSize <= 64)) {
     throw new WasmqError(`configure: threadPoolSize must be an integer from 1 to 64 (got ${threadPoolSize})`);
   }
-  coreOptions = { glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary };
+  coreOptions = { baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary };
 }
 
 /**
@@ -63,25 +111,48 @@ export function threadsSupported() {
 }
 
 async function instantiateThreadedCore(poolSize) {
-  const dir = new URL(coreOptions.threadedDir ?? DEFAULT_THREADED_DIR, import.meta.url);
+  const { url: dir, setting } = located('threadedDir');
   const glueUrl = new URL('wasmq.mjs', dir);
   const wasmUrl = new URL('wasmq.wasm', dir);
   let createCore;
   let wasmBinary;
   try {
-    ({ default: createCore } = await import(glueUrl.href));
+    ({ default: createCore } = await import(/* webpackIgnore: true */ /* @vite-ignore */ glueUrl.href));
     wasmBinary = await readUrlBytes(wasmUrl);
   } catch (e) {
-    throw new WasmqError(`cannot load the threaded wasm core from ${wasmUrl.href} (bash wasm_build/build.sh --threads): ${e.message}`, {
+    throw new WasmqError(`cannot load the threaded wasm core from ${dir.href}: ${e.message}; ${locationHint(setting === 'baseUrl' ? 'baseUrl' : setting, 'mt/')}`, {
       code: 'WQ_ERR_IO',
     });
   }
   // The pool's workers are all created while the core starts: a Node
-  // stand-in for Worker is visible only until then.
+  // stand-in for Worker is visible only until then. In a browser they are
+  // watched instead: a worker the page may not start (its script blocked,
+  // e.g. served without Cross-Origin-Embedder-Policy in an isolated page)
+  // would leave the core waiting for it forever, so its error fails the start.
   const shim = typeof globalThis.Worker === 'undefined' ? workerClass() : null;
+  const BrowserWorker = shim ? null : globalThis.Worker;
+  let workerFailed;
+  const failed = new Promise((resolve, reject) => {
+    workerFailed = reject;
+  });
+  failed.catch(() => {});
   if (shim) globalThis.Worker = shim;
+  else {
+    globalThis.Worker = class WatchedWorker extends BrowserWorker {
+      constructor(...args) {
+        super(...args);
+        // Registered before the glue's own onerror (which rethrows the
+        // event and so would kill the calling Worker): that one never runs.
+        this.addEventListener('error', (e) => {
+          e.stopImmediatePropagation();
+          e.preventDefault();
+          workerFailed(new Error(`a thread worker (${args[0]}) failed to start${e.message ? `: ${e.message}` : ''}; an isolated page must serve it with Cross-Origin-Embedder-Policy: require-corp`));
+        });
+      }
+    };
+  }
   try {
-    return await createCore({
+    const started = createCore({
       wasmBinary,
       mainScriptUrlOrBlob: glueUrl.href, // what each worker imports
       wqPoolSize: poolSize,
@@ -92,13 +163,16 @@ async function instantiateThreadedCore(poolSize) {
         if (!text.startsWith('Blocking on the main thread')) console.error(text);
       },
     });
+    return await Promise.race([started, failed]);
+  } catch (e) {
+    throw new WasmqError(`cannot start the threaded wasm core: ${e.message}`, { code: 'WQ_ERR_IO' });
   } finally {
     if (shim) {
       delete globalThis.Worker;
       // Started (they kept the process alive while loading), idle pool
       // threads must not keep it alive any longer.
       for (const w of shim.created) w.unref();
-    }
+    } else globalThis.Worker = BrowserWorker;
   }
 }
 
@@ -169,39 +243,33 @@ export async function readUrlBytes(url, maxBytes = Infinity) {
 }
 
 async function instantiateCore() {
-  const glueUrl = new URL(coreOptions.glueUrl ?? DEFAULT_GLUE_URL, import.meta.url);
-  const wasmUrl = new URL(coreOptions.wasmUrl ?? DEFAULT_WASM_URL, import.meta.url);
-  return instantiate(glueUrl, wasmUrl, coreOptions.wasmBinary, {
-    what: 'the wasm core',
-    hint: "call configure({ wasmUrl: '<where wasmq.wasm is served>' }) (or configure({ wasmBinary })) before load()",
-    build: 'npm run build:wasm',
-  });
+  return instantiate('glueUrl', 'wasmUrl', coreOptions.wasmBinary, { what: 'the wasm core', binarySetting: 'wasmBinary' });
 }
 
 async function instantiateQuantCore() {
-  const glueUrl = new URL(coreOptions.quantGlueUrl ?? DEFAULT_QUANT_GLUE_URL, import.meta.url);
-  const wasmUrl = new URL(coreOptions.quantWasmUrl ?? DEFAULT_QUANT_WASM_URL, import.meta.url);
-  return instantiate(glueUrl, wasmUrl, coreOptions.quantWasmBinary, {
-    what: 'the quantizer wasm core',
-    hint: "call configure({ quantWasmUrl: '<where wasmq-quant.wasm is served>' }) (or configure({ quantWasmBinary })) before quantize()",
-    build: 'npm run build:wasm',
-  });
+  return instantiate('quantGlueUrl', 'quantWasmUrl', coreOptions.quantWasmBinary, { what: 'the quantizer wasm core', binarySetting: 'quantWasmBinary' });
 }
 
-/** A single-threaded Emscripten module from its glue and .wasm (or the bytes). */
-async function instantiate(glueUrl, wasmUrl, givenBinary, { what, hint, build }) {
+/**
+ * A single-threaded Emscripten module from its glue and .wasm (or the
+ * bytes); a failure names the file that could not be fetched and the
+ * setting that decides where it is.
+ */
+async function instantiate(glueKey, wasmKey, givenBinary, { what }) {
+  const glue = located(glueKey);
+  const wasm = located(wasmKey);
   let createCore;
   let wasmBinary;
+  let failing = glue;
   try {
-    ({ default: createCore } = await import(glueUrl.href));
-    wasmBinary = givenBinary ?? (await readUrlBytes(wasmUrl));
+    ({ default: createCore } = await import(/* webpackIgnore: true */ /* @vite-ignore */ glue.url.href));
+    failing = wasm;
+    wasmBinary = givenBinary ?? (await readUrlBytes(wasm.url));
   } catch (e) {
-    throw new WasmqError(
-      `cannot load ${what} from ${wasmUrl.href}: ${e.message}. If your bundler or server moved the file, ` +
-        `${hint}; ` +
-        `in a source checkout, build it with \`${build}\``,
-      { code: 'WQ_ERR_IO' },
-    );
+    const file = BASE_FILES[failing === glue ? glueKey : wasmKey];
+    throw new WasmqError(`cannot load ${what} from ${failing.url.href}: ${e.message}. ${locationHint(failing.setting, file)}`, {
+      code: 'WQ_ERR_IO',
+    });
   }
   return createCore({
     wasmBinary,

@@ -48,12 +48,19 @@ export interface Feed {
   dims?: readonly number[];
 }
 
-export interface Tensor<T extends TensorData = TensorData> {
-  /** A fresh copy, independent of wasm memory. */
-  data: T;
-  dims: number[];
-  dtype: DType;
-}
+/**
+ * A result tensor. A union over dtypes: checking `dtype` narrows `data` to
+ * its TypedArray (`if (t.dtype === 'float32') t.data` is a Float32Array),
+ * no cast needed; Tensor<'int8'> names one dtype's tensor.
+ */
+export type Tensor<D extends DType = DType> = {
+  [K in D]: {
+    /** A fresh copy, independent of wasm memory. */
+    data: DTypeArrayMap[K];
+    dims: number[];
+    dtype: K;
+  };
+}[D];
 
 export type PartitionMode = 'int' | 'int+fp' | 'fp';
 
@@ -152,8 +159,15 @@ export interface CapturedTensor {
   step: number;
 }
 
-/** Outputs by name; with {profile: true} also `profile`, with {capture: true} `captured` (non-enumerable). */
-export type RunResults = Record<string, Tensor> & {
+/**
+ * Outputs by name. A run with {profile: true} or {capture: true} also
+ * carries `profile` / `captured` (non-enumerable: iterating the results
+ * gives only tensors); see Model.run's overloads.
+ */
+export type RunResults = Record<string, Tensor>;
+
+/** What a profiled or captured run returns: the outputs, plus the per-node times or the intermediates. */
+export type ProfiledRunResults = RunResults & {
   readonly profile?: NodeTime[];
   readonly captured?: Record<string, CapturedTensor>;
 };
@@ -339,7 +353,9 @@ export interface Model {
    * Runs the model. Names, dtypes and shapes are checked before the core is
    * called; symbolic dims must bind consistently across inputs.
    */
-  run(feeds: Record<string, Feed | TensorData>, options?: RunOptions): Promise<RunResults>;
+  run(feeds: Record<string, Feed | TensorData>, options?: RunOptions & { profile?: false; capture?: false }): Promise<RunResults>;
+  /** A profiled or captured run: `profile` (per-node medians) or `captured` (every intermediate) beside the outputs. */
+  run(feeds: Record<string, Feed | TensorData>, options: RunOptions): Promise<ProfiledRunResults>;
   /** The decision records of docs/graph-json.md: backends, regions, reasons, layouts, transitions, qparams, lifetimes. */
   graph(): GraphRecords;
   /** graph() as the core writes it: the bytes `wasmq inspect MODEL --json` prints (native and npx). */
@@ -399,10 +415,18 @@ export function load(
 ): Promise<Model>;
 
 /**
- * Where the build lives, or its bytes; call before the first load().
- * Defaults: ../../wasm_build/out/wasmq.{mjs,wasm} relative to index.mjs.
+ * Where the cores live, or their bytes; call before the first load() or quantize().
+ * Defaults: the package's own wasm_build/out/ folder (../../wasm_build/out/ from index.mjs),
+ * which Node and bundlers that copy `new URL(…, import.meta.url)` assets (vite, webpack) find as is.
  */
 export function configure(options: {
+  /**
+   * The one setting for everything else (esbuild, a CDN, a static folder): the URL where the package's
+   * wasm_build/out/ folder is served (relative URLs resolve against the page). Every core is found
+   * from it: wasmq.{mjs,wasm}, mt/ (the threaded core), wasmq-quant.{mjs,wasm}. The settings
+   * below override it file by file.
+   */
+  baseUrl?: string | URL;
   glueUrl?: string | URL;
   wasmUrl?: string | URL;
   wasmBinary?: Uint8Array | ArrayBuffer;

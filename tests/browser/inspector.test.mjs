@@ -8,7 +8,7 @@
 // Screenshots go to $WQ_ARTIFACTS (default test-artifacts/browser).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, preview } from 'vite';
@@ -59,6 +59,18 @@ async function quantColumns(page) {
     Object.fromEntries(cols.map((c) => [c.dataset.side, { ms: Number(c.dataset.ms), argmax: [...c.querySelectorAll('[data-argmax]')].map((e) => Number(e.dataset.argmax)), name: c.querySelector('h3').textContent }])),
   );
 }
+
+test('the built preview: every script, worker and core file carries COOP/COEP', async () => {
+  const assets = readdirSync(path.join(REPO, 'web/dist/assets')).filter((f) => /\.(m?js|wasm)$/.test(f));
+  assert.ok(assets.some((f) => /^run-worker/.test(f)), assets.join(' '));
+  for (const file of ['', ...assets.map((f) => `assets/${f}`), 'wasmq-mt/wasmq.mjs', 'wasmq-mt/wasmq.worker.js', 'wasmq-mt/wasmq.wasm', 'models/smallcnn-qdq.onnx']) {
+    const r = await fetch(baseUrl + file);
+    assert.equal(r.status, 200, file);
+    assert.equal(r.headers.get('cross-origin-embedder-policy'), 'require-corp', file);
+    assert.equal(r.headers.get('cross-origin-opener-policy'), 'same-origin', file);
+    await r.arrayBuffer();
+  }
+});
 
 test('draw-a-digit demo: mnist-8 quantized by wasmq in the page, int8 graph with regions and transitions, live prediction float vs int8, overlays, export', async () => {
   const { page, errors } = await openPage('?demo=mnist');

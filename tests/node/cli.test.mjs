@@ -137,11 +137,12 @@ test('usage errors exit 2 with one line and no stack trace', () => {
   writeFileSync(fortran, Buffer.from(Buffer.from(good).toString('latin1').replace("'fortran_order': False", "'fortran_order': True "), 'latin1'));
   const bare = wasmq();
   assert.equal(bare.code, 2);
-  assert.match(bare.stderr, /^usage:\n  wasmq info MODEL\n/);
+  assert.match(bare.stderr, /^usage:\n  wasmq info MODEL /);
   assertOneLineError(wasmq('frobnicate'), 2, /unknown command frobnicate/);
   assertOneLineError(wasmq('info'), 2, /info expects exactly one MODEL/);
   assertOneLineError(wasmq('info', path.join(tmp, 'missing.onnx')), 2, /cannot read .*missing\.onnx: No such file/);
-  assertOneLineError(wasmq('run', MNIST, '--bogus'), 2, /unknown or incomplete option --bogus/);
+  assertOneLineError(wasmq('run', MNIST, '--bogus'), 2, /^wasmq: run: unknown or incomplete option --bogus$/);
+  assertOneLineError(wasmq('info', '--bogus', MNIST), 2, /^wasmq: info: unknown or incomplete option --bogus$/);
   assertOneLineError(wasmq('run', MNIST, '--input'), 2, /--input expects NAME=FILE.npy or NAME=random:SEED/);
   assertOneLineError(wasmq('run', MNIST, '--input', 'Input3'), 2, /--input expects/);
   assertOneLineError(wasmq('run', MNIST, '--input', 'Input3=random:x'), 2, /seed must be an integer/);
@@ -178,4 +179,58 @@ test('run --threads N: the same output lines as one thread, in both CLIs; bad co
     assert.equal(native.stdout, one.stdout, 'native --threads 2');
   }
   for (const bad of ['0', 'two', '1.5']) assertOneLineError(wasmq('run', model, '--threads', bad), 2, /--threads expects an integer/);
+});
+
+// Both CLIs: the npm one and, when built, the native one.
+const CLIS = [['npx', (...args) => wasmq(...args)]];
+if (existsSync(NATIVE_CLI)) {
+  CLIS.push(['native', (...args) => {
+    const r = spawnSync(NATIVE_CLI, args, { encoding: 'utf8' });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  }]);
+}
+
+test('every subcommand answers --help (and -h) with its usage on stdout, exit 0; both CLIs print the same text', () => {
+  const texts = {};
+  for (const [which, cli] of CLIS) {
+    for (const command of ['info', 'run', 'inspect', 'check', 'quantize', ...(which === 'npx' ? ['render'] : ['rewrite'])]) {
+      for (const flag of ['--help', '-h']) {
+        // Also after other arguments: a user adds --help to the line that failed.
+        const r = cli(command, MNIST, flag);
+        assert.equal(r.code, 0, `${which} ${command} ${flag}: ${r.stderr}`);
+        assert.match(r.stdout, new RegExp(`^usage:( |\n  )wasmq ${command} `), `${which} ${command} ${flag}`);
+        assert.equal(r.stderr, '');
+        texts[`${which} ${command}`] = r.stdout;
+      }
+    }
+    const top = cli('--help');
+    assert.equal(top.code, 0);
+    assert.match(top.stdout, /wasmq COMMAND --help/);
+  }
+  if (CLIS.length > 1) for (const c of ['info', 'run', 'inspect', 'check', 'quantize']) assert.equal(texts[`native ${c}`], texts[`npx ${c}`], c);
+});
+
+test('a file that is no ONNX model says so; output paths are checked before the work; run prints its time on stderr', () => {
+  const notes = path.join(tmp, 'notes.onnx');
+  writeFileSync(notes, 'these are my notes, not a model\n');
+  const empty = path.join(tmp, 'empty.onnx');
+  writeFileSync(empty, '');
+  for (const [which, cli] of CLIS) {
+    assertOneLineError(cli('info', notes), 1, /notes\.onnx: this is not an ONNX model, or it is cut off \(.*\) \[WQ_ERR_PARSE\]$/);
+    assertOneLineError(cli('info', empty), 1, /empty\.onnx: this is not an ONNX model \(the file is empty\)/);
+    const t0 = Date.now();
+    assertOneLineError(cli('quantize', MNIST, '--calib', 'random:1:0..1', '-o', path.join(tmp, 'no-such-folder', 'q.onnx')), 2, /cannot write .*q\.onnx: No such file or directory \(no folder .*no-such-folder\)$/);
+    assertOneLineError(cli('quantize', MNIST, '--calib', 'random:1:0..1', '-o', tmp), 2, /cannot write .*: Is a directory$/);
+    assertOneLineError(cli('quantize', MNIST, '--calib', 'random:1:0..1', '-o', path.join(tmp, 'q.onnx'), '--report', path.join(tmp, 'nope', 'r.json')), 2, /cannot write .*r\.json: No such file or directory/);
+    // Refused before loading or calibrating: no output file appeared.
+    assert.ok(!existsSync(path.join(tmp, 'q.onnx')), which);
+    console.log(`${which}: output path refused after ${Date.now() - t0} ms for three commands`);
+    const run = cli('run', MNIST, '--repeats', '3');
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /^run: \d+\.\d{3} ms \(median of 3 runs after a warm-up run, wall clock\)\n$/);
+    const once = cli('run', MNIST);
+    assert.match(once.stderr, /^run: \d+\.\d{3} ms \(one run, wall clock\)\n$/);
+    assert.equal(once.stdout, run.stdout);
+  }
+  assertOneLineError(wasmq('render', MNIST, '-o', path.join(tmp, 'nope', 'g.svg')), 2, /cannot write .*g\.svg: No such file or directory/);
 });

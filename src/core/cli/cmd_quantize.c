@@ -15,22 +15,23 @@
 
 #define MAX_QUANTIZE_SHAPES 64
 
-static int quantize_usage(void) {
-  fprintf(stderr,
-          "usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI\n"
-          "                      [--config FILE.json] [--report FILE.json]\n"
-          "                      [--keep-float N] [--target-snr DB] [--target-cosine C]\n"
-          "                      [--max-time S] [--shape NAME=1x3x224x224]...\n"
-          "  --calib       ONNX test_data_set_* folders or .npy files named by input;\n"
-          "                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:\n"
-          "                ranges then fit random data, not real inputs)\n"
-          "  --keep-float  keep the N most sensitive nodes in float\n"
-          "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
-          "  --target-cosine  ... until every output's cosine to float reaches C\n"
-          "  --max-time    stop the target search after S seconds\n"
-          "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n");
-  return 2;
+static int quantize_usage_to(FILE *out, int rc) {
+  fprintf(out, "usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI\n"
+               "                      [--config FILE.json] [--report FILE.json]\n"
+               "                      [--keep-float N] [--target-snr DB] [--target-cosine C]\n"
+               "                      [--max-time S] [--shape NAME=1x3x224x224]...\n"
+               "  --calib       ONNX test_data_set_* folders or .npy files named by input;\n"
+               "                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:\n"
+               "                ranges then fit random data, not real inputs)\n"
+               "  --keep-float  keep the N most sensitive nodes in float\n"
+               "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
+               "  --target-cosine  ... until every output's cosine to float reaches C\n"
+               "  --max-time    stop the target search after S seconds\n"
+               "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n");
+  return rc;
 }
+
+static int quantize_usage(void) { return quantize_usage_to(stderr, 2); }
 
 /* One line redrawn in place on a terminal; nothing when piped. */
 static void progress(bool tty, int done, int total) {
@@ -60,6 +61,10 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      quantize_usage_to(stdout, 0);
+      return -1;
+    }
     if ((strcmp(arg, "-o") == 0 || strcmp(arg, "--out") == 0) && val) {
       a->out = val;
       i++;
@@ -126,6 +131,9 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
                     "random:N:LO..HI with the range the model's inputs take\n");
     return quantize_usage();
   }
+  /* Where the results go is checked before the work. */
+  if (wq_cli_check_output(a->out) != 0 || (a->report && wq_cli_check_output(a->report) != 0))
+    return 2;
   return 0;
 }
 
@@ -222,7 +230,7 @@ int wq_cli_quantize(int argc, char **argv) {
   quantize_args a;
   int rc = parse_args(argc, argv, &a);
   if (rc)
-    return rc;
+    return rc < 0 ? 0 : rc; /* -1: --help answered */
   uint8_t *model = NULL, *config = NULL, *onnx = NULL;
   size_t model_n = 0, config_n = 0, onnx_n = 0;
   if ((rc = read_or_complain(a.model, &model, &model_n)) != 0)

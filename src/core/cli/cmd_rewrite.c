@@ -16,14 +16,16 @@
 #include "cli_error.h"
 #include "files.h"
 
-static int rewrite_usage(void) {
-  fprintf(stderr, "usage: wasmq rewrite MODEL -o OUT.onnx [--prepare]\n"
-                  "  writes MODEL back as ONNX after constant folding (no int8 lowering);\n"
-                  "  int8 weights behind DequantizeLinear stay int8\n"
-                  "  --prepare  also fold BatchNormalization and constant Mul/Add into the\n"
-                  "             neighbouring Conv/Gemm/MatMul (the quantizer's preparation)\n");
-  return 2;
+static int rewrite_usage_to(FILE *out, int rc) {
+  fprintf(out, "usage: wasmq rewrite MODEL -o OUT.onnx [--prepare]\n"
+               "  writes MODEL back as ONNX after constant folding (no int8 lowering);\n"
+               "  int8 weights behind DequantizeLinear stay int8\n"
+               "  --prepare  also fold BatchNormalization and constant Mul/Add into the\n"
+               "             neighbouring Conv/Gemm/MatMul (the quantizer's preparation)\n");
+  return rc;
 }
+
+static int rewrite_usage(void) { return rewrite_usage_to(stderr, 2); }
 
 typedef struct {
   wq_model_ir *file; /* the model as imported, before folding (owned) */
@@ -135,6 +137,8 @@ int wq_cli_rewrite(int argc, char **argv) {
   rewrite_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return rewrite_usage_to(stdout, 0);
     if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
       out = argv[++i];
     } else if (strcmp(argv[i], "--prepare") == 0) {
@@ -148,6 +152,8 @@ int wq_cli_rewrite(int argc, char **argv) {
   }
   if (!model || !out)
     return rewrite_usage();
+  if (wq_cli_check_output(out) != 0)
+    return 2;
 
   uint8_t *bytes;
   size_t n;

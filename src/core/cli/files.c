@@ -129,3 +129,33 @@ wq_status wq_cli_write_file_atomic(const char *path, const uint8_t *bytes, size_
   free(temp);
   return WQ_OK;
 }
+
+int wq_cli_check_output(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "wasmq: cannot write %s: %s\n", path, strerror(EISDIR));
+    return -1;
+  }
+  const char *slash = strrchr(path, '/');
+  size_t len = slash ? (size_t)(slash - path) : 1;
+  char *dir = malloc(len + 2);
+  if (!dir)
+    return -1;
+  if (slash)
+    memcpy(dir, path, len);
+  else
+    dir[0] = '.';
+  if (slash && len == 0)
+    dir[len++] = '/';
+  dir[len] = '\0';
+  int rc = 0;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "wasmq: cannot write %s: %s (no folder %s)\n", path, strerror(ENOENT), dir);
+    rc = -1;
+  } else if (access(dir, W_OK) != 0) {
+    fprintf(stderr, "wasmq: cannot write %s: %s (folder %s)\n", path, strerror(errno), dir);
+    rc = -1;
+  }
+  free(dir);
+  return rc;
+}

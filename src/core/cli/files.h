@@ -28,4 +28,10 @@ wq_status wq_cli_read_file(const char *path, uint8_t **bytes, size_t *n, wq_erro
  * naming the path and the system's reason. */
 wq_status wq_cli_write_file_atomic(const char *path, const uint8_t *bytes, size_t n, wq_error *err);
 
+/* Whether a file can be created at `path`: its folder exists and is
+ * writable, and `path` itself is not a folder. Checked before a command does
+ * its work, so a typo in an output path fails at once. Returns 0, or -1
+ * after printing "wasmq: cannot write PATH: reason" on stderr. */
+int wq_cli_check_output(const char *path);
+
 #endif

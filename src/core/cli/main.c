@@ -1,4 +1,5 @@
-/* The native `wasmq` command: info, run and check (one conformance case). */
+/* The native `wasmq` command: info, run, inspect, check (one conformance
+ * case), quantize and rewrite; `wasmq COMMAND --help` for each. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../api/wasmq.h"
 #include "cli_error.h"
@@ -18,25 +20,80 @@
 
 #define MAX_CLI_INPUTS 64
 
+/* Each command's usage, printed by `wasmq COMMAND --help` (stdout, exit 0)
+ * and after a usage error (stderr, exit 2). The npm CLI (src/js/cli.mjs)
+ * prints the same text. */
+static const char *const HELP[][2] = {
+    {"info", "  wasmq info MODEL [--lowered] [--partition int|int+fp|fp]\n"
+             "      inputs, outputs, opsets, ops, parameters, arena; --lowered: each node\n"
+             "      after int8 lowering (int8 op and qparams, or why it stayed float)\n"},
+    {"run", "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
+            "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
+            "                  [--repeats N] [--max-memory BYTES] [--partition MODE]\n"
+            "      one line per output; its time on stderr (wall clock of run: one run,\n"
+            "      or with --repeats N the median of N runs after one warm-up run);\n"
+            "      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)\n"
+            "      rather than hold more than BYTES of weights, outputs and arena\n"},
+    {"inspect", "  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]... [--partition MODE]\n"
+                "      the decision records as JSON (docs/graph-json.md)\n"},
+    {"check", "  wasmq check CASE_DIR\n"
+              "      run one ONNX backend-test case folder (model.onnx, test_data_set_*)\n"},
+    {"quantize", "  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]\n"
+                 "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
+                 "      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)\n"},
+    {"rewrite", "  wasmq rewrite MODEL -o OUT.onnx [--prepare]\n"
+                "      fold constants (and with --prepare BatchNorm/Mul/Add into linears),\n"
+                "      write ONNX\n"},
+};
+#define N_HELP ((int)(sizeof HELP / sizeof HELP[0]))
+
+static void print_usage(FILE *out) {
+  fputs("usage:\n", out);
+  for (int i = 0; i < N_HELP; i++)
+    fputs(HELP[i][1], out);
+  fputs("  run/info/inspect: --partition int|int+fp|fp (default int+fp),\n"
+        "                    --no-lower (= fp), --strict-int8 (= int)\n"
+        "  wasmq COMMAND --help   one command's usage\n",
+        out);
+}
+
 static int usage(void) {
-  fprintf(stderr, "usage:\n"
-                  "  wasmq info MODEL\n"
-                  "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
-                  "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
-                  "                  [--max-memory BYTES]  fail (out of memory) rather than\n"
-                  "                  hold more than BYTES of weights, outputs and arena\n"
-                  "  wasmq check CASE_DIR      run one ONNX backend-test case folder\n"
-                  "  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]\n"
-                  "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
-                  "  wasmq rewrite MODEL -o OUT.onnx [--prepare]   fold constants (and with\n"
-                  "                 --prepare BatchNorm/Mul/Add into linears), write ONNX\n"
-                  "  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]...\n"
-                  "                            the decision records as JSON (docs/graph-json.md)\n"
-                  "  wasmq info MODEL --lowered   each node after int8 lowering: int8 op and\n"
-                  "                               qparams, or why it stayed float\n"
-                  "  run/info/inspect options: --partition int|int+fp|fp (default int+fp),\n"
-                  "                            --no-lower (= fp), --strict-int8 (= int)\n");
+  print_usage(stderr);
   return 2;
+}
+
+/* `wasmq COMMAND --help` (or -h anywhere in its arguments): its usage on
+ * stdout. 1 when asked (and printed). */
+static int help_asked(const char *command, int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0)
+      continue;
+    for (int c = 0; c < N_HELP; c++)
+      if (strcmp(HELP[c][0], command) == 0)
+        printf("usage:\n%s", HELP[c][1]);
+    return 1;
+  }
+  return 0;
+}
+
+/* An option the command does not take: named, with the command's usage. */
+static int unknown_option(const char *command, const char *arg) {
+  fprintf(stderr, "wasmq: %s: unknown or incomplete option %s\n", command, arg);
+  for (int c = 0; c < N_HELP; c++)
+    if (strcmp(HELP[c][0], command) == 0)
+      fprintf(stderr, "usage:\n%s", HELP[c][1]);
+  return 2;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
 void wq_cli_print_error(const char *what, const wq_error *err) {
@@ -90,21 +147,35 @@ static int lowering_option(int argc, char **argv, int *i, wq_load_options *opts)
 }
 
 static int cmd_info(int argc, char **argv) {
-  if (argc < 1)
-    return usage();
+  if (help_asked("info", argc, argv))
+    return 0;
   int lowered = 0;
+  const char *model = NULL;
   wq_load_options opts = {0};
-  for (int i = 1; i < argc; i++) {
+  for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--lowered") == 0) {
       lowered = 1;
       continue;
     }
     int taken = lowering_option(argc, argv, &i, &opts);
-    if (taken <= 0)
-      return taken < 0 ? 2 : usage();
+    if (taken < 0)
+      return 2;
+    if (taken)
+      continue;
+    if (argv[i][0] == '-')
+      return unknown_option("info", argv[i]);
+    if (model) {
+      fprintf(stderr, "wasmq: info expects exactly one MODEL, got %s and %s\n", model, argv[i]);
+      return 2;
+    }
+    model = argv[i];
+  }
+  if (!model) {
+    fprintf(stderr, "wasmq: info expects exactly one MODEL\n");
+    return 2;
   }
   int rc;
-  wq_model *m = load_model(argv[0], &opts, &rc);
+  wq_model *m = load_model(model, &opts, &rc);
   if (!m)
     return rc;
   char *text = wq_model_describe(m);
@@ -144,9 +215,14 @@ static void print_result(const char *name, const wq_value *v) {
 }
 
 static int cmd_run(int argc, char **argv) {
-  if (argc < 1)
-    return usage();
+  if (help_asked("run", argc, argv))
+    return 0;
+  if (argc < 1 || argv[0][0] == '-') {
+    fprintf(stderr, "wasmq: run: missing MODEL\n");
+    return 2;
+  }
   const char *model_path = argv[0], *out_dir = NULL;
+  long repeats = 1;
   const char *input_args[MAX_CLI_INPUTS];
   wq_cli_shape shapes[MAX_CLI_INPUTS];
   int n_input_args = 0, n_shapes = 0;
@@ -175,6 +251,13 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "wasmq: --threads expects an integer in 1..256, got %s\n", argv[i]);
         return 2;
       }
+    } else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
+      char *end;
+      repeats = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || end == argv[i] || repeats < 1 || repeats > 100000) {
+        fprintf(stderr, "wasmq: --repeats expects an integer in 1..100000, got %s\n", argv[i]);
+        return 2;
+      }
     } else if (strcmp(argv[i], "--max-memory") == 0 && i + 1 < argc) {
       char *end;
       errno = 0;
@@ -190,9 +273,13 @@ static int cmd_run(int argc, char **argv) {
         return 2;
       if (taken)
         continue;
-      fprintf(stderr, "wasmq: unknown or incomplete option %s\n", argv[i]);
-      return usage();
+      return unknown_option("run", argv[i]);
     }
+  }
+  /* The output folder is made before the work, so a bad path fails at once. */
+  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "wasmq: cannot create %s: %s\n", out_dir, strerror(errno));
+    return 2;
   }
 
   /* Shapes come from --shape, else from .npy files, else the declaration. */
@@ -300,14 +387,27 @@ static int cmd_run(int argc, char **argv) {
     wq_cli_print_error("threads", &err);
     goto done;
   }
-  if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
-    wq_cli_print_error("run failed", &err);
+  /* One run, or a warm-up run and `repeats` timed ones (their median). */
+  double *ms = calloc((size_t)repeats, sizeof *ms);
+  if (!ms)
     goto done;
+  for (long r = repeats > 1 ? -1 : 0; r < repeats; r++) {
+    double t0 = now_ms();
+    if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
+      wq_cli_print_error("run failed", &err);
+      free(ms);
+      goto done;
+    }
+    if (r >= 0)
+      ms[r] = now_ms() - t0;
   }
-  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "wasmq: cannot create %s: %s\n", out_dir, strerror(errno));
-    goto done;
-  }
+  qsort(ms, (size_t)repeats, sizeof *ms, compare_doubles);
+  if (repeats > 1)
+    fprintf(stderr, "run: %.3f ms (median of %ld runs after a warm-up run, wall clock)\n",
+            ms[(repeats - 1) / 2], repeats);
+  else
+    fprintf(stderr, "run: %.3f ms (one run, wall clock)\n", ms[0]);
+  free(ms);
   rc = 0;
   for (int i = 0; i < wq_model_output_count(m); i++) {
     const char *name = wq_model_output(m, i)->name;
@@ -355,8 +455,12 @@ static int compare_names(const void *a, const void *b) {
 /* inspect MODEL [--json] [--shape NAME=DIMS]... [--partition MODE]: the
  * decision records, byte for byte what npm's model.graphJson() returns. */
 static int cmd_inspect(int argc, char **argv) {
-  if (argc < 1 || argv[0][0] == '-')
-    return usage();
+  if (help_asked("inspect", argc, argv))
+    return 0;
+  if (argc < 1 || argv[0][0] == '-') {
+    fprintf(stderr, "wasmq: inspect: missing MODEL\n");
+    return 2;
+  }
   wq_cli_shape shapes[MAX_CLI_INPUTS];
   wq_input_shape load_shapes[MAX_CLI_INPUTS];
   char names[MAX_CLI_INPUTS][128];
@@ -376,11 +480,8 @@ static int cmd_inspect(int argc, char **argv) {
       continue;
     }
     int taken = lowering_option(argc, argv, &i, &opts);
-    if (taken <= 0) {
-      if (taken == 0)
-        fprintf(stderr, "wasmq: unknown or incomplete option %s\n", argv[i]);
-      return 2;
-    }
+    if (taken <= 0)
+      return taken < 0 ? 2 : unknown_option("inspect", argv[i]);
   }
   opts.input_shapes = load_shapes;
   int rc;
@@ -398,8 +499,14 @@ static int cmd_inspect(int argc, char **argv) {
 }
 
 static int cmd_check(int argc, char **argv) {
-  if (argc != 1)
-    return usage();
+  if (help_asked("check", argc, argv))
+    return 0;
+  if (argc != 1 || argv[0][0] == '-') {
+    if (argc >= 1 && argv[0][0] == '-')
+      return unknown_option("check", argv[0]);
+    fprintf(stderr, "wasmq: check expects exactly one CASE_DIR\n");
+    return 2;
+  }
   const char *case_dir = argv[0];
   char path[4096];
   snprintf(path, sizeof path, "%s/model.onnx", case_dir);
@@ -465,8 +572,9 @@ int main(int argc, char **argv) {
     return wq_cli_quantize(argc - 2, argv + 2);
   if (strcmp(argv[1], "rewrite") == 0)
     return wq_cli_rewrite(argc - 2, argv + 2);
-  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-    usage();
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    print_usage(stdout);
     return 0;
   }
   fprintf(stderr, "wasmq: unknown command %s\n", argv[1]);

@@ -1284,6 +1284,19 @@ static wq_status check_opsets(const wq_model_ir *m, wq_error *err) {
   return WQ_OK;
 }
 
+/* The ModelProto's own fields do not read as protobuf: the bytes are no
+ * serialized ONNX model (a text file, an image, a cut-off download). Says so
+ * before the wire-level detail. */
+static wq_status not_onnx(wq_status st, wq_error *err) {
+  if (err) {
+    char detail[WQ_ERROR_MSG_MAX];
+    wq_format(detail, sizeof detail, "%.400s", err->message);
+    wq_format(err->message, sizeof err->message,
+              "this is not an ONNX model, or it is cut off (%.400s)", detail);
+  }
+  return st;
+}
+
 static wq_status import_model(const uint8_t *bytes, size_t n, wq_model_ir *m, wq_error *err) {
   wq_pb_reader r;
   wq_pb_init(&r, bytes, n, "ModelProto");
@@ -1291,7 +1304,9 @@ static wq_status import_model(const uint8_t *bytes, size_t n, wq_model_ir *m, wq
   bool has_graph = false;
   while (!wq_pb_at_end(&r)) {
     wq_pb_field f;
-    WQ_TRY(wq_pb_next_field(&r, &f, err));
+    wq_status read = wq_pb_next_field(&r, &f, err);
+    if (read != WQ_OK)
+      return not_onnx(read, err);
     span s;
     switch (f.number) {
     case MODEL_IR_VERSION:
@@ -1309,7 +1324,9 @@ static wq_status import_model(const uint8_t *bytes, size_t n, wq_model_ir *m, wq
       break;
     case MODEL_GRAPH: {
       wq_pb_reader sub;
-      WQ_TRY(wq_pb_get_message(&r, &f, "graph", "GraphProto", &sub, err));
+      wq_status st = wq_pb_get_message(&r, &f, "graph", "GraphProto", &sub, err);
+      if (st != WQ_OK)
+        return not_onnx(st, err);
       graph.p = sub.pos;
       graph.n = (size_t)(sub.end - sub.pos);
       has_graph = true;
@@ -1321,11 +1338,18 @@ static wq_status import_model(const uint8_t *bytes, size_t n, wq_model_ir *m, wq
       WQ_TRY(parse_opset(&sub, m, err));
       break;
     }
-    default: WQ_TRY(wq_pb_skip(&r, &f, err)); break;
+    default: {
+      wq_status skip = wq_pb_skip(&r, &f, err);
+      if (skip != WQ_OK)
+        return not_onnx(skip, err);
+      break;
+    }
     }
   }
   if (!has_graph)
-    return wq_fail(err, WQ_ERR_INVALID_MODEL, NULL, "model has no graph");
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
+                   n ? "this is not an ONNX model (no graph in it)"
+                     : "this is not an ONNX model (the file is empty)");
   if (!m->producer_name)
     m->producer_name = wq_strdup("");
   if (!m->producer_version)
