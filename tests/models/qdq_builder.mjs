@@ -151,7 +151,11 @@ export async function calibrate(g) {
   return ranges;
 }
 
-export function actQparams(dtype, [lo, hi]) {
+// The smallest power of two s with amax / s <= 127 (Vitis AI's scales).
+const pow2Scale = (amax) => 2 ** Math.ceil(Math.log2(Math.max(amax, 1e-6) / 127));
+
+export function actQparams(dtype, [lo, hi], pow2 = false) {
+  if (pow2) return { dtype: 'int8', scale: pow2Scale(Math.max(-lo, hi)), zp: 0 };
   const [qmin, qmax] = dtype === 'int8' ? [-128, 127] : [0, 255];
   const rmin = Math.min(lo, 0), rmax = Math.max(hi, 0);
   const scale = Math.fround(Math.max((rmax - rmin) / (qmax - qmin), 1e-6));
@@ -165,14 +169,14 @@ export const roundHalfEven = (x) => {
 };
 
 /** Symmetric int8 [-127, 127] weights, one scale per index along `axis` (or per tensor). */
-export function quantizeWeight(c, axis) {
+export function quantizeWeight(c, axis, pow2 = false) {
   const dims = c.dims, n = c.data.length;
   const channels = axis === null ? 1 : dims[axis];
   const inner = axis === null ? 1 : dims.slice(axis + 1).reduce((a, b) => a * b, 1);
   const chOf = (i) => (axis === null ? 0 : Math.floor(i / inner) % channels);
   const amax = new Float64Array(channels);
   for (let i = 0; i < n; i++) amax[chOf(i)] = Math.max(amax[chOf(i)], Math.abs(c.data[i]));
-  const scales = Float32Array.from(amax, (a) => Math.fround(Math.max(a, 1e-6) / 127));
+  const scales = Float32Array.from(amax, (a) => (pow2 ? pow2Scale(a) : Math.fround(Math.max(a, 1e-6) / 127)));
   const q = new Int8Array(n);
   for (let i = 0; i < n; i++) q[i] = Math.max(-127, Math.min(127, roundHalfEven(c.data[i] / scales[chOf(i)])));
   return { q, scales };
@@ -181,7 +185,9 @@ export function quantizeWeight(c, axis) {
 /**
  * The QDQ graph of g with calibrated ranges. options.exposeIntermediates adds
  * the dequantized value of every quantized node output as a graph output too
- * (named `${tensor}_dq`), for comparing runs node by node.
+ * (named `${tensor}_dq`), for comparing runs node by node. options.pow2:
+ * power-of-two scales everywhere, int8 activations with zero point 0
+ * (Vitis AI's form).
  */
 export function quantize(g, ranges, options = {}) {
   const nodes = [], inits = [];
@@ -189,7 +195,7 @@ export function quantize(g, ranges, options = {}) {
   const qparamsOf = (t) => {
     if (qp.has(t)) return qp.get(t);
     const o = g.opts.get(t) ?? {};
-    const p = o.share ? qparamsOf(o.share) : actQparams(o.dtype ?? g.actDtype, o.range ?? ranges.get(t));
+    const p = o.share ? qparamsOf(o.share) : actQparams(o.dtype ?? g.actDtype, o.range ?? ranges.get(t), options.pow2);
     qp.set(t, p);
     return p;
   };
@@ -222,7 +228,7 @@ export function quantize(g, ranges, options = {}) {
       if (!c) return readAs.get(t) ?? t;
       if (weightRole(n, k) && !c.opts.float) {
         const axis = c.opts.axis === undefined ? 0 : c.opts.axis;
-        const { q, scales } = quantizeWeight(c, axis);
+        const { q, scales } = quantizeWeight(c, axis, options.pow2);
         const name = `${t}_${n.name}`;
         inits.push({ name: `${name}_q`, dtype: 'int8', dims: c.dims, data: q });
         inits.push({ name: `${name}_s`, dtype: 'float', dims: axis === null ? [] : [scales.length], data: scales });

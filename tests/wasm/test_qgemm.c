@@ -78,6 +78,8 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
     float_bias[j] = wq_ktest_float(t, -3.0f, 3.0f);
   d.float_bias = wq_ktest_int(t, 0, 3) ? float_bias : NULL;
   d.float_relu = wq_ktest_int(t, 0, 1);
+  d.leaky = wq_ktest_int(t, 0, 2) == 0; /* a fused LeakyRelu (8-bit y) */
+  d.leaky_alpha = wq_ktest_float(t, 0.0f, 1.0f);
   memset(y_ref, 0xAB, (size_t)(m * ldy) * y_size);
   memset(y_simd, 0xAB, (size_t)(m * ldy) * y_size);
 

@@ -125,6 +125,8 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
   p->y_min = d->y_min;
   p->y_max = d->y_max;
   p->float_relu = d->y_dtype == WQ_DT_FLOAT && d->float_relu;
+  p->leaky = d->y_dtype != WQ_DT_FLOAT && d->leaky;
+  p->leaky_alpha = d->leaky_alpha;
 
   const int64_t cg = d->in_channels / d->group;
   const bool pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 &&

@@ -64,6 +64,8 @@ typedef struct {
 
   const float *float_bias; /* float y: M values or NULL */
   bool float_relu;         /* float y: Relu after the bias */
+  bool leaky;              /* 8-bit y: fused LeakyRelu (qgemm.h) */
+  float leaky_alpha;
 } wq_qconv_desc;
 
 /* How a GEMM-based plan lays out the K dimension: `segments` runs of
@@ -96,6 +98,8 @@ typedef struct {
   wq_dtype x_dtype, y_dtype;
   int32_t x_zero_point, y_zero_point, y_min, y_max;
   bool float_relu;
+  bool leaky; /* 8-bit y: fused LeakyRelu (qgemm.h) */
+  float leaky_alpha;
   wq_qconv_k_layout k_layout; /* GEMM-based algorithms */
   wq_qgemm_packed *gemms;     /* owned: one packed GEMM per group (SIMD GEMM algorithms) */
   wq_qconv_weights weights;

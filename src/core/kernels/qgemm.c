@@ -100,6 +100,8 @@ wq_status wq_qgemm_packed_alloc(wq_qgemm_packed *p, const wq_qgemm_desc *d, int6
   p->w_zero_point = calloc(cols, sizeof *p->w_zero_point);
   p->multiplier = calloc(cols, sizeof *p->multiplier);
   p->float_relu = d->y_dtype == WQ_DT_FLOAT && d->float_relu;
+  p->leaky = d->y_dtype != WQ_DT_FLOAT && d->leaky;
+  p->leaky_alpha = d->leaky_alpha;
   if (d->y_dtype == WQ_DT_FLOAT)
     p->float_bias = calloc(cols, sizeof *p->float_bias);
   p->bytes = (int64_t)w_size + (int64_t)cols * (d->y_dtype == WQ_DT_FLOAT ? 20 : 16);

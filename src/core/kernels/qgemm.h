@@ -61,6 +61,10 @@ typedef struct {
 
   const float *float_bias; /* float y: n values added after the scale, or NULL */
   bool float_relu;         /* float y: Relu after the bias */
+  /* 8-bit y: a fused LeakyRelu, acc * multiplier[j] < 0 scaled by
+   * leaky_alpha before rounding (quant_ref.h wq_ref_requantize_leaky). */
+  bool leaky;
+  float leaky_alpha;
 } wq_qgemm_desc;
 
 /* Packed weights plus per-column requantization data. Layout of `w` depends
@@ -82,6 +86,8 @@ typedef struct {
   int32_t y_zero_point, y_min, y_max;
   float *float_bias; /* owned, n_padded (float y only, else NULL) */
   bool float_relu;
+  bool leaky; /* 8-bit y: fused LeakyRelu (wq_qgemm_desc) */
+  float leaky_alpha;
   int64_t bytes; /* of the owned arrays (the memory limit counts them) */
 } wq_qgemm_packed;
 

@@ -37,6 +37,15 @@ wq_status wq_int8_read_act_range(const wq_node *node, wq_dtype y_dtype, int32_t 
   return WQ_OK;
 }
 
+wq_status wq_int8_read_act_alpha(const wq_node *node, wq_dtype y_dtype, bool *leaky, float *alpha,
+                                 wq_error *err) {
+  *leaky = wq_node_attr(node, "act_alpha") != NULL;
+  WQ_TRY(wq_attr_float(node, "act_alpha", 1.0f, alpha, err));
+  if (*leaky && (!(*alpha >= 0.0f && *alpha <= 1.0f) || y_dtype == WQ_DT_INT32))
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "act_alpha must be in [0, 1], 8-bit y");
+  return WQ_OK;
+}
+
 wq_status wq_int8_expect_8bit(const wq_node *node, const char *what, wq_dtype dtype,
                               wq_error *err) {
   if (dtype == WQ_DT_INT8 || dtype == WQ_DT_UINT8)

@@ -23,6 +23,10 @@ wq_status wq_int8_read_y_dtype(const wq_node *node, bool allow_int32, wq_dtype *
  * dtype's range) checked to lie within the range and be ordered. */
 wq_status wq_int8_read_act_range(const wq_node *node, wq_dtype y_dtype, int32_t *act_min,
                                  int32_t *act_max, wq_error *err);
+/* Fused LeakyRelu: attribute act_alpha (float in [0, 1]; 8-bit y only).
+ * *leaky is false when the node has none. */
+wq_status wq_int8_read_act_alpha(const wq_node *node, wq_dtype y_dtype, bool *leaky, float *alpha,
+                                 wq_error *err);
 
 /* Fails unless `dtype` is int8 or uint8, naming `what`. */
 wq_status wq_int8_expect_8bit(const wq_node *node, const char *what, wq_dtype dtype, wq_error *err);

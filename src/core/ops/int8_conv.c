@@ -28,6 +28,8 @@ typedef struct {
   int64_t group;
   wq_dtype y_dtype;
   int32_t act_min, act_max;
+  bool leaky; /* fused LeakyRelu (act_alpha) */
+  float leaky_alpha;
   /* Filled by the plan hook. */
   bool planned;
   bool channels_last; /* planned for a channels-last x */
@@ -63,6 +65,8 @@ static wq_status qconv_prepare(wq_node *node, wq_error *err) {
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "QConv: out of memory");
   wq_status st = wq_int8_conv_attrs_parse(node, &s->win, &s->group, &s->y_dtype, &s->act_min,
                                           &s->act_max, err);
+  if (st == WQ_OK)
+    st = wq_int8_read_act_alpha(node, s->y_dtype, &s->leaky, &s->leaky_alpha, err);
   if (st != WQ_OK) {
     free(s);
     return st;
@@ -203,7 +207,9 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
                      .y_dtype = s->y_dtype,
                      .y_zero_point = zy,
                      .y_min = s->act_min,
-                     .y_max = s->act_max};
+                     .y_max = s->act_max,
+                     .leaky = s->leaky,
+                     .leaky_alpha = s->leaky_alpha};
   wq_qconv_plan_free(&s->plan);
   s->planned = false;
   wq_status st = wq_qconv_plan_init(&s->plan, &d, node->name, err);
@@ -332,7 +338,9 @@ static wq_status qconv_run(const wq_node *node, const wq_value *in, wq_value *ou
                             .multiplier = s->multiplier,
                             .zero_point = s->y_zero_point,
                             .act_min = s->act_min,
-                            .act_max = s->act_max};
+                            .act_max = s->act_max,
+                            .leaky = s->leaky,
+                            .leaky_alpha = s->leaky_alpha};
   wq_int8_conv_ref(&p, in[0].data, out[0].data);
   return WQ_OK;
 }

@@ -19,6 +19,8 @@ typedef struct {
   bool trans_a;
   wq_dtype y_dtype;
   int32_t act_min, act_max;
+  bool leaky; /* fused LeakyRelu (act_alpha) */
+  float leaky_alpha;
   /* Filled by the plan hook. */
   bool planned;
   int64_t N, K;
@@ -56,6 +58,8 @@ static wq_status qgemm_prepare(wq_node *node, wq_error *err) {
     st = wq_int8_read_y_dtype(node, true, &s->y_dtype, err);
   if (st == WQ_OK)
     st = wq_int8_read_act_range(node, s->y_dtype, &s->act_min, &s->act_max, err);
+  if (st == WQ_OK)
+    st = wq_int8_read_act_alpha(node, s->y_dtype, &s->leaky, &s->leaky_alpha, err);
   if (st != WQ_OK) {
     free(s);
     return st;
@@ -181,7 +185,9 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
                        .y_dtype = s->y_dtype,
                        .y_zero_point = s->y_zero_point,
                        .y_min = s->act_min,
-                       .y_max = s->act_max};
+                       .y_max = s->act_max,
+                       .leaky = s->leaky,
+                       .leaky_alpha = s->leaky_alpha};
     wq_status st = wq_qgemm_pack(&s->packed, &d, node->name, err);
     free(w_zero_point);
     WQ_TRY(st);
@@ -224,7 +230,9 @@ static wq_status qgemm_run(const wq_node *node, const wq_value *in, wq_value *ou
                                    .multiplier = s->multiplier,
                                    .zero_point = s->y_zero_point,
                                    .act_min = s->act_min,
-                                   .act_max = s->act_max}};
+                                   .act_max = s->act_max,
+                                   .leaky = s->leaky,
+                                   .leaky_alpha = s->leaky_alpha}};
   wq_int8_gemm_ref(&p, in[0].data, out[0].data);
   return WQ_OK;
 }

@@ -77,7 +77,7 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (x < 0)
     return WQ_OK;
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], false, &sink))
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &sink))
     return WQ_OK;
   /* Run the float op itself on the 256 dequantized codes. */
   const wq_qparams *xq = g->tensors[x].qparams;
@@ -157,7 +157,7 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (b < 0)
     return WQ_OK;
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], true, &sink))
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_CLAMP, &sink))
     return WQ_OK;
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);
@@ -193,7 +193,7 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (x < 0)
     return WQ_OK;
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], false, &sink))
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &sink))
     return WQ_OK;
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);
@@ -230,7 +230,7 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err) {
     }
   }
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], false, &sink)) {
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &sink)) {
     free(xs);
     return WQ_OK;
   }
@@ -286,7 +286,7 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (x < 0)
     return WQ_OK;
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], false, &sink))
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &sink))
     return WQ_OK;
   const wq_qparams *xq = g->tensors[x].qparams, *yq = g->tensors[sink.tensor].qparams;
   char why[WQ_LOWER_WHY_MAX];

@@ -74,6 +74,15 @@ wq_status lower_attrs_int(lower_attrs *a, const char *name, int64_t v, wq_error 
   return WQ_OK;
 }
 
+wq_status lower_attrs_float(lower_attrs *a, const char *name, float v, wq_error *err) {
+  wq_attr *at = attrs_push(a, name, err);
+  if (!at)
+    return WQ_ERR_OUT_OF_MEMORY;
+  at->type = WQ_ATTR_FLOAT;
+  at->f = v;
+  return WQ_OK;
+}
+
 wq_status lower_attrs_copy(lower_attrs *a, const wq_node *from, const char *name, wq_error *err) {
   const wq_attr *src = wq_node_attr(from, name);
   if (!src)

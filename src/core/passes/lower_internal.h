@@ -60,6 +60,7 @@ typedef struct {
   int n, cap;
 } lower_attrs;
 wq_status lower_attrs_int(lower_attrs *a, const char *name, int64_t v, wq_error *err);
+wq_status lower_attrs_float(lower_attrs *a, const char *name, float v, wq_error *err);
 /* Deep copy of the node's attribute `name` when present (int, ints, float,
  * floats, string). */
 wq_status lower_attrs_copy(lower_attrs *a, const wq_node *from, const char *name, wq_error *err);
@@ -160,17 +161,22 @@ int lower_constant_input(lower_ctx *c, int t, const char *what);
 
 /* The quantized result of float tensor `t` (the output of the node being
  * lowered): t's only reader is a QuantizeLinear to int8/uint8 with
- * per-tensor parameters — or, when fuse_activation is set, a Relu or Clip
+ * per-tensor parameters — or, with `fuse` LOWER_FUSE_CLAMP, a Relu or Clip
  * whose only reader is such a QuantizeLinear (folded into a clamp of the
- * output codes). */
+ * output codes); with LOWER_FUSE_LEAKY (ops whose requantization scales
+ * negative values: QConv, QGemm) also a LeakyRelu, or a PRelu with one
+ * constant slope, of slope in [0, 1]. */
+enum { LOWER_FUSE_NONE = 0, LOWER_FUSE_CLAMP = 1, LOWER_FUSE_LEAKY = 2 };
 typedef struct {
   int tensor;          /* the QuantizeLinear output: the lowered node's output */
   int quantize_node;   /* absorbed */
   int activation_node; /* absorbed, or -1 */
   int32_t act_min, act_max;
+  bool leaky; /* the activation is a LeakyRelu of slope act_alpha */
+  float act_alpha;
   wq_dtype dtype;
 } lower_sink;
-bool lower_output_sink(lower_ctx *c, int t, bool fuse_activation, lower_sink *out);
+bool lower_output_sink(lower_ctx *c, int t, int fuse, lower_sink *out);
 
 /* Marks the sink's nodes absorbed and appends their description to buf. */
 void lower_absorb_sink(lower_ctx *c, const lower_sink *s, char *buf, size_t cap);

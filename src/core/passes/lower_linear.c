@@ -38,6 +38,8 @@ static wq_status output_attrs(lower_attrs *a, wq_dtype y_dtype, const lower_sink
     WQ_TRY(lower_attrs_int(a, "act_min", sink->act_min, err));
   if (sink->act_max != qmax)
     WQ_TRY(lower_attrs_int(a, "act_max", sink->act_max, err));
+  if (sink->leaky)
+    WQ_TRY(lower_attrs_float(a, "act_alpha", sink->act_alpha, err));
   return WQ_OK;
 }
 
@@ -247,7 +249,7 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
                      desc);
   }
   lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], true, &sink))
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_LEAKY, &sink))
     return WQ_OK;
   const int64_t M = wt->dims[0];
   wq_value wv = wq_tensor_value(wt);
@@ -339,8 +341,8 @@ wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
    * Linear: the Add becomes the op's bias. */
   int bias_add = is_gemm ? -1 : bias_add_after(c, n->outputs[0]);
   lower_sink sink;
-  if (!lower_output_sink(c, bias_add >= 0 ? g->nodes[bias_add].outputs[0] : n->outputs[0], true,
-                         &sink))
+  if (!lower_output_sink(c, bias_add >= 0 ? g->nodes[bias_add].outputs[0] : n->outputs[0],
+                         LOWER_FUSE_LEAKY, &sink))
     return WQ_OK;
   int w;
   WQ_TRY(canonical_weight(c, b, trans_b == 0, alpha, n->name, &w, err));

@@ -471,15 +471,49 @@ static bool single_reader(lower_ctx *c, int t, int *reader) {
   return true;
 }
 
-bool lower_output_sink(lower_ctx *c, int t, bool fuse_activation, lower_sink *out) {
+/* The negative slope of a LeakyRelu, or of a PRelu whose slope is one
+ * float constant; false when r is neither. */
+static bool leaky_slope(const lower_ctx *c, const wq_node *r, float *alpha) {
+  if (wq_node_is(r, WQ_OPID(leaky_relu))) {
+    const wq_attr *a = wq_node_attr(r, "alpha");
+    *alpha = a && a->type == WQ_ATTR_FLOAT ? a->f : 0.01f;
+    return true;
+  }
+  wq_value v;
+  if (!wq_node_is(r, WQ_OPID(prelu)) || r->n_inputs < 2 || r->inputs[1] < 0 ||
+      !constant_value(c, r->inputs[1], &v) || v.dtype != WQ_DT_FLOAT || wq_value_numel(&v) != 1)
+    return false;
+  *alpha = *(const float *)v.data;
+  return true;
+}
+
+bool lower_output_sink(lower_ctx *c, int t, int fuse, lower_sink *out) {
   memset(out, 0, sizeof *out);
   out->activation_node = -1;
+  out->act_alpha = 1.0f;
   int reader;
   if (!single_reader(c, t, &reader))
     return false;
   const wq_node *r = &c->g->nodes[reader];
+  float alpha = 1.0f;
+  if (fuse >= LOWER_FUSE_LEAKY && leaky_slope(c, r, &alpha)) {
+    if (!(alpha >= 0.0f && alpha <= 1.0f)) {
+      lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
+                "its result feeds %s '%s' of slope %g; a fused slope must be in [0, 1]", r->op_type,
+                r->name, (double)alpha);
+      return false;
+    }
+    int q_reader;
+    if (!single_reader(c, r->outputs[0], &q_reader) ||
+        !quantize_reader(c, r->outputs[0], q_reader, out))
+      return false;
+    out->activation_node = reader;
+    out->leaky = true;
+    out->act_alpha = alpha;
+    return true;
+  }
   bool is_act = wq_node_is(r, WQ_OPID(relu)) || wq_node_is(r, WQ_OPID(clip));
-  if (!is_act || !fuse_activation)
+  if (!is_act || fuse < LOWER_FUSE_CLAMP)
     return quantize_reader(c, t, reader, out);
   int act_out = r->outputs[0], q_reader;
   if (!single_reader(c, act_out, &q_reader))
@@ -499,8 +533,12 @@ void lower_absorb_sink(lower_ctx *c, const lower_sink *s, char *buf, size_t cap)
   size_t len = strlen(buf);
   if (s->activation_node >= 0) {
     const wq_node *a = &c->g->nodes[s->activation_node];
-    wq_format(buf + len, cap - len, " + %s '%s' (fused: clamp [%d, %d])", a->op_type, a->name,
-              (int)s->act_min, (int)s->act_max);
+    if (s->leaky)
+      wq_format(buf + len, cap - len, " + %s '%s' (fused: negative slope %.7g)", a->op_type,
+                a->name, (double)s->act_alpha);
+    else
+      wq_format(buf + len, cap - len, " + %s '%s' (fused: clamp [%d, %d])", a->op_type, a->name,
+                (int)s->act_min, (int)s->act_max);
     c->absorbed[s->activation_node] = true;
     c->stats.nodes_absorbed++;
     len = strlen(buf);

@@ -112,7 +112,7 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
     if (!union_reduced[d])
       return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "reduced axes are not one contiguous block");
   lower_sink sink;
-  if (!lower_output_sink(c, g->nodes[chain[n_chain - 1]].outputs[0], false, &sink))
+  if (!lower_output_sink(c, g->nodes[chain[n_chain - 1]].outputs[0], LOWER_FUSE_NONE, &sink))
     return WQ_OK;
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);

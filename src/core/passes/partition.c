@@ -257,6 +257,16 @@ static int find_root(int *parent, int i) {
   return i;
 }
 
+/* Node i computes shapes only (counted apart from the float nodes). */
+static bool shape_node(const wq_graph *g, const wq_node *n) {
+  return n->reason == WQ_REASON_SHAPE || (n->reason == WQ_REASON_NONE && computes_shapes(g, n));
+}
+
+/* Node i is one of the report's float nodes (r->floats). */
+static bool counted_float(const wq_graph *g, const wq_partition_report *r, int i) {
+  return r->backend[i] == WQ_BACKEND_FLOAT && !shape_node(g, &g->nodes[i]);
+}
+
 wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, wq_error *err) {
   memset(r, 0, sizeof *r);
   size_t nn = (size_t)g->n_nodes + 1;
@@ -275,7 +285,7 @@ wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, w
     const wq_node *n = &g->nodes[i];
     r->backend[i] = backend_of(g, n);
     parent[i] = i;
-    if (n->reason == WQ_REASON_SHAPE || (n->reason == WQ_REASON_NONE && computes_shapes(g, n)))
+    if (shape_node(g, n))
       r->shape++;
     else if (is_boundary(n) && r->backend[i] != WQ_BACKEND_FLOAT)
       r->boundary++;
@@ -334,24 +344,22 @@ char *wq_partition_summary(const wq_graph *g, const wq_partition_report *r) {
   wq_text_put(&t, "int8: %d of %d nodes in %d region%s; quantize/dequantize: %d; float: %d node%s",
               r->int8, g->n_nodes, r->n_regions, r->n_regions == 1 ? "" : "s", r->boundary,
               r->floats, r->floats == 1 ? "" : "s");
-  /* Float ops that could not run int8, counted per op in order of first
-   * appearance. */
+  /* Every node counted as float, per op and reason code in order of first
+   * appearance, so the listed counts add up to the total. */
   int listed = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
-    if (r->backend[i] != WQ_BACKEND_FLOAT || n->reason == WQ_REASON_NOT_QUANTIZED ||
-        n->reason == WQ_REASON_MODE_FP || n->reason == WQ_REASON_SHAPE ||
-        n->reason == WQ_REASON_NONE)
+    if (!counted_float(g, r, i))
       continue;
     bool seen = false;
     for (int j = 0; j < i && !seen; j++)
-      seen = r->backend[j] == WQ_BACKEND_FLOAT && g->nodes[j].reason == n->reason &&
+      seen = counted_float(g, r, j) && g->nodes[j].reason == n->reason &&
              strcmp(g->nodes[j].op_type, n->op_type) == 0;
     if (seen)
       continue;
     int count = 0;
     for (int j = i; j < g->n_nodes; j++)
-      count += r->backend[j] == WQ_BACKEND_FLOAT && g->nodes[j].reason == n->reason &&
+      count += counted_float(g, r, j) && g->nodes[j].reason == n->reason &&
                strcmp(g->nodes[j].op_type, n->op_type) == 0;
     wq_text_put(&t, "%s%s x%d %s", listed ? ", " : " (", n->op_type, count,
                 wq_reason_name(n->reason));

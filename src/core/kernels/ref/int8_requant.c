@@ -7,7 +7,7 @@ void wq_int8_requant_store(const wq_int8_requant *rq, int64_t c, int32_t acc, vo
     ((int32_t *)y)[i] = acc;
     return;
   }
-  int32_t q =
-      wq_ref_requantize_value(acc, rq->multiplier[c], rq->zero_point, rq->act_min, rq->act_max);
+  int32_t q = wq_ref_requantize_leaky(acc, rq->multiplier[c], rq->leaky ? rq->leaky_alpha : 1.0f,
+                                      rq->zero_point, rq->act_min, rq->act_max);
   wq_ref_q_store(y, rq->y_dtype, i, q);
 }

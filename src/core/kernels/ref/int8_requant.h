@@ -9,6 +9,7 @@
 #ifndef WQ_KERNELS_REF_INT8_REQUANT_H
 #define WQ_KERNELS_REF_INT8_REQUANT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../../ir/dtype.h"
@@ -18,6 +19,8 @@ typedef struct {
   const float *multiplier; /* one per output channel; NULL for int32 output */
   int32_t zero_point;
   int32_t act_min, act_max; /* clamp within the dtype's range */
+  bool leaky;               /* fused LeakyRelu: negative values scaled by leaky_alpha */
+  float leaky_alpha;
 } wq_int8_requant;
 
 /* Stores output element `i` of channel `c` from accumulator `acc`. */

@@ -48,6 +48,12 @@ int32_t wq_ref_requantize_value(int32_t acc, float multiplier, int32_t zero_poin
   return round_saturate((float)acc * multiplier, zero_point, qmin, qmax);
 }
 
+int32_t wq_ref_requantize_leaky(int32_t acc, float multiplier, float alpha, int32_t zero_point,
+                                int32_t qmin, int32_t qmax) {
+  float t = (float)acc * multiplier;
+  return round_saturate(t < 0 ? t * alpha : t, zero_point, qmin, qmax);
+}
+
 void wq_ref_quantize_linear(const float *x, int64_t n, const wq_qparams *qp, void *y) {
   for (int64_t i = 0; i < n; i++) {
     int64_t p = wq_qparams_index_of(qp, i);

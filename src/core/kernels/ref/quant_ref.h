@@ -26,6 +26,12 @@ int32_t wq_ref_quantize_value(float x, float scale, int32_t zero_point, int32_t 
  * multiplier = s_in * s_w / s_out computed in float32. */
 int32_t wq_ref_requantize_value(int32_t acc, float multiplier, int32_t zero_point, int32_t qmin,
                                 int32_t qmax);
+/* The same with a fused LeakyRelu: t = acc * multiplier, t < 0 scaled by
+ * alpha (float32 products, the order the QDQ graph rounds them in when the
+ * scales are powers of two), then rounded and saturated. alpha 1 is
+ * wq_ref_requantize_value (times 1 is exact). */
+int32_t wq_ref_requantize_leaky(int32_t acc, float multiplier, float alpha, int32_t zero_point,
+                                int32_t qmin, int32_t qmax);
 
 /* y[i] = quantize(x[i]) with the qparams of element i; y has qp->dtype. */
 void wq_ref_quantize_linear(const float *x, int64_t n, const wq_qparams *qp, void *y);

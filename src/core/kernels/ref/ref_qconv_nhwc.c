@@ -56,7 +56,8 @@ void wq_ref_qconv_run(const wq_qconv_plan *p, const void *x, void *y) {
                 acc, p->weights.multiplier[m], p->weights.float_bias[m], p->float_relu);
             continue;
           }
-          int32_t q = wq_ref_requantize_value(acc, p->weights.multiplier[m], p->y_zero_point,
+          int32_t q = wq_ref_requantize_leaky(acc, p->weights.multiplier[m],
+                                              p->leaky ? p->leaky_alpha : 1.0f, p->y_zero_point,
                                               p->y_min, p->y_max);
           wq_ref_q8_store(y, p->y_dtype, out_pixel * M + m, q);
         }

@@ -26,8 +26,8 @@ void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_
             wq_ref_float_stage(acc, p->multiplier[j], p->float_bias[j], p->float_relu);
         continue;
       }
-      int32_t q =
-          wq_ref_requantize_value(acc, p->multiplier[j], p->y_zero_point, p->y_min, p->y_max);
+      int32_t q = wq_ref_requantize_leaky(acc, p->multiplier[j], p->leaky ? p->leaky_alpha : 1.0f,
+                                          p->y_zero_point, p->y_min, p->y_max);
       wq_ref_q8_store(y, p->y_dtype, i * ldy + j, q);
     }
 }

@@ -55,6 +55,8 @@ static wq_status pack_group_gemm(wq_qconv_plan *p, const wq_qconv_desc *d, int64
       .y_max = d->y_max,
       .float_bias = p->weights.float_bias ? p->weights.float_bias + g * mg : NULL,
       .float_relu = d->float_relu,
+      .leaky = d->leaky,
+      .leaky_alpha = d->leaky_alpha,
   };
   wq_status st = wq_qgemm_desc_check(&gd, node, err);
   if (st == WQ_OK)
@@ -363,7 +365,7 @@ static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, cons
  * memory and read through a pointer: V8 would rebuild v128 constants
  * inside the loops. */
 typedef struct {
-  v128_t lo, magic, magic_less_zp, y_min, y_max, flip;
+  v128_t lo, magic, magic_less_zp, y_min, y_max, flip, alpha;
   int float_clamp;
 } dw_requant;
 
@@ -378,6 +380,7 @@ static void dw_requant_init(dw_requant *q, const wq_qconv_plan *p) {
   q->y_max = wasm_u8x16_splat((uint8_t)(p->y_max + shift));
   q->flip = wasm_u8x16_splat((uint8_t)shift);
   q->float_clamp = p->weights.dw_float_clamp;
+  q->alpha = wasm_f32x4_splat(p->leaky ? p->leaky_alpha : 1.0f); /* times 1 is exact */
 }
 
 /* Four pixels' accumulators of 4 channels to 16 bytes, pixel-major. */
@@ -385,7 +388,7 @@ static inline v128_t dw_bytes(const dw_requant *q, const v128_t a[4], v128_t m) 
   v128_t r[4];
 #pragma clang loop unroll(full)
   for (int i = 0; i < 4; i++) {
-    v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a[i]), m);
+    v128_t v = wq_simd_leaky4(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a[i]), m), q->alpha);
     if (q->float_clamp)
       v = wasm_f32x4_pmax(q->lo, v);
     r[i] = wasm_i32x4_sub(wasm_f32x4_add(v, q->magic), q->magic_less_zp);

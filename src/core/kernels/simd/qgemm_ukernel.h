@@ -131,6 +131,7 @@ typedef struct {
   /* y_max below the dtype's maximum: clamp in float; else the saturating
    * narrows clamp (values past 2^22 still map above the maximum). */
   int clamp_hi;
+  v128_t alpha; /* fused LeakyRelu's slope (1: none; times 1 is exact) */
 } wq_simd_requant;
 
 static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
@@ -142,7 +143,13 @@ static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
   q.a_zero_point = wasm_i32x4_splat(p->a_zero_point);
   q.is_unsigned = p->y_dtype == WQ_DT_UINT8;
   q.clamp_hi = p->y_max < (q.is_unsigned ? 255 : 127);
+  q.alpha = wasm_f32x4_splat(p->leaky ? p->leaky_alpha : 1.0f);
   return q;
+}
+
+/* v < 0 ? v * alpha : v (quant_ref.h wq_ref_requantize_leaky). */
+static inline v128_t wq_simd_leaky4(v128_t v, v128_t alpha) {
+  return wasm_v128_bitselect(wasm_f32x4_mul(v, alpha), v, wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f)));
 }
 
 /* Four int32 accumulators to four requantized int32 outputs (already
@@ -153,7 +160,7 @@ static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
  * which the saturating narrow then clamps. */
 static inline v128_t wq_simd_requant4(const wq_simd_requant *q, v128_t acc, v128_t multiplier) {
   v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), multiplier);
-  v = wasm_f32x4_pmax(q->lo, v);
+  v = wasm_f32x4_pmax(q->lo, wq_simd_leaky4(v, q->alpha));
   if (q->clamp_hi)
     v = wasm_f32x4_pmin(q->hi, v);
   v = wasm_f32x4_add(v, q->magic);

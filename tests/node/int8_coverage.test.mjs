@@ -1,0 +1,132 @@
+// int8 all the way through QDQ graphs as vendor quantizers write them,
+// against onnxruntime-node at graphOptimizationLevel 'disabled' (it runs the
+// QDQ graph op by op in float: the exact semantics of the file).
+//
+// With power-of-two scales (Vitis AI's form) every float product and sum in
+// onnxruntime's Conv/Gemm is exact, and so is the division by the output
+// scale, so the int8 result must equal onnxruntime's codes bit for bit:
+//   - Conv -> LeakyRelu -> Q and Gemm -> LeakyRelu -> Q (no Q between them)
+//     fuse the slope into the requantization (im2col, depthwise, 1x1, GEMM);
+//   - PRelu with one constant slope the same;
+//   - Conv -> Q -> DQ -> LeakyRelu -> Q: the conv, then a 256-entry lookup;
+//   - per-tensor and per-channel weights;
+//   - a RetinaFace-shaped detector (tests/models/retinaface_qdq.mjs) at 96x96.
+// Summaries list every float node under a reason code: the counts add up.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { load } from '../../src/js/index.mjs';
+import { randomArray } from '../../src/js/random.mjs';
+import { FloatGraph, calibrate, quantize } from '../models/qdq_builder.mjs';
+import { retinafaceModels } from '../models/retinaface_qdq.mjs';
+
+const ort = createRequire(import.meta.url)('onnxruntime-node');
+const ORT_DISABLED = { graphOptimizationLevel: 'disabled', logSeverityLevel: 3 };
+
+async function compare(bytes, inputs) {
+  const feeds = {}, ortFeeds = {};
+  inputs.forEach(({ name, dims }, k) => {
+    const data = randomArray('float32', dims.reduce((a, b) => a * b, 1), k);
+    feeds[name] = { data, dims };
+    ortFeeds[name] = new ort.Tensor('float32', data, dims);
+  });
+  const session = await ort.InferenceSession.create(bytes, ORT_DISABLED);
+  const theirs = await session.run(ortFeeds);
+  const model = await load(bytes);
+  try {
+    const ours = await model.run(feeds);
+    const differ = {};
+    for (const [name, t] of Object.entries(theirs)) {
+      assert.equal(ours[name].data.length, t.data.length, name);
+      differ[name] = ours[name].data.filter((v, i) => v !== t.data[i]).length;
+    }
+    return { differ, summary: model.graph().summary, lowered: model.describeLowered() };
+  } finally {
+    model.dispose();
+  }
+}
+
+/** The float nodes the summary lists, per "Op xN CODE" entry, and its total. */
+function summaryFloats(summary) {
+  const m = summary.match(/float: (\d+) nodes?(?: \(([^)]*)\))?/);
+  assert.ok(m, summary);
+  const listed = (m[2] ?? '').split(', ').filter(Boolean).map((e) => Number(e.match(/ x(\d+) [A-Z_]+$/)[1]));
+  return { total: Number(m[1]), listed: listed.reduce((a, b) => a + b, 0) };
+}
+
+function activationGraph(axis) {
+  const g = new FloatGraph(`act_${axis}`, 'int8', 13);
+  g.input('x', [1, 8, 12, 12]);
+  const w = (name, dims, amp) => g.weight(name, dims, amp, { axis });
+  w('w1', [16, 8, 3, 3], 0.3), g.weight('b1', [16], 0.1, { bias: true });
+  g.node('Conv', ['x', 'w1', 'b1'], 'c1', { pads: [1, 1, 1, 1] }, { noq: true });
+  g.node('LeakyRelu', ['c1'], 'a1', { alpha: { float: 0.1015625 } });
+  w('w2', [16, 1, 3, 3], 0.5), g.weight('b2', [16], 0.1, { bias: true });
+  g.node('Conv', ['a1', 'w2', 'b2'], 'c2', { pads: [1, 1, 1, 1], group: 16 }, { noq: true });
+  g.node('LeakyRelu', ['c2'], 'a2', { alpha: { float: 0.2 } });
+  w('w3', [8, 16, 1, 1], 0.4), g.weight('b3', [8], 0.1, { bias: true });
+  g.node('Conv', ['a2', 'w3', 'b3'], 'c3', {}, { noq: true });
+  g.const('slope', [], [0.25]);
+  g.node('PRelu', ['c3', 'slope'], 'a3');
+  // The other placement: the conv has its own Q, the activation reads its DQ.
+  w('w4', [8, 8, 3, 3], 0.3), g.weight('b4', [8], 0.1, { bias: true });
+  g.node('Conv', ['a3', 'w4', 'b4'], 'c4', { pads: [1, 1, 1, 1], strides: [2, 2] });
+  g.node('LeakyRelu', ['c4'], 'a4', { alpha: { float: 0.1 } });
+  g.node('Flatten', ['a4'], 'f');
+  w('w5', [10, 288], 0.1), g.weight('b5', [10], 0.1, { bias: true });
+  g.node('Gemm', ['f', 'w5', 'b5'], 'm', { transB: 1 }, { noq: true });
+  g.node('LeakyRelu', ['m'], 'y', { alpha: { float: 0.125 } });
+  g.output('y');
+  return g;
+}
+
+for (const [label, axis] of [['per-tensor', null], ['per-channel', 0]]) {
+  test(`Conv/Gemm -> LeakyRelu|PRelu -> Q and Conv -> Q -> DQ -> LeakyRelu -> Q (${label} weights, power-of-two scales): all int8, equal to onnxruntime`, async () => {
+    const g = activationGraph(axis);
+    const bytes = quantize(g, await calibrate(g), { pow2: true });
+    const r = await compare(bytes, g.inputs.map((t) => ({ name: t.name, dims: t.shape })));
+    assert.deepEqual(r.differ, { y: 0 });
+    assert.match(r.summary, /float: 0 nodes/);
+    for (const [conv, act, slope] of [['Conv_c1', 'LeakyRelu_a1', 0.1015625], ['Conv_c2', 'LeakyRelu_a2', 0.2], ['Conv_c3', 'PRelu_a3', 0.25], ['Gemm_m', 'LeakyRelu_y', 0.125]])
+      assert.match(r.lowered, new RegExp(`${conv}[\\s\\S]*?\\+ ${act.split('_')[0]} '${act}' \\(fused: negative slope ${slope}\\)`));
+    assert.match(r.lowered, /QLookup[\s\S]*?LeakyRelu_a4/);
+  });
+}
+
+test('a LeakyRelu of slope above 1 stays its own node, the conv keeps its float reason', async () => {
+  const g = new FloatGraph('steep', 'int8', 13);
+  g.input('x', [1, 4, 6, 6]);
+  g.weight('w', [4, 4, 3, 3], 0.3, { axis: null }), g.weight('b', [4], 0.1, { bias: true });
+  g.node('Conv', ['x', 'w', 'b'], 'c', { pads: [1, 1, 1, 1] }, { noq: true });
+  g.node('LeakyRelu', ['c'], 'y', { alpha: { float: 1.5 } });
+  g.output('y');
+  const bytes = quantize(g, await calibrate(g), { pow2: true });
+  const r = await compare(bytes, [{ name: 'x', dims: [1, 4, 6, 6] }]);
+  assert.deepEqual(r.differ, { y: 0 });
+  assert.match(r.lowered, /slope 1\.5; a fused slope must be in \[0, 1\]/);
+  const f = summaryFloats(r.summary);
+  assert.equal(f.listed, f.total, r.summary);
+});
+
+test('RetinaFace-shaped Vitis-style QDQ detector (96x96): every compute node but Softmax int8, outputs equal to onnxruntime', async () => {
+  const { qdq } = await retinafaceModels(96);
+  const r = await compare(qdq, [{ name: 'input', dims: [1, 3, 96, 96] }]);
+  assert.deepEqual(r.differ, { scores: 0, box_all: 0, ldm_all: 0 });
+  assert.match(r.summary, /float: 1 node \(Softmax x1 UNSUPPORTED_OP\)/);
+  const int8 = Number(r.summary.match(/^int8: (\d+) of/)[1]);
+  assert.ok(int8 >= 90, r.summary);
+});
+
+test('summaries list every float node: a float model and --partition fp add up', async () => {
+  const g = activationGraph(null);
+  for (const [bytes, options] of [[g.floatModel(), {}], [quantize(g, await calibrate(g), { pow2: true }), { partition: 'fp' }]]) {
+    const model = await load(bytes, options);
+    try {
+      const f = summaryFloats(model.graph().summary);
+      assert.ok(f.total > 0);
+      assert.equal(f.listed, f.total, model.graph().summary);
+    } finally {
+      model.dispose();
+    }
+  }
+});
