@@ -15,7 +15,8 @@ import { WasmqError } from './errors.mjs';
 const DEFAULT_GLUE_URL = new URL('../../wasm_build/out/wasmq.mjs', import.meta.url);
 const DEFAULT_WASM_URL = new URL('../../wasm_build/out/wasmq.wasm', import.meta.url);
 // The threaded variant (build.sh --threads): wasmq.mjs, wasmq.wasm, wasmq.worker.js.
-const DEFAULT_THREADED_DIR = new URL('../../wasm_build/out/mt/', import.meta.url);
+// A folder: bundlers cannot copy it (a bundled page sets baseUrl or threadedDir for threads).
+const DEFAULT_THREADED_DIR = new URL(/* @vite-ignore */ '../../wasm_build/out/mt/', import.meta.url);
 // The quant variant (build.sh --quant).
 const DEFAULT_QUANT_GLUE_URL = new URL('../../wasm_build/out/wasmq-quant.mjs', import.meta.url);
 const DEFAULT_QUANT_WASM_URL = new URL('../../wasm_build/out/wasmq-quant.wasm', import.meta.url);

@@ -1,17 +1,21 @@
-// The npm package as a new user gets it: `npm pack`, the tarball installed
-// into a fresh project, that project bundled with vite and with esbuild
-// (platform browser) and run in Chromium, and used from Node. Prints the
-// bundle sizes.
+// The npm package as a new user gets it: `npm pack` (once), the tarball
+// installed into a fresh project (once), that project bundled with vite,
+// webpack and esbuild (platform browser) and run in Chromium, served as plain
+// files with an import map, and used from Node as ESM, CommonJS and
+// TypeScript (strict). Bundlers that copy `new URL(..., import.meta.url)`
+// assets need no setting; everything else sets one: configure({ baseUrl }).
+// Prints the bundle sizes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, createReadStream, existsSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, createReadStream, existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build as viteBuild } from 'vite';
 import { build as esbuild } from 'esbuild';
+import webpack from 'webpack';
 import { SHARED, NATIVE_CLI } from '../node/helpers.mjs';
 import { encodeNpy } from '../../src/js/npy.mjs';
 import { load, quantize } from '../../src/js/index.mjs';
@@ -24,10 +28,11 @@ const FLOAT_MODEL = path.resolve(SHARED, 'models/mnist-8/model.onnx');
 const work = mkdtempSync(path.join(tmpdir(), 'wq-consumer-'));
 const app = path.join(work, 'app');
 let browser;
+let packedReadme;
 
 const MAIN_JS = `import { load, configure } from 'wasmq';
-// esbuild does not rewrite new URL(..., import.meta.url): the page says where the files are.
-if (globalThis.WASMQ_DIR) configure({ glueUrl: new URL('wasmq.mjs', WASMQ_DIR), wasmUrl: new URL('wasmq.wasm', WASMQ_DIR) });
+// esbuild does not rewrite new URL(..., import.meta.url): the page says where the package's wasm_build/out/ folder is.
+if (globalThis.WASMQ_BASE) configure({ baseUrl: WASMQ_BASE });
 const bytes = new Uint8Array(await (await fetch('./model.onnx')).arrayBuffer());
 const model = await load(new Blob([bytes]));
 const input = model.inputs[0];
@@ -39,11 +44,18 @@ document.body.textContent = summary;
 `;
 
 before(async () => {
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: REPO, encoding: 'utf8' }));
+  // With its scripts, as a user runs it: prepack rebuilds only stale cores
+  // (none after the suite's wasm build) and swaps in the npm users' README.
+  const t0 = Date.now();
+  const stdout = execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_PATH: '/usr/share/nodejs' } });
+  console.log(`npm pack: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${stdout.split('\n').filter((l) => l.startsWith('wasm_build:')).join('; ')}`);
+  const packed = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1));
   const tarball = path.join(work, packed[0].filename);
   mkdirSync(app);
   writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball], { cwd: app, stdio: 'pipe' });
+  // The package's README is the one for npm users (src/js/README.md).
+  packedReadme = execFileSync('tar', ['-xzOf', tarball, 'package/README.md'], { encoding: 'utf8' });
   writeFileSync(path.join(app, 'main.js'), MAIN_JS);
   writeFileSync(path.join(app, 'index.html'), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>consumer</title><script type="module" src="./main.js"></script>');
   browser = await launchChromium();
@@ -122,20 +134,96 @@ test('consumer project built with vite runs the model in Chromium (same output a
   assert.deepEqual(got, await expected());
 });
 
+test('consumer project built with webpack (target web) runs the model in Chromium, no setting needed', async () => {
+  const outDir = path.join(work, 'webpack-dist');
+  const stats = await new Promise((resolve, reject) =>
+    webpack({ mode: 'production', context: app, entry: './main.js', target: 'web', output: { path: outDir, filename: 'main.js' }, performance: { hints: false } }, (err, st) => (err ? reject(err) : resolve(st))),
+  );
+  assert.ok(!stats.hasErrors(), stats.toString('errors-only'));
+  // webpack emits the cores as assets (new URL(..., import.meta.url)).
+  const files = sizeOf(outDir);
+  assert.ok(files.some(([f]) => f.endsWith('.wasm')), files.join(' '));
+  console.log(`webpack bundle: ${files.map(([f, sz]) => `${f} ${(sz / 1024).toFixed(1)} KB`).join(', ')}`);
+  writeFileSync(path.join(outDir, 'index.html'), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>consumer</title><script src="./main.js"></script>');
+  const got = await runInChromium(outDir);
+  assert.deepEqual(got, await expected());
+});
+
 test('consumer project built with esbuild (platform browser) runs the model in Chromium', async () => {
   const outDir = path.join(work, 'esbuild-dist');
   mkdirSync(outDir, { recursive: true });
   await esbuild({ entryPoints: [path.join(app, 'main.js')], bundle: true, format: 'esm', platform: 'browser', target: 'es2022', outfile: path.join(outDir, 'main.js'), absWorkingDir: app, logLevel: 'error' });
-  // The core's files go next to the bundle, as the README tells esbuild users.
-  for (const f of ['wasmq.mjs', 'wasmq.wasm']) copyFileSync(path.join(app, 'node_modules/wasmq/wasm_build/out', f), path.join(outDir, f));
+  // The package's wasm_build/out/ folder is copied beside the bundle, as the README tells esbuild users.
+  cpSync(path.join(app, 'node_modules/wasmq/wasm_build/out'), path.join(outDir, 'wasmq'), { recursive: true });
   writeFileSync(
     path.join(outDir, 'index.html'),
-    `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>consumer</title><script>globalThis.WASMQ_DIR = new URL('./', location.href).href;</script><script type="module" src="./main.js"></script>`,
+    `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>consumer</title><script>globalThis.WASMQ_BASE = './wasmq/';</script><script type="module" src="./main.js"></script>`,
   );
   const bundle = statSync(path.join(outDir, 'main.js')).size;
-  console.log(`esbuild bundle: main.js ${(bundle / 1024).toFixed(1)} KB (+ wasmq.mjs, wasmq.wasm)`);
+  console.log(`esbuild bundle: main.js ${(bundle / 1024).toFixed(1)} KB (+ the copied wasm_build/out/ folder as wasmq/)`);
   const got = await runInChromium(outDir);
   assert.deepEqual(got, await expected());
+});
+
+test('consumer project in Node as CommonJS: require() of the installed package loads and runs', () => {
+  writeFileSync(path.join(app, 'node.cjs'), `const { load } = require('wasmq');
+const { readFileSync } = require('node:fs');
+load(readFileSync(${JSON.stringify(MODEL)})).then(async (m) => {
+  const out = await m.run({ [m.inputs[0].name]: new Float32Array(3 * 224 * 224) });
+  console.log(m.graph().summary, Object.keys(out).length);
+});`);
+  const out = execFileSync(process.execPath, ['node.cjs'], { cwd: app, encoding: 'utf8' });
+  assert.match(out, /^int8: 6 of 8 nodes in 1 region.* 1\n$/);
+});
+
+// What a TypeScript user writes: run()'s outputs are Tensors whose data is
+// typed by checking dtype (no casts); a wrong assumption does not compile.
+const TS_MAIN = `import { load, configure, type Tensor, type Model } from 'wasmq';
+
+declare const process: { argv: string[] };
+configure({ baseUrl: new URL('../node_modules/wasmq/wasm_build/out/', import.meta.url) });
+const model: Model = await load(process.argv[2]);
+const input = model.inputs[0];
+const out = await model.run({ [input.name]: { data: new Float32Array(3 * 224 * 224), dims: [1, 3, 224, 224] } });
+let sum = 0;
+for (const [name, tensor] of Object.entries(out)) {
+  const t: Tensor = tensor;
+  if (t.dtype === 'float32') {
+    const data: Float32Array = t.data;
+    sum += data.reduce((a, b) => a + b, 0);
+  } else if (t.dtype === 'int64') {
+    const data: BigInt64Array = t.data;
+    sum += Number(data[0]);
+  }
+  console.log(name, t.dims.join('x'), t.dtype);
+}
+const one: Tensor<'float32'> | undefined = undefined;
+// @ts-expect-error: data is a union until dtype is checked
+const unchecked: Float32Array = out[model.outputs[0].name].data;
+const profiled = await model.run({ [input.name]: new Float32Array(3 * 224 * 224) }, { profile: true });
+console.log(profiled.profile?.length ?? 0, one, unchecked.length > 0, Number.isFinite(sum));
+`;
+
+test('consumer project in TypeScript (strict): run() outputs typed per dtype without casts; tsc passes and the output runs', () => {
+  const ts = path.join(app, 'ts');
+  mkdirSync(ts, { recursive: true });
+  writeFileSync(path.join(ts, 'main.ts'), TS_MAIN);
+  writeFileSync(
+    path.join(ts, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', outDir: '../ts-out', types: [], lib: ['es2022', 'dom'], skipLibCheck: false, noUnusedLocals: false }, files: ['main.ts'] }),
+  );
+  const tsc = path.join(REPO, 'node_modules/typescript/bin/tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', ts], { cwd: app, encoding: 'utf8' });
+  assert.equal(r.status, 0, `tsc: ${r.stdout}${r.stderr}`);
+  const out = execFileSync(process.execPath, [path.join(app, 'ts-out/main.js'), MODEL], { cwd: app, encoding: 'utf8' });
+  assert.match(out, /float32/);
+  assert.match(out, /^\d+ undefined true true$/m);
+});
+
+test('the tarball README is written for npm users: install and use first, no repository scripts', () => {
+  assert.match(packedReadme, /npm install/);
+  assert.match(packedReadme, /configure\(\{ baseUrl/);
+  assert.doesNotMatch(packedReadme, /scripts\/|demo\.sh|test\.sh/);
 });
 
 test('consumer project in Node: import from the installed package, run, and a clear error when the .wasm is elsewhere', () => {
@@ -192,7 +280,7 @@ test('in a module Worker bundled by esbuild', async () => {
   writeFileSync(
     path.join(app, 'worker-src.js'),
     `import { load, configure } from 'wasmq';
-configure({ glueUrl: new URL('wasmq.mjs', self.location.href), wasmUrl: new URL('wasmq.wasm', self.location.href) });
+configure({ baseUrl: new URL('./wasmq/', self.location.href) });
 self.onmessage = async ({ data }) => {
   const model = await load(new Blob([data]));
   const input = new Float32Array(1 * 3 * 224 * 224).map((_, i) => ((i * 7919) % 255) / 255);
@@ -201,7 +289,7 @@ self.onmessage = async ({ data }) => {
 };`,
   );
   await esbuild({ entryPoints: [path.join(app, 'worker-src.js')], bundle: true, format: 'esm', platform: 'browser', target: 'es2022', outfile: path.join(outDir, 'worker.js'), absWorkingDir: app, logLevel: 'error' });
-  for (const f of ['wasmq.mjs', 'wasmq.wasm']) copyFileSync(path.join(app, 'node_modules/wasmq/wasm_build/out', f), path.join(outDir, f));
+  cpSync(path.join(app, 'node_modules/wasmq/wasm_build/out'), path.join(outDir, 'wasmq'), { recursive: true });
   writeFileSync(
     path.join(outDir, 'worker.html'),
     `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>worker</title>
