@@ -54,7 +54,7 @@ const same = floatResult.predictions.filter((p, i) => p === int8Result.predictio
 console.log(`\nfloat32 ${floatResult.correct}/${count} recognised, ${floatMs.toFixed(3)} ms per image`);
 console.log(`int8    ${int8Result.correct}/${count} recognised, ${int8Ms.toFixed(3)} ms per image ` +
   `(${(floatMs / int8Ms).toFixed(2)}x), same prediction as float32 on ${same}/${count}`);
-console.log(`(times: median of ${TIMED_ROUNDS} rounds over the ${count} images, the models taking turns, ` +
+console.log(`(times: wall clock of run(), median of ${TIMED_ROUNDS} rounds over the ${count} images, the models taking turns, ` +
   `after ${WARMUP_ROUNDS} warm-up rounds)`);
 floatModel.dispose();
 int8Model.dispose();

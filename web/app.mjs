@@ -167,8 +167,9 @@ async function draw() {
   const svg = box.querySelector('svg');
   svg.removeAttribute('width');
   svg.removeAttribute('height');
-  state.panZoom = svgPanZoom(svg, { zoomScaleSensitivity: 0.3, minZoom: 0.05, maxZoom: 20, fit: true, center: true, controlIconsEnabled: true });
-  if (drawable.nodes.length > 60) state.panZoom.zoom(Math.max(state.panZoom.getZoom(), 0.6));
+  state.panZoom = svgPanZoom(svg, { zoomScaleSensitivity: 0.3, minZoom: 0.01, maxZoom: 20, fit: true, center: true, controlIconsEnabled: true });
+  if (drawable.nodes.length <= READABLE_NODES) readableView(state.panZoom, svg);
+  svg.dataset.scale = screenScale(svg).toFixed(3);
   $('summary').textContent = m.graph.summary;
   $('summary').dataset.layoutMs = ms.toFixed(1);
   $('legend').innerHTML =
@@ -183,9 +184,37 @@ async function draw() {
   return ms2;
 }
 
+// Up to this many nodes the graph opens at a scale where labels are
+// readable (node names at >= 10.8 px, details at 9 px), its inputs at the
+// top; a graph that fits at that scale is shown whole. Bigger graphs open
+// fitted (an overview); the wheel zooms in.
+const READABLE_NODES = 300;
+const READABLE_SCALE = 0.9;
+
+/** SVG units to screen pixels, as drawn (the pan-zoom viewport's transform). */
+const screenScale = (svg) => svg.querySelector('.svg-pan-zoom_viewport')?.getScreenCTM()?.a ?? 1;
+
+function readableView(panZoom, svg) {
+  const shown = screenScale(svg);
+  if (shown >= READABLE_SCALE) return;
+  const zoom = (panZoom.getZoom() * READABLE_SCALE) / shown;
+  // A tall graph fits only far out: let the wheel zoom in past this view too.
+  panZoom.setMaxZoom(Math.max(20, 4 * zoom));
+  panZoom.zoom(zoom);
+  const { width, viewBox, realZoom } = panZoom.getSizes();
+  const scale = realZoom;
+  // The top of the graph (its inputs), centred across when it is narrower than the view.
+  const x = viewBox.width * scale <= width ? (width - viewBox.width * scale) / 2 : 8;
+  panZoom.pan({ x: x - viewBox.x * scale, y: 8 - viewBox.y * scale });
+}
+
+// Large graphs start with the memory lanes folded: the graph gets the height.
+const LANES_OPEN_NODES = 60;
+
 function showLanes() {
   const g = current().graph;
   const lanes = memoryLanes(g);
+  $('lanes-box').open = g.nodes.length <= LANES_OPEN_NODES;
   $('lanes').innerHTML = renderLanesSvg(lanes, g.nodes.length, { width: Math.max(700, $('lanes').clientWidth - 10) });
   $('arena').textContent = g.memory.planned ? `· arena ${fmtBytes(g.memory.arena_bytes)}, lower bound ${fmtBytes(g.memory.lower_bound_bytes)}` : '· planned at the first run';
 }
@@ -286,7 +315,7 @@ async function runShown() {
     const r = await runModel(m.key, m.feeds ?? randomFeeds(m), { profile: true, repeats: 5, label: `Running ${m.name} ×5` });
     state.data.time = nodeData(new Map(r.profile.map((n) => [n.name, n.ms])), { label: 'ms' });
     $('overlay').querySelector('[data-overlay="time"]').disabled = false;
-    setStatus(`${m.name}: ${fmtNum(r.ms)} ms per run (mean of 5, profiled); per-node times in the Time overlay`);
+    setStatus(`${m.name}: ${fmtNum(r.ms)} ms per run (${r.method}); per-node times (medians of 5 profiled runs) in the Time overlay`);
     if (state.overlay === 'time') await draw();
     if (state.selected >= 0) select(state.selected);
   } catch (e) {
@@ -493,6 +522,11 @@ globalThis.wasmqInspector = {
   quant,
   exportSvg,
   exportPng,
+  /** Pans the view to node `id` (the graph opens zoomed in: a node may be outside the view). */
+  reveal(id) {
+    const el = $('graph').querySelector(`.wq-node[data-node-id="${id}"]`);
+    if (el) panTo(el);
+  },
   /** Lays out a synthetic n-node graph in the Worker; reports layout ms and the main thread's longest stall. */
   async layoutBenchmark(n) {
     const { syntheticGraph } = await import('./synthetic.mjs');

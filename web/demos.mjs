@@ -185,7 +185,7 @@ async function superres({ panel, openModel, runModel, setStatus, quantizeLoaded 
   const y8 = q.rq.results.output;
   int8Card.replaceChildren(build('h3', { textContent: `int8 model output ${w}×${h} (${q.rq.ms.toFixed(1)} ms; float ${q.rf.ms.toFixed(1)} ms)` }, []), greyCanvas(y8.data, w, h, { scale: 0.5 }));
   int8Card.dataset.int8 = 'done';
-  setStatus(`super-resolution-10: 224×224 → ${w}×${h}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (mean of 5)`);
+  setStatus(`super-resolution-10: 224×224 → ${w}×${h}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (${q.rq.method})`);
   return () => {};
 }
 
@@ -246,7 +246,7 @@ async function segmentation({ panel, openModel, runModel, setStatus, quantizeLoa
   int8Card.dataset.int8 = 'done';
   int8Card.dataset.differ = String(differ);
   int8Mask.append(greyCanvas(stretched(mask8), W, H, { scale: 1.5 }));
-  setStatus(`segmentation: mask ${W}×${H}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (mean of 5); ${differ} pixels differ at 0.5`);
+  setStatus(`segmentation: mask ${W}×${H}: float ${q.rf.ms.toFixed(1)} ms, int8 ${q.rq.ms.toFixed(1)} ms (${q.rq.method}); ${differ} pixels differ at 0.5`);
   return () => {};
 }
 

@@ -138,15 +138,12 @@ export function createQuantPanel(app) {
     const f = app.state.models.get(floatKey);
     const q = app.state.models.get(int8Key);
     const feeds = f.feeds ?? app.randomFeeds(f);
-    // One untimed run each first (plans the arena, warms the caches).
-    await app.runModel(floatKey, feeds, { label: `Warming up ${f.name}` });
-    await app.runModel(int8Key, feeds, { label: `Warming up ${q.name}` });
     const rf = await app.runModel(floatKey, feeds, { repeats: 5, label: `Running ${f.name} ×5` });
     const rq = await app.runModel(int8Key, feeds, { repeats: 5, label: `Running ${q.name} ×5` });
     const col = (m, r, side) => `<div class="q-col" data-side="${side}" data-ms="${r.ms.toFixed(3)}">
       <h3>${escapeXml(m.name)}</h3>
       <div class="q-part">${escapeXml(m.graph.summary)}</div>
-      <div class="q-ms"><b>${fmtNum(r.ms)} ms</b> per run (mean of 5 after one warm-up)</div>
+      <div class="q-ms"><b>${fmtNum(r.ms)} ms</b> per run (${escapeXml(r.method)})</div>
       ${Object.entries(r.results).map(([n, t]) => outputHtml(n, t)).join('')}</div>`;
     const gaps = Object.keys(rf.results)
       .filter((n) => rq.results[n])

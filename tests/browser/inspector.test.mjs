@@ -15,6 +15,7 @@ import { build, preview } from 'vite';
 import { launchChromium, watchErrors, chromiumAvailable } from './chromium.mjs';
 import { SHARED } from '../node/helpers.mjs';
 import { load } from '../../src/js/index.mjs';
+import { BACKEND_COLOURS } from '../../src/js/graph/data.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CONFIG = path.join(REPO, 'web/vite.config.mjs');
@@ -49,6 +50,12 @@ async function openPage(query = '') {
 
 async function nodeAttrs(page) {
   return page.$$eval('#graph .wq-node', (els) => els.map((e) => ({ node: e.dataset.node, backend: e.dataset.backend, region: e.dataset.region, transition: e.dataset.transition ?? null })));
+}
+
+/** Clicks node `id`, panning it into the view first (the graph opens zoomed in to readable labels). */
+async function clickNode(page, id) {
+  await page.evaluate((n) => globalThis.wasmqInspector.reveal(n), id);
+  await page.click(`#graph .wq-node[data-node-id="${id}"]`);
 }
 
 const shot = (page, name) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
@@ -274,7 +281,7 @@ test('layout decisions in the side panel: a transition says which readers needed
   const g = m.graph();
   m.dispose();
   const t = g.transitions.find((x) => !x.fused && x.to === 'NCHW');
-  await page.click(`#graph .wq-node[data-node-id="${t.node}"]`);
+  await clickNode(page, t.node);
   const panel = await page.$eval('#side', (e) => {
     const dd = e.querySelector('dd[data-needed-by]');
     return { why: e.querySelector('dd[data-layout-why]')?.dataset.layoutWhy, neededBy: dd?.dataset.neededBy, bytes: dd?.dataset.bytes, producer: dd?.dataset.producer, text: dd?.textContent };
@@ -284,13 +291,13 @@ test('layout decisions in the side panel: a transition says which readers needed
   assert.ok(panel.text.includes(`${reader.op} '${reader.name}' (${reader.layout.label}, ${reader.layout.why})`), panel.text);
   assert.ok(panel.text.includes(`${g.nodes[t.producer].op} '${g.nodes[t.producer].name}'`), panel.text);
   // The reader's own panel: its label, why, and the transition it needed.
-  await page.click(`#graph .wq-node[data-node-id="${reader.id}"]`);
+  await clickNode(page, reader.id);
   const readerPanel = await page.$eval('#side', (e) => ({ why: e.querySelector('dd[data-layout-why]')?.dataset.layoutWhy, needs: e.querySelector('dd[data-needs]')?.dataset.needs, other: e.querySelector('[data-other-bytes]')?.dataset.otherBytes }));
   assert.deepEqual(readerPanel, { why: reader.layout.why, needs: String(t.node), other: String(reader.layout.other_bytes) });
   // A conv: fixed channels-last by its kernel; the drawn node carries the code too.
   const conv = g.nodes.find((n) => n.op === 'QConv');
   assert.equal(await page.$eval(`#graph .wq-node[data-node-id="${conv.id}"]`, (e) => e.dataset.layoutWhy), 'KERNEL_CHANNELS_LAST');
-  await page.click(`#graph .wq-node[data-node-id="${t.node}"]`);
+  await clickNode(page, t.node);
   await shot(page, 'layout-why');
   assert.deepEqual(errors, []);
   await page.close();
@@ -309,6 +316,66 @@ test('layout of a 1,000-node graph runs in the Worker and the page keeps respond
   assert.ok(r.nodes >= 1000);
   assert.ok(r.ticks > 0, 'the main thread ran timers while the Worker laid out the graph');
   assert.ok(r.maxMainThreadGapMs < 200, `main thread stalled ${r.maxMainThreadGapMs} ms`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** sRGB hex as seen with a red-green deficiency (Viénot, Brettel & Mollon 1999, protan and deutan). */
+function simulated(hex, kind) {
+  const lin = (c) => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  const [r, g, b] = [1, 3, 5].map((i) => lin(parseInt(hex.slice(i, i + 2), 16) / 255));
+  const m = kind === 'protan' ? [[0.11238, 0.88762, 0], [0.11238, 0.88762, 0], [0.00401, -0.00401, 1]] : [[0.29275, 0.70725, 0], [0.29275, 0.70725, 0], [-0.02234, 0.02234, 1]];
+  return m.map((row) => 255 * Math.max(0, Math.min(1, row[0] * r + row[1] * g + row[2] * b)) ** (1 / 2.2));
+}
+
+test('backend is the fill, the same as the legend, each backend its own colour (also with red-green colour blindness); regions are outlines', async () => {
+  const { page, errors } = await openPage('?demo=smallcnn');
+  await page.waitForSelector('#graph .wq-node');
+  const legend = await page.$$eval('#legend [data-legend]', (els) => Object.fromEntries(els.map((e) => [e.dataset.legend, getComputedStyle(e.querySelector('i')).backgroundColor])));
+  const drawn = await page.$$eval('#graph .wq-node', (els) =>
+    els.map((e) => ({ backend: e.dataset.backend, role: e.dataset.role, region: Number(e.dataset.region), fill: getComputedStyle(e.querySelector('rect, polygon')).fill, stroke: e.querySelector('rect, polygon').getAttribute('stroke-width') })),
+  );
+  const keyOf = (n) => (n.role === 'transition' ? 'transition' : n.role === 'quantize' || n.role === 'dequantize' ? 'quantize' : n.backend);
+  for (const n of drawn) assert.equal(n.fill, legend[keyOf(n)], `${n.backend}/${n.role} drawn ${n.fill}, legend ${legend[keyOf(n)]}`);
+  assert.ok(new Set(drawn.map(keyOf)).size >= 2, 'the demo shows more than one backend');
+  // Region members are outlined (thick stroke), never filled by region.
+  assert.ok(drawn.filter((n) => n.region > 0).every((n) => Number(n.stroke) >= 3));
+  assert.ok(drawn.filter((n) => n.region <= 0).every((n) => Number(n.stroke) < 3));
+  // The five backend colours are far apart as drawn, and as a protan or deutan viewer sees them.
+  const hex = Object.values(BACKEND_COLOURS).slice(0, 5);
+  for (const kind of [null, 'protan', 'deutan']) {
+    const seen = hex.map((h) => (kind ? simulated(h, kind) : [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16))));
+    let closest = Infinity;
+    for (let i = 0; i < seen.length; i++) for (let j = i + 1; j < seen.length; j++) closest = Math.min(closest, Math.hypot(...seen[i].map((v, k) => v - seen[j][k])));
+    console.log(`backend colours, closest pair ${kind ?? 'as drawn'}: ${closest.toFixed(0)} (RGB distance)`);
+    assert.ok(closest >= 40, `${kind}: two backend colours ${closest.toFixed(0)} apart`);
+  }
+  await shot(page, 'backend-colours');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a 211-node graph (ppocr-mobile-v2-cls) opens readable: every visible node label >= 9 px on screen; memory lanes folded', async () => {
+  const { page, errors } = await openPage();
+  await page.setInputFiles('#file', path.join(SHARED, 'models/ppocr-mobile-v2-cls/model.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx', null, { timeout: 60000 });
+  const r = await page.evaluate(() => {
+    const view = document.getElementById('graph').getBoundingClientRect();
+    const px = [];
+    for (const g of document.querySelectorAll('#graph .wq-node')) {
+      const t = g.querySelector('text');
+      const b = t.getBoundingClientRect();
+      if (b.right < view.left || b.left > view.right || b.bottom < view.top || b.top > view.bottom) continue;
+      px.push(Number(t.getAttribute('font-size')) * t.getScreenCTM().a);
+    }
+    return { total: document.querySelectorAll('#graph .wq-node').length, visible: px.length, min: Math.min(...px), view: [view.width, view.height] };
+  });
+  console.log(`211-node graph at open: ${r.visible} of ${r.total} nodes in view (${r.view.map(Math.round).join('x')} px), smallest label ${r.min.toFixed(1)} px`);
+  assert.ok(r.total >= 200, `${r.total} nodes`);
+  assert.ok(r.visible >= 5, `${r.visible} nodes in view`);
+  assert.ok(r.min >= 9, `a visible label is ${r.min} px`);
+  assert.equal(await page.$eval('#lanes-box', (e) => e.open), false);
+  await shot(page, 'ppocr-initial-view');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -4,12 +4,14 @@
 // and the page only draw what this returns. Also reads and writes Model
 // Explorer's node-data JSON ({results: {nodeId: {value}}, gradient|thresholds}).
 
+// Fill = backend, always (Okabe-Ito colours and Tol's wine: told apart with any common
+// colour-vision deficiency); an int8 region is an outline, never a fill.
 export const BACKEND_COLOURS = {
-  'int8-simd': '#2e8b57',
-  'int8-ref': '#8cbf5f',
-  float: '#4f74b3',
-  quantize: '#e0913a',
-  transition: '#8a5cc7',
+  'int8-simd': '#009e73',
+  'int8-ref': '#f0e442',
+  float: '#0072b2',
+  quantize: '#e69f00',
+  transition: '#882255',
   io: '#6b7280',
 };
 
@@ -22,7 +24,10 @@ export const LEGEND = [
   { key: 'io', label: 'graph input / output' },
 ];
 
-const REGION_PALETTE = ['#2e8b57', '#1f77b4', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22', '#ff7f0e', '#7f7f7f'];
+// Region outlines: dark, so they never read as a backend fill; region k
+// (1-based) takes entry (k - 1) mod length.
+export const REGION_OUTLINES = ['#1f2937', '#7c2d12', '#1e3a8a', '#581c87', '#14532d', '#831843'];
+export const REGION_STROKE_WIDTH = 3.5;
 // Heat ramp (low -> high), used when node-data gives no gradient of its own.
 const HEAT = [
   { stop: 0, bgColor: '#fff5d6' },
@@ -162,9 +167,7 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
     const key = colourKey(n);
     let fill = BACKEND_COLOURS[key];
     let value;
-    if (overlay === 'region') {
-      if (n.region > 0 && key !== 'transition' && key !== 'quantize') fill = REGION_PALETTE[(n.region - 1) % REGION_PALETTE.length];
-    } else {
+    if (overlay !== 'region') {
       value = values.get(n.name);
       if (value === undefined || !Number.isFinite(value)) fill = '#e5e7eb';
       else if (nodeData?.thresholds) fill = thresholdColour(value, nodeData.thresholds);
@@ -189,7 +192,8 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
       sub,
       fill,
       ink: inkOn(fill),
-      stroke: overlay === 'region' && n.region > 0 ? '#064e3b' : '#374151',
+      stroke: n.region > 0 ? REGION_OUTLINES[(n.region - 1) % REGION_OUTLINES.length] : '#374151',
+      strokeWidth: n.region > 0 ? REGION_STROKE_WIDTH : 1.2,
       width: Math.max(120, 8 * Math.max(label.length, sub.length) + 24),
       height: hexagon ? 40 : 44,
       attrs: {
@@ -197,6 +201,7 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
         'data-node-id': String(n.id),
         'data-op': n.op,
         'data-backend': n.backend,
+        'data-role': n.role,
         'data-region': String(n.region),
         'data-reason': n.reason.code,
         ...(n.layout ? { 'data-layout': n.layout.label ?? '', 'data-layout-why': n.layout.why } : {}),

@@ -2,7 +2,7 @@
 // The page (in a Worker for big graphs) and `wasmq render` in Node use the
 // same two functions, so both draw the same picture.
 import dagre from '@dagrejs/dagre';
-import { BACKEND_COLOURS, LEGEND, fmtBytes } from './data.mjs';
+import { BACKEND_COLOURS, LEGEND, REGION_OUTLINES, REGION_STROKE_WIDTH, fmtBytes } from './data.mjs';
 
 const EDGE_FONT = 10;
 
@@ -107,11 +107,11 @@ function nodeShape(n, { x, y }) {
       [left + w - d, top + h],
       [left + d, top + h],
     ];
-    return `<polygon points="${pts.map((p) => p.join(',')).join(' ')}" fill="${n.fill}" stroke="${n.stroke}" stroke-width="1.5"/>`;
+    return `<polygon points="${pts.map((p) => p.join(',')).join(' ')}" fill="${n.fill}" stroke="${n.stroke}" stroke-width="${n.strokeWidth ?? 1.5}"/>`;
   }
   const r = n.kind === 'io' ? h / 2 : 6;
   const dash = n.kind === 'io' ? ' stroke-dasharray="4 3"' : '';
-  return `<rect x="${left}" y="${top}" width="${w}" height="${h}" rx="${r}" fill="${n.fill}" stroke="${n.stroke}" stroke-width="1.2"${dash}/>`;
+  return `<rect x="${left}" y="${top}" width="${w}" height="${h}" rx="${r}" fill="${n.fill}" stroke="${n.stroke}" stroke-width="${n.strokeWidth ?? 1.2}"${dash}/>`;
 }
 
 /** The graph as one standalone SVG document (inline styles, no external refs). */
@@ -162,8 +162,9 @@ export function renderSvg(drawable, layout, { title = '' } = {}) {
  */
 export function legendHtml(legend = null) {
   const items = LEGEND.map(
-    (l) => `<span class="wq-legend-item"><i style="background:${BACKEND_COLOURS[l.key]}"></i>${escapeXml(l.label)}</span>`,
+    (l) => `<span class="wq-legend-item" data-legend="${l.key}"><i style="background:${BACKEND_COLOURS[l.key]}"></i>${escapeXml(l.label)}</span>`,
   );
+  items.push(`<span class="wq-legend-item" data-legend="region"><i style="background:#fff;box-shadow:inset 0 0 0 ${REGION_STROKE_WIDTH - 1}px ${REGION_OUTLINES[0]}"></i>int8 region (outline; fill = backend)</span>`);
   const floatOnly = (legend?.ops ?? []).filter((o) => o.int8 === 'none').map((o) => o.op);
   if (floatOnly.length) items.push(`<span class="wq-legend-item wq-legend-float-only">no int8 form: ${escapeXml(floatOnly.join(', '))}</span>`);
   return items.join('');
