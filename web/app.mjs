@@ -5,6 +5,7 @@ import svgPanZoom from 'svg-pan-zoom';
 import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum, LAYOUT_WHY, layoutLabel, layoutMargin, transitionAt, transitionWhy } from '../src/js/graph/data.mjs';
 import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
+import { readOnnxNodes, weightStats } from '../src/js/graph/onnx_nodes.mjs';
 import { startDemo } from './demos.mjs';
 import { Runner } from './runner.mjs';
 import { createQuantPanel } from './quant-panel.mjs';
@@ -245,6 +246,56 @@ function layoutHtml(g, n) {
   return html;
 }
 
+/** The ONNX file's own nodes and initializers of model m (read once, on the first selection). */
+function onnxOf(m) {
+  if (m.onnx === undefined) {
+    try {
+      m.onnx = readOnnxNodes(m.bytes);
+    } catch {
+      m.onnx = null;
+    }
+  }
+  return m.onnx;
+}
+
+/** A small bar chart of a histogram (counts per equal-width bin). */
+function histogramSvg(h) {
+  const top = Math.max(1, ...h);
+  const w = 4;
+  return `<svg class="hist" width="${h.length * w}" height="24" viewBox="0 0 ${h.length * w} 24">${h
+    .map((c, i) => `<rect x="${i * w}" y="${(24 - (22 * c) / top).toFixed(1)}" width="${w - 1}" height="${((22 * c) / top).toFixed(1)}" fill="#6b7280"/>`)
+    .join('')}</svg>`;
+}
+
+/**
+ * What the ONNX file says about the node: per source node its op,
+ * attributes and the weights (initializers) it reads, with statistics.
+ */
+function onnxHtml(m, n) {
+  const onnx = onnxOf(m);
+  const names = n.source_nodes?.length ? n.source_nodes : [n.name];
+  const found = onnx ? names.map((name) => onnx.nodes.get(name)).filter(Boolean) : [];
+  if (!found.length) return '';
+  return `<h3>In the ONNX file</h3>${found
+    .map((src) => {
+      const attrs = src.attributes.length
+        ? `<dl class="attrs">${src.attributes.map((a) => `<dt>${escapeXml(a.name)}</dt><dd class="mono" data-attr="${escapeXml(a.name)}">${escapeXml(a.value)}</dd>`).join('')}</dl>`
+        : '<div class="muted">no attributes</div>';
+      const weights = src.inputs
+        .filter((i) => onnx.initializers.has(i))
+        .map((i) => {
+          const st = weightStats(onnx.initializers.get(i));
+          if (st.error) return `<div class="tensor"><span class="mono">${escapeXml(i)}</span>: ${escapeXml(st.error)}</div>`;
+          return `<div class="tensor weight" data-weight="${escapeXml(i)}" data-min="${st.min}" data-max="${st.max}"><div><b>weight</b> <span class="mono">${escapeXml(i)}</span></div>
+            <div class="mono">${escapeXml(st.dtype)} [${st.dims.join(', ')}] · ${st.count} values${st.zeros ? ` (${st.zeros} zero)` : ''}</div>
+            <div class="mono">min ${fmtNum(st.min)} · max ${fmtNum(st.max)} · mean ${fmtNum(st.mean)}</div>${st.count > 1 ? histogramSvg(st.histogram) : ''}</div>`;
+        })
+        .join('');
+      return `<div class="onnx-node" data-onnx-node="${escapeXml(src.name)}"><div><b>${escapeXml(src.domain ? `${src.domain}.${src.op}` : src.op)}</b> <span class="mono">${escapeXml(src.name)}</span></div>${attrs}${weights}</div>`;
+    })
+    .join('')}`;
+}
+
 function select(nodeId) {
   const g = current().graph;
   const n = g.nodes[nodeId];
@@ -282,7 +333,8 @@ function select(nodeId) {
       ${err !== undefined ? `<dt>error</dt><dd>${fmtNum(err)}</dd>` : ''}
     </dl>
     <h3>Inputs</h3>${n.inputs.filter((t) => t >= 0).map((t, i) => tensorHtml(t, `in${i}`)).join('')}
-    <h3>Outputs</h3>${n.outputs.filter((t) => t >= 0).map((t, i) => tensorHtml(t, `out${i}`)).join('')}`;
+    <h3>Outputs</h3>${n.outputs.filter((t) => t >= 0).map((t, i) => tensorHtml(t, `out${i}`)).join('')}
+    ${onnxHtml(current(), n)}`;
 }
 
 // --- running -----------------------------------------------------------------

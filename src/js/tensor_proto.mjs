@@ -25,7 +25,7 @@ function readVarint(buf, pos) {
 }
 
 /** Yields [field, wireType, value]: a BigInt (varint) or a Uint8Array view (other wire types). */
-function* fields(buf) {
+export function* fields(buf) {
   let pos = 0;
   const take = (len) => {
     if (len > buf.length - pos) throw new TensorProtoError('TensorProto: truncated field');

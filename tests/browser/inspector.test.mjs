@@ -379,3 +379,27 @@ test('a 211-node graph (ppocr-mobile-v2-cls) opens readable: every visible node 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('node panel: the ONNX attributes of the node and statistics of the weights it reads (shape, dtype, min/max, histogram)', async () => {
+  const { page, errors } = await openPage();
+  await page.setInputFiles('#file', path.join(SHARED, 'models/mnist-8/model.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx');
+  const id = await page.$eval('#graph .wq-node[data-node="Convolution28"]', (e) => Number(e.dataset.nodeId));
+  await clickNode(page, id);
+  await page.waitForSelector('#side [data-onnx-node="Convolution28"]');
+  const panel = await page.$eval('#side', (e) => ({
+    attrs: Object.fromEntries([...e.querySelectorAll('[data-attr]')].map((d) => [d.dataset.attr, d.textContent])),
+    weights: [...e.querySelectorAll('[data-weight]')].map((d) => ({ name: d.dataset.weight, min: Number(d.dataset.min), max: Number(d.dataset.max), text: d.textContent, bars: d.querySelectorAll('svg.hist rect').length })),
+  }));
+  // mnist-8's first convolution as the ONNX model zoo ships it: 5x5 kernel, SAME_UPPER, 8 filters of 1 channel.
+  assert.equal(panel.attrs.kernel_shape, '[5, 5]');
+  assert.equal(panel.attrs.auto_pad, '"SAME_UPPER"');
+  assert.equal(panel.weights.length, 1);
+  const w = panel.weights[0];
+  assert.equal(w.name, 'Parameter5');
+  assert.match(w.text, /float32 \[8, 1, 5, 5\] · 200 values/);
+  assert.ok(w.min < 0 && w.max > 0 && w.bars === 16, JSON.stringify(w));
+  await shot(page, 'node-panel-onnx');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
