@@ -30,11 +30,18 @@ static wq_status conv_transpose_prepare(wq_node *node, wq_error *err) {
   if (st == WQ_OK)
     st = wq_window_read_ints(node, "output_shape", s->output_shape, WQ_MAX_RANK, &s->n_output_shape,
                              err);
-  for (int i = 0; st == WQ_OK && i < s->n_output_padding; i++)
-    if (s->output_padding[i] < 0)
+  /* output_padding adds rows a stride would not reach: from 0 to below
+   * max(stride, dilation) along each axis, as onnxruntime checks. */
+  for (int i = 0; st == WQ_OK && i < s->n_output_padding; i++) {
+    int64_t stride = i < s->win.n_strides ? s->win.strides[i] : 1;
+    int64_t dilation = i < s->win.n_dilations ? s->win.dilations[i] : 1;
+    int64_t limit = stride > dilation ? stride : dilation;
+    if (s->output_padding[i] < 0 || s->output_padding[i] >= limit)
       st = wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
-                   "ConvTranspose: output_padding[%d] is %lld (must be >= 0)", i,
-                   (long long)s->output_padding[i]);
+                   "ConvTranspose: attribute output_padding[%d] is %lld (must be from 0 to below "
+                   "max(stride, dilation) = %lld)",
+                   i, (long long)s->output_padding[i], (long long)limit);
+  }
   if (st != WQ_OK) {
     free(s);
     return st;

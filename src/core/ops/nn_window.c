@@ -66,6 +66,30 @@ static wq_status check_len(const wq_node *node, const char *name, int have, int 
   return WQ_OK;
 }
 
+/* SAME padding needs a negative total pad when the stride outruns the
+ * window (e.g. kernel 1, stride 8 over 5 rows). onnxruntime then pads
+ * negatively, starting the first window inside the input: with a negative
+ * begin pad its results differ from clamping to 0, so that case is refused
+ * rather than computed differently. A negative end pad only trims rows no
+ * window reaches: clamped, it gives the same result. */
+static wq_status check_same_pads(const wq_node *node, wq_auto_pad ap, int i,
+                                 const wq_conv_geometry *g, wq_error *err) {
+  int64_t keff;
+  if ((ap != WQ_AUTO_PAD_SAME_UPPER && ap != WQ_AUTO_PAD_SAME_LOWER) || g->in[i] < 1 ||
+      !wq_muladd_i64(g->kernel[i] - 1, g->dilation[i], 1, &keff) || keff > WQ_MAX_DIM)
+    return WQ_OK; /* resolve reports what is wrong with these */
+  int64_t s = g->stride[i], out = g->in[i] / s + (g->in[i] % s != 0);
+  int64_t total = (out - 1) * s + keff - g->in[i]; /* (out - 1) * s < in: no overflow */
+  int64_t begin = ap == WQ_AUTO_PAD_SAME_LOWER ? (total + 1) / 2 : total / 2; /* toward 0 */
+  if (begin < 0)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "%s: attribute auto_pad %s pads spatial axis %d negatively (begin %lld): "
+                   "not supported",
+                   node->op_type, ap == WQ_AUTO_PAD_SAME_LOWER ? "SAME_LOWER" : "SAME_UPPER", i,
+                   (long long)begin);
+  return WQ_OK;
+}
+
 wq_status wq_window_geometry(const wq_node *node, const wq_window_attrs *a, int n_spatial,
                              const int64_t *in_spatial, const int64_t *weight_kernel,
                              bool ceil_mode, bool forward, wq_conv_geometry *g, wq_error *err) {
@@ -80,6 +104,14 @@ wq_status wq_window_geometry(const wq_node *node, const wq_window_attrs *a, int 
   if (a->n_kernel_shape == 0 && !weight_kernel)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "%s: kernel_shape attribute is required",
                    node->op_type);
+  /* A pool's pads stay smaller than its window (as onnxruntime requires):
+   * a window wholly in the padding has nothing to pool. */
+  for (int i = 0; !weight_kernel && i < 2 * n_spatial && i < a->n_pads; i++)
+    if (a->pads[i] >= a->kernel_shape[i % n_spatial])
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "%s: attribute pads[%d] is %lld, not smaller than kernel_shape[%d] = %lld",
+                     node->op_type, i, (long long)a->pads[i], i % n_spatial,
+                     (long long)a->kernel_shape[i % n_spatial]);
   g->n_spatial = n_spatial;
   bool unknown[WQ_CONV_MAX_SPATIAL];
   for (int i = 0; i < n_spatial; i++) {
@@ -103,6 +135,7 @@ wq_status wq_window_geometry(const wq_node *node, const wq_window_attrs *a, int 
   for (int i = 0; i < n_spatial; i++) {
     if (unknown[i])
       continue;
+    WQ_TRY(check_same_pads(node, a->auto_pad, i, g, err));
     wq_conv_geometry one = {.n_spatial = 1,
                             .in = {g->in[i]},
                             .kernel = {g->kernel[i]},
