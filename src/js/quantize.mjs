@@ -153,6 +153,12 @@ export class Quantizer {
     return this.#core._wqx_quantizer_samples(this.#handle);
   }
 
+  #refuseAfterFinish(what) {
+    if (this.#finished) {
+      throw new WasmqError(`${what}: finish() was already called and the model written from the samples so far; start a new quantize() to calibrate on more`);
+    }
+  }
+
   /**
    * Runs the float model on one calibration sample (feeds as model.run()
    * takes them: {inputName: {data, dims}} or bare TypedArrays for static
@@ -161,9 +167,7 @@ export class Quantizer {
    */
   async observe(feeds) {
     this.#live('observe');
-    if (this.#finished) {
-      throw new WasmqError('observe: finish() was already called and the model written from the samples so far; start a new quantize() to calibrate on more');
-    }
+    this.#refuseAfterFinish('observe');
     const staged = validateFeeds(this.#feedInfo, feeds, 'observe');
     this.#live('observe'); // the feeds' getters may have disposed the quantizer
     const core = this.#core;
@@ -203,6 +207,7 @@ export class Quantizer {
    */
   async observeAll(samples) {
     this.#live('observeAll');
+    this.#refuseAfterFinish('observeAll');
     if (samples === null || (typeof samples !== 'object' && typeof samples !== 'function') ||
         (typeof samples[Symbol.iterator] !== 'function' && typeof samples[Symbol.asyncIterator] !== 'function')) {
       throw new WasmqError(`observeAll: expected an array or an iterable of feeds, got ${samples === null ? 'null' : typeof samples}`);
