@@ -489,6 +489,12 @@ export interface QuantizeOptions {
   targetSnrDb?: number;
   /** As LoadOptions.maxModelBytes. */
   maxModelBytes?: number;
+  /**
+   * The float model's memory limit while calibrating (as LoadOptions.maxMemoryBytes; 0: none): a
+   * sample whose run would pass it fails with 'WQ_ERR_OUT_OF_MEMORY'. Same as the config's
+   * maxMemoryBytes key.
+   */
+  maxMemoryBytes?: number;
   /** Keep adding nodes to float (most error per cost first) until every output's cosine to float reaches this (0 = off). */
   targetCosine?: number;
   /** Seconds the target search may take (0 = no limit); a warning says when it stopped there. */

@@ -31,6 +31,25 @@ function configText(config) {
   throw new WasmqError(`quantize: config must be an object or a JSON string, got ${Array.isArray(config) ? 'an array' : typeof config}`);
 }
 
+/**
+ * The config text with options.maxMemoryBytes as its maxMemoryBytes key
+ * (the float model's memory limit while calibrating, as load() applies it).
+ */
+function withMemoryLimit(text, maxMemoryBytes) {
+  if (maxMemoryBytes === undefined) return text;
+  if (!(Number.isSafeInteger(maxMemoryBytes) && maxMemoryBytes >= 0)) {
+    throw new WasmqError(`quantize: maxMemoryBytes must be an integer >= 0 (got ${String(maxMemoryBytes)})`);
+  }
+  let config = {};
+  try {
+    if (text) config = JSON.parse(text);
+  } catch {
+    return text; // not JSON: the core names what is wrong with it
+  }
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) return text;
+  return JSON.stringify({ ...config, maxMemoryBytes });
+}
+
 /** keepFloat / targetSnrDb / targetCosine / maxTime options: undefined, or their checked values. */
 function checkKeepFloat({ keepFloat, targetSnrDb, targetCosine, maxTime }) {
   if (targetCosine !== undefined && !(typeof targetCosine === 'number' && targetCosine >= 0 && targetCosine < 1)) {
@@ -85,7 +104,7 @@ async function quantizeChecked(source, options) {
   checkTotal(total);
   checkKeepFloat(options);
   const shapeEntries = readShapes(options.inputShapes ?? {}, 'quantize');
-  const config = configText(options.config);
+  const config = withMemoryLimit(configText(options.config), options.maxMemoryBytes);
   const bytes = await readModelSource(source, maxModelBytesOption(options, 'quantize'), 'quantize');
   const core = await getQuantCore();
   return guardCore(core, 'quantize', () => {

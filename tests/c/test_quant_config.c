@@ -186,7 +186,20 @@ static void test_config_errors(void) {
   expect_error("{\"activaton\": {}}",
                "activaton: unknown key (expected one of: activation, weight, calibration, io, "
                "minRange, ops, exclude, keepFloat, targetSnrDb, targetCosine, maxTime, holdout, "
-               "warnCosine, images) (at 1:15)");
+               "warnCosine, images, maxMemoryBytes) (at 1:15)");
+  {
+    wq_quant_config cfg;
+    wq_quant_config_default(&cfg);
+    CHECK(cfg.max_memory_bytes == 0);
+    wq_error err;
+    CHECK(parse(&cfg, "{\"maxMemoryBytes\": 65536}", &err) == WQ_OK &&
+          cfg.max_memory_bytes == 65536);
+    wq_quant_config_free(&cfg);
+  }
+  expect_error("{\"maxMemoryBytes\": -1}",
+               "maxMemoryBytes: -1 is not a byte count (an integer >= 0) (at 1:20)");
+  expect_error("{\"maxMemoryBytes\": 2.5}",
+               "maxMemoryBytes: 2.5 is not a byte count (an integer >= 0) (at 1:20)");
   expect_error("{\"activation\": {\"granularity\": \"per-channel\"}}",
                "activation.granularity: unknown key (expected one of: dtype, symmetric, qmin, "
                "qmax) (at 1:32)");

@@ -419,3 +419,27 @@ test('model files: regular files only, under a size cap checked before reading',
   // The model folder itself still loads.
   (await load(path.join(MODELS, 'mnist-8', 'model.onnx'))).dispose();
 });
+
+test('maxMemoryBytes bounds calibration: quantize() over the limit fails as WQ_ERR_OUT_OF_MEMORY, within it works', async () => {
+  const bytes = reluModel();
+  // The float model needs its 16,000-byte input staged plus a 16,000-byte output.
+  await rejectsWasmq(
+    (async () => {
+      const q = await quantize(bytes, { maxMemoryBytes: 4000 });
+      try {
+        await q.observe({ x: honest() });
+      } finally {
+        q.dispose();
+      }
+    })(),
+    'quantize with maxMemoryBytes 4000',
+    'WQ_ERR_OUT_OF_MEMORY',
+  );
+  // The config key is the same setting; a limit that fits calibrates.
+  const q = await quantize(bytes, { config: { maxMemoryBytes: 1 << 20 } });
+  await q.observe({ x: honest() });
+  assert.equal(q.samples, 1);
+  q.dispose();
+  await rejectsWasmq(quantize(bytes, { maxMemoryBytes: -1 }), 'maxMemoryBytes -1', 'WQ_ERR_INVALID_ARG');
+  await rejectsWasmq(quantize(bytes, { config: { maxMemoryBytes: 1.5 } }), 'config maxMemoryBytes 1.5', 'WQ_ERR_INVALID_ARG');
+});

@@ -412,10 +412,10 @@ static wq_status read_exclude(const wq_json *arr, wq_quant_config *cfg, wq_error
 }
 
 static wq_status read_config(const wq_json *root, wq_quant_config *cfg, wq_error *err) {
-  static const char *const keys[] = {"activation",  "weight",       "calibration", "io",
-                                     "minRange",    "ops",          "exclude",     "keepFloat",
-                                     "targetSnrDb", "targetCosine", "maxTime",     "holdout",
-                                     "warnCosine",  "images",       NULL};
+  static const char *const keys[] = {"activation",  "weight",       "calibration",    "io",
+                                     "minRange",    "ops",          "exclude",        "keepFloat",
+                                     "targetSnrDb", "targetCosine", "maxTime",        "holdout",
+                                     "warnCosine",  "images",       "maxMemoryBytes", NULL};
   static const char *const io_names[] = {"float", "int8", "uint8", NULL};
   static const wq_dtype io_values[] = {WQ_DT_FLOAT, WQ_DT_INT8, WQ_DT_UINT8};
   if (root->type != WQ_JSON_OBJECT)
@@ -468,6 +468,13 @@ static wq_status read_config(const wq_json *root, wq_quant_config *cfg, wq_error
     if (!(v->number >= 0 && v->number <= 1))
       return bad(err, "warnCosine", v, "%g is not in [0, 1]", v->number);
     cfg->warn_cosine = (float)v->number;
+  }
+  if ((v = wq_json_member(root, "maxMemoryBytes"))) {
+    WQ_TRY(want_type(v, WQ_JSON_NUMBER, "maxMemoryBytes", err));
+    if (!(v->number >= 0 && v->number <= 9007199254740992.0 &&
+          v->number == (double)(int64_t)v->number))
+      return bad(err, "maxMemoryBytes", v, "%g is not a byte count (an integer >= 0)", v->number);
+    cfg->max_memory_bytes = v->number >= (double)SIZE_MAX ? SIZE_MAX : (size_t)v->number;
   }
   if ((v = wq_json_member(root, "maxTime"))) {
     WQ_TRY(want_type(v, WQ_JSON_NUMBER, "maxTime", err));

@@ -63,6 +63,9 @@ typedef struct wq_quant_config {
   float max_time;      /* > 0: seconds the target search may take (then it stops) */
   int holdout;         /* every holdout-th sample is held apart for evaluation (0: none) */
   float warn_cosine;   /* a held-out output below this cosine gets a warning */
+  /* > 0: the float model's memory limit while calibrating and converting
+   * (wq_load_options.max_memory_bytes); 0: none */
+  size_t max_memory_bytes;
 } wq_quant_config;
 
 void wq_quant_config_default(wq_quant_config *cfg);

@@ -75,7 +75,8 @@ wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_quant_prepare_stats 
                           .no_lowering = 1,
                           .no_float_fusion = 1,
                           .rewrite = prepare_hook,
-                          .rewrite_ctx = stats};
+                          .rewrite_ctx = stats,
+                          .max_memory_bytes = q->cfg.max_memory_bytes};
   return wq_model_load(q->model, q->model_len, &opts, out, err);
 }
 
