@@ -119,14 +119,15 @@ test('an explicit ToNHWC (80 channels: no fused Quantize) is needed by the chann
 });
 
 test('needed_by leaves out a reader of the converted tensor that reads any layout (Flatten of same-bytes codes)', async () => {
-  // The pooled 8x1x1 codes are written channels-last; the Transpose runs only
+  // The pooled 8x1x1 codes are written channels-last; the Slice runs only
   // channels-first (a ToNCHW, 8 B); the Flatten after it reads whichever
   // order is there (same bytes), so it did not need the transition.
   const { g } = await graphOf(await qdqModel((f) => {
     f.input('x', [1, 4, 6, 6]);
     conv(f, 'x', 'c', 4, 8);
     f.node('GlobalAveragePool', ['c'], 'a');
-    f.node('Transpose', ['a'], 'tr', { perm: [0, 1, 3, 2] }, { share: 'a' });
+    f.ints('st', [0]), f.ints('en', [4]), f.ints('ax', [1]);
+    f.node('Slice', ['a', 'st', 'en', 'ax'], 'tr', {}, { share: 'a' });
     f.node('Flatten', ['a'], 'fl', {}, { share: 'a' });
     f.output('tr');
     f.output('fl');
@@ -136,7 +137,7 @@ test('needed_by leaves out a reader of the converted tensor that reads any layou
   assert.equal(to.length, 1);
   const [t] = to;
   assert.deepEqual([t.from, t.to, t.bytes], ['NHWC', 'NCHW', 8]);
-  assert.deepEqual(t.needed_by.map((i) => [g.nodes[i].op, g.nodes[i].layout.why]), [['Transpose', 'DECLARED']]);
+  assert.deepEqual(t.needed_by.map((i) => [g.nodes[i].op, g.nodes[i].layout.why]), [['Slice', 'DECLARED']]);
   const flat = g.nodes.find((n) => n.op === 'Flatten');
   assert.deepEqual(flat.layout, { label: null, fixed: true, why: 'AS_WRITTEN', other_bytes: null });
   assert.ok(g.tensors[t.tensor_out].consumers.includes(flat.id), 'the Flatten reads the converted tensor too');

@@ -55,9 +55,19 @@ static wq_status transpose_run(const wq_node *node, const wq_value *in, wq_value
                                wq_error *err) {
   size_t elem = 0;
   WQ_TRY(wq_tu_elem_size(node, in[0].dtype, "data", &elem, err));
+  const int rank = in[0].rank;
   int perm[WQ_MAX_RANK];
-  WQ_TRY(transpose_perm(node, in[0].rank, perm, err));
-  wq_ref_transpose(in[0].data, out[0].data, elem, in[0].rank, in[0].dims, perm);
+  WQ_TRY(transpose_perm(node, rank, perm, err));
+  /* X as stored (channels-last when the layout pass lets it read its
+   * producer's codes as written): the stored dims and, per output dim, the
+   * stored position of its source dim. NCHW -> NHWC of a channels-last X is
+   * then the identity: a copy. */
+  int64_t stored[WQ_MAX_RANK];
+  for (int p = 0; p < rank; p++)
+    stored[p] = in[0].dims[wq_layout_logical_dim(in[0].layout, rank, p)];
+  for (int j = 0; j < rank; j++)
+    perm[j] = wq_layout_memory_pos(in[0].layout, rank, perm[j]);
+  wq_ref_transpose(in[0].data, out[0].data, elem, rank, stored, perm);
   return WQ_OK;
 }
 

@@ -370,8 +370,10 @@ static bool out_follows(const layout_roles *r, int i) {
  * both layouts (wq_layout_same_bytes: every spatial dim 1, or one channel)
  * read by QAdd/QMul/QConcat (they read each input through its own layout
  * record, at full speed when its bytes are those of the output's layout) or
- * by Flatten/Reshape/Squeeze/Unsqueeze (they only reinterpret the bytes).
- * Such reads never force a transition. */
+ * by Flatten/Reshape/Squeeze/Unsqueeze (they only reinterpret the bytes),
+ * and any tensor read by Transpose (it gathers through X's layout record:
+ * NCHW -> NHWC of channels-last codes is a copy). Such reads never force a
+ * transition. */
 static bool reads_as_is(const wq_graph *g, const layout_roles *r, int i, const wq_node *n, int k) {
   const int t = n->inputs[k];
   if (t < 0)
@@ -385,6 +387,7 @@ static bool reads_as_is(const wq_graph *g, const layout_roles *r, int i, const w
   if (r->role[i] != ROLE_PLAIN || k != 0)
     return false;
   return (n->op && (n->op->flags & WQ_OP_FLAG_SHAPE_ONLY)) ||
+         (movable(g, t) && wq_node_is(n, WQ_OPID(transpose))) ||
          (same_bytes && (wq_node_is(n, WQ_OPID(flatten)) || wq_node_is(n, WQ_OPID(reshape)) ||
                          wq_node_is(n, WQ_OPID(squeeze)) || wq_node_is(n, WQ_OPID(unsqueeze))));
 }
