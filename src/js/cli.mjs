@@ -27,6 +27,7 @@ import { numel } from './dtypes.mjs';
 import { toDrawable, nodeData, parseNodeData } from './graph/data.mjs';
 import { layoutDrawable, renderSvg } from './graph/render.mjs';
 import { renderReport } from './graph/report.mjs';
+import { step, stepUpdate, stepEnd } from './progress.mjs';
 
 // Each command's usage: `wasmq COMMAND --help` (stdout, exit 0) and after a
 // usage error (stderr, exit 2). The same text as the native CLI's HELP
@@ -130,10 +131,13 @@ async function readInputFile(file) {
 
 async function loadModel(file, options) {
   const bytes = await readInputFile(file);
+  step(`loading ${file}`);
   try {
     return await load(bytes, options);
   } catch (e) {
     throw new CliError(describeError(file, e), 1);
+  } finally {
+    stepEnd();
   }
 }
 
@@ -430,14 +434,18 @@ async function cmdRun(args) {
     let results;
     // One run, or a warm-up run and `repeats` timed ones (their median).
     const ms = [];
+    step(`running ${opts.model}`);
     try {
       for (let r = opts.repeats > 1 ? -1 : 0; r < opts.repeats; r++) {
+        if (opts.repeats > 1) stepUpdate(`running ${opts.model}: ${r < 0 ? 'warm-up, 0' : `run ${r + 1}`} of ${opts.repeats}`);
         const t0 = performance.now();
         results = await model.run(feeds);
         if (r >= 0) ms.push(performance.now() - t0);
       }
     } catch (e) {
       throw new CliError(describeError('run failed', e), 1);
+    } finally {
+      stepEnd();
     }
     ms.sort((a, b) => a - b);
     const median = ms[(ms.length - 1) >> 1];
@@ -629,14 +637,17 @@ async function cmdQuantize(args) {
   // Search steps: one line each, terminal or not (a long search is never silent).
   options.onSearch = (line) => process.stderr.write(`wasmq: ${line}\n`);
   let q;
+  step(`loading ${a.model}`);
   try {
     q = await quantize(bytes, options);
   } catch (e) {
+    stepEnd();
     if (!(e instanceof WasmqError)) throw e;
     // A config error without a node is the config file's; invalid arguments exit 2.
     const what = a.config !== null && e.code === 'WQ_ERR_INVALID_ARG' && !e.node ? a.config : a.model;
     throw new CliError(describeError(what, e), e.code === 'WQ_ERR_INVALID_ARG' ? 2 : 1);
   }
+  stepEnd();
   try {
     let calib;
     try {
@@ -654,6 +665,8 @@ async function cmdQuantize(args) {
     }
     const tty = Boolean(process.stderr.isTTY);
     let done = 0;
+    // A terminal has the redrawn bar; elsewhere a line every 2 s from 2 s on.
+    if (!tty) step(`calibrating 0/${calib.count}`);
     const samples = calib[Symbol.asyncIterator]();
     for (;;) {
       let next;
@@ -674,18 +687,23 @@ async function cmdQuantize(args) {
         throw new CliError(describeError(`calibration sample ${next.value.name}`, e) + hint, 1);
       }
       showProgress(tty, ++done, calib.count);
+      if (!tty) stepUpdate(`calibrating ${done}/${calib.count}`);
     }
     let result;
+    step(`quantizing ${a.model} (ranges, int8 weights, the ONNX file)`);
     try {
       result = await q.finish();
     } catch (e) {
       throw new CliError(describeError(a.model, e), 1);
+    } finally {
+      stepEnd();
     }
     if (a.report !== null) await writeFileAtomic(a.report, new TextEncoder().encode(result.reportJson));
     await writeFileAtomic(a.out, result.onnx);
     for (const w of result.report.warnings ?? []) process.stderr.write(`wasmq: warning: ${w}\n`);
     console.log(`wrote ${a.out} (${result.onnx.length} bytes): ${result.summary}`);
   } finally {
+    stepEnd();
     q.dispose();
   }
 }

@@ -234,3 +234,22 @@ test('a file that is no ONNX model says so; output paths are checked before the 
   }
   assertOneLineError(wasmq('render', MNIST, '-o', path.join(tmp, 'nope', 'g.svg')), 2, /cannot write .*g\.svg: No such file or directory/);
 });
+
+test('a step past 2 s prints progress lines on stderr, also when stderr is not a terminal (here a pipe); stdout unchanged', () => {
+  const model = path.join(MODELS, 'super-resolution-10', 'model.onnx');
+  if (!existsSync(model)) return;
+  for (const [which, cli] of CLIS) {
+    // 15 runs of a ~180 ms model (more on a loaded machine): past 2 s.
+    const r = cli('run', model, '--shape', 'input=1x1x224x224', '--repeats', '15');
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stderr.trim().split('\n');
+    const progress = lines.filter((l) => / \(\d+ s\)$/.test(l));
+    console.log(`${which}: ${progress.length} progress lines, first: ${progress[0]}`);
+    assert.ok(progress.length >= 1, r.stderr);
+    for (const l of progress) assert.match(l, /^wasmq: running .*model\.onnx: (warm-up, 0|run \d+) of 15 \((\d+) s\)$/);
+    // Every 2 s from 2 s on (a loaded machine may print a line late, never early).
+    progress.forEach((l, i) => assert.ok(Number(/\((\d+) s\)$/.exec(l)[1]) >= 2 * (i + 1), l));
+    assert.match(lines.at(-1), /^run: [\d.]+ ms \(median of 15 runs after a warm-up run, wall clock\)$/);
+    assert.equal(r.stdout.split('\n').filter(Boolean).length, 1);
+  }
+});

@@ -11,6 +11,7 @@
 #include "calib_data.h"
 #include "cli_error.h"
 #include "files.h"
+#include "progress.h"
 #include "shape_arg.h"
 
 #define MAX_QUANTIZE_SHAPES 64
@@ -178,6 +179,9 @@ static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
   }
   bool tty = isatty(STDERR_FILENO);
   int total = wq_calib_count(data), done = 0, rc = 0;
+  /* A terminal has the redrawn bar; elsewhere a line every 2 s from 2 s on. */
+  if (!tty)
+    wq_cli_step("calibrating 0/%d", total);
   for (;;) {
     const wq_value *values;
     bool got;
@@ -206,7 +210,10 @@ static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
       break;
     }
     progress(tty, ++done, total);
+    if (!tty)
+      wq_cli_step_update("calibrating %d/%d", done, total);
   }
+  wq_cli_step_end();
   wq_calib_close(data);
   return rc;
 }
@@ -249,8 +256,11 @@ int wq_cli_quantize(int argc, char **argv) {
              a.shapes[s].name);
     shapes[s] = (wq_input_shape){names[s], a.shapes[s].rank, a.shapes[s].dims};
   }
-  if (wq_quantizer_new_shaped(model, model_n, (const char *)config, config_n, shapes, a.n_shapes,
-                              &q, &err) != WQ_OK) {
+  wq_cli_step("loading %s", a.model);
+  wq_status loaded = wq_quantizer_new_shaped(model, model_n, (const char *)config, config_n, shapes,
+                                             a.n_shapes, &q, &err);
+  wq_cli_step_end();
+  if (loaded != WQ_OK) {
     wq_cli_print_error(
         a.config && err.code == WQ_ERR_INVALID_ARG && !err.node[0] ? a.config : a.model, &err);
     rc = err.code == WQ_ERR_INVALID_ARG ? 2 : 1;
@@ -263,10 +273,13 @@ int wq_cli_quantize(int argc, char **argv) {
     wq_quantizer_on_progress(q, print_line, NULL);
   if (!rc)
     rc = calibrate(q, a.calib, &err);
+  if (!rc)
+    wq_cli_step("quantizing %s (ranges, int8 weights, the ONNX file)", a.model);
   if (!rc && wq_quantizer_finish(q, &onnx, &onnx_n, &err) != WQ_OK) {
     wq_cli_print_error(a.model, &err);
     rc = 1;
   }
+  wq_cli_step_end();
   if (!rc && a.report) {
     report = wq_quantizer_report_json(q);
     if (!report) {

@@ -15,6 +15,7 @@
 #include "cmd_rewrite.h"
 #include "files.h"
 #include "npy.h"
+#include "progress.h"
 #include "random_fill.h"
 #include "shape_arg.h"
 
@@ -116,7 +117,10 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
     return NULL;
   }
   wq_model *m = NULL;
-  if (wq_model_load(bytes, n, opts, &m, &err) != WQ_OK)
+  wq_cli_step("loading %s", path);
+  wq_status st = wq_model_load(bytes, n, opts, &m, &err);
+  wq_cli_step_end();
+  if (st != WQ_OK)
     wq_cli_print_error(path, &err);
   free(bytes);
   return m;
@@ -391,9 +395,14 @@ static int cmd_run(int argc, char **argv) {
   double *ms = calloc((size_t)repeats, sizeof *ms);
   if (!ms)
     goto done;
+  wq_cli_step("running %s", model_path);
   for (long r = repeats > 1 ? -1 : 0; r < repeats; r++) {
+    if (repeats > 1)
+      wq_cli_step_update("running %s: %s %ld of %ld", model_path, r < 0 ? "warm-up," : "run",
+                         r < 0 ? 0 : r + 1, repeats);
     double t0 = now_ms();
     if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
+      wq_cli_step_end();
       wq_cli_print_error("run failed", &err);
       free(ms);
       goto done;
@@ -401,6 +410,7 @@ static int cmd_run(int argc, char **argv) {
     if (r >= 0)
       ms[r] = now_ms() - t0;
   }
+  wq_cli_step_end();
   qsort(ms, (size_t)repeats, sizeof *ms, compare_doubles);
   if (repeats > 1)
     fprintf(stderr, "run: %.3f ms (median of %ld runs after a warm-up run, wall clock)\n",
