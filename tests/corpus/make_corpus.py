@@ -159,7 +159,7 @@ def build():
     )
     # Cut inside the graph: its length prefix promises more than is left.
     add("truncated.onnx", good[: len(good) * 2 // 3], "WQ_ERR_PARSE", "runs past the end")
-    add("empty.onnx", b"", "WQ_ERR_INVALID_MODEL", "no graph")
+    add("empty.onnx", b"", "WQ_ERR_INVALID_MODEL", "not an ONNX model (the file is empty)")
 
     rng = random.Random(20261122)
     # Starts with tag 0x07 (field 0), so the very first read fails.
