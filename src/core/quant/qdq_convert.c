@@ -30,6 +30,7 @@ typedef struct {
   const wq_annotation *a;
   const wq_qdq_params *p;
   const wq_quant_config *cfg;
+  const wq_quantizer *q;
   bool per_channel; /* the opset allows DequantizeLinear's axis (13) */
   bool blocked;     /* ... and its block_size (21) */
   int n_orig_tensors;
@@ -448,10 +449,13 @@ static wq_status quantize_bias(convert_ctx *c, int li, wq_node *reader, int k, w
   free(codes);
   float s_in = c->p[x].scale;
   const float *bv = bt->data;
+  /* Bias correction: the linear's mean quantization error per channel. */
+  const float *shift = wq_quantizer_bias_shift(c->q, li);
   for (int64_t ch = 0; ch < wch; ch++)
     bs[ch] = s_in * ws[ch];
   for (int64_t ch = 0; ch < channels; ch++) {
-    double v = nearbyint((double)bv[ch] / (double)bs[axis >= 0 ? ch : 0]);
+    double bias = (double)bv[ch] - (shift ? (double)shift[ch] : 0.0);
+    double v = nearbyint(bias / (double)bs[axis >= 0 ? ch : 0]);
     bq[ch] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
   }
   free(ws);
@@ -789,7 +793,7 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
   if (!ir)
     return oom(err);
   wq_graph *g = ir->graph;
-  convert_ctx c = {.g = g, .a = a, .p = p, .cfg = wq_quantizer_config(q)};
+  convert_ctx c = {.g = g, .a = a, .p = p, .cfg = wq_quantizer_config(q), .q = q};
   wq_status st = WQ_OK;
   if (g->n_tensors != a->n_tensors || g->n_nodes != a->n_nodes)
     st = wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,

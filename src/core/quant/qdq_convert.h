@@ -94,9 +94,16 @@ wq_status wq_qdq_convert(const wq_quantizer *q, const wq_annotation *a, const wq
 
 /* Per quantized node, the error of running it alone on quantized inputs
  * and weights against the float node, on the kept samples (*sens: one
- * entry per node, caller frees). */
+ * entry per node, caller frees). With correct_bias, a linear with a
+ * constant bias also gets its mean error per output channel as the bias
+ * shift the next conversion subtracts (wq_quantizer_set_bias_shift). */
 wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,
-                               wq_sensitivity **sens, wq_error *err);
+                               bool correct_bias, wq_sensitivity **sens, wq_error *err);
+
+/* Bias correction of linear node `node`: one value per output channel
+ * (owned by q from then on), or NULL. */
+void wq_quantizer_set_bias_shift(wq_quantizer *q, int node, float *shift);
+const float *wq_quantizer_bias_shift(const wq_quantizer *q, int node);
 
 /* The quantized node not yet kept float with the lowest SNR (per_cost
  * false) or the most error per unit of float work it would cost (per_cost

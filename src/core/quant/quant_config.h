@@ -66,6 +66,7 @@ typedef struct wq_quant_config {
   /* > 0: the float model's memory limit while calibrating and converting
    * (wq_load_options.max_memory_bytes); 0: none */
   size_t max_memory_bytes;
+  bool bias_correction; /* take each linear's mean quantization error off its bias */
 } wq_quant_config;
 
 void wq_quant_config_default(wq_quant_config *cfg);

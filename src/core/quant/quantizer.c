@@ -47,6 +47,8 @@ struct wq_quantizer {
   int n_notes;
   void (*progress)(void *ctx, const char *line);
   void *progress_ctx;
+  float **bias_shift; /* per node: bias correction per output channel, or NULL */
+  int bias_corrected;
   /* Results of the last finish. */
   wq_annotation ann;
   wq_qdq_params *params;   /* per tensor */
@@ -134,7 +136,8 @@ wq_status wq_quantizer_new_shaped(const uint8_t *model, size_t n, const char *co
     size_t nt = (size_t)g->n_tensors + 1;
     q->obs = calloc(nt, sizeof *q->obs);
     q->has_obs = calloc(nt, sizeof *q->has_obs);
-    if (!q->obs || !q->has_obs)
+    q->bias_shift = calloc((size_t)g->n_nodes + 1, sizeof *q->bias_shift);
+    if (!q->obs || !q->has_obs || !q->bias_shift)
       st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   }
   if (st != WQ_OK) {
@@ -158,6 +161,11 @@ static void free_results(wq_quantizer *q) {
   free(wq_text_take(&q->warnings));
   free(wq_text_take(&q->warn_lines));
   q->n_warnings = 0;
+  for (int i = 0; q->bias_shift && i < q->n_nodes; i++) {
+    free(q->bias_shift[i]);
+    q->bias_shift[i] = NULL;
+  }
+  q->bias_corrected = 0;
   q->summary[0] = 0;
 }
 
@@ -179,6 +187,7 @@ void wq_quantizer_free(wq_quantizer *q) {
         wq_observer_free(&q->obs[t]);
   free(q->obs);
   free(q->has_obs);
+  free(q->bias_shift);
   free_samples(q->kept, q->n_kept);
   free_samples(q->heldout, q->n_heldout);
   for (int i = 0; i < q->n_notes; i++)
@@ -418,8 +427,9 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
               q->prepared.batchnorm_folded,
               q->prepared.mul_folded_after + q->prepared.mul_folded_before,
               q->prepared.add_folded_after, q->prepared.hardswish_fused);
-  wq_text_put(&r, "  \"calibrationSamples\": %lld,\n  \"heldOutSamples\": %d,\n",
-              (long long)(q->samples - q->n_heldout), q->n_heldout);
+  wq_text_put(
+      &r, "  \"calibrationSamples\": %lld,\n  \"heldOutSamples\": %d,\n  \"biasCorrected\": %d,\n",
+      (long long)(q->samples - q->n_heldout), q->n_heldout, q->bias_corrected);
   /* Measured on (some of) the calibration samples: what a target search
    * steers by, never the accuracy the evaluation reports. */
   if (isfinite(q->output_snr_db))
@@ -715,7 +725,10 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
    * --keep-float / a target keep in float. */
   wq_status st = convert(q, g, keep_float, onnx, onnx_len, err);
   if (st == WQ_OK)
-    st = wq_quant_sensitivity(q, &q->ann, q->params, &q->sens, err);
+    st = wq_quant_sensitivity(q, &q->ann, q->params, q->cfg.bias_correction, &q->sens, err);
+  /* With the bias corrections measured, convert again. */
+  if (st == WQ_OK && q->bias_corrected)
+    st = convert(q, g, keep_float, onnx, onnx_len, err);
   if (st == WQ_OK)
     st = measure_kept(q, *onnx, *onnx_len, err);
   if (st == WQ_OK)
@@ -744,6 +757,16 @@ const char *wq_quantizer_summary(const wq_quantizer *q) { return q->summary; }
 void wq_quantizer_keep_float(wq_quantizer *q, int n, float target_snr_db) {
   q->cfg.keep_float = n;
   q->cfg.target_snr_db = target_snr_db;
+}
+
+void wq_quantizer_set_bias_shift(wq_quantizer *q, int node, float *shift) {
+  free(q->bias_shift[node]);
+  q->bias_shift[node] = shift;
+  q->bias_corrected += shift != NULL;
+}
+
+const float *wq_quantizer_bias_shift(const wq_quantizer *q, int node) {
+  return q->bias_shift[node];
 }
 
 void wq_quantizer_search(wq_quantizer *q, float target_cosine, float max_time) {

@@ -70,10 +70,40 @@ static float *fake_weight(const wq_tensor *w, const wq_ann_tensor *at, float min
   return out;
 }
 
+/* Per output channel: the sum of (quantized - float) outputs of a linear
+ * with a bias, and the values summed per channel (bias correction). */
+typedef struct {
+  double *sum;
+  int64_t channels, per_channel;
+} bias_acc;
+
+static void add_bias_error(bias_acc *b, const wq_node *n, const wq_value *got, const wq_value *ref,
+                           int64_t bias_len) {
+  /* Conv: NCHW, channels on dim 1; Gemm/MatMul: the last dim. */
+  bool conv = strcmp(n->op_type, "Conv") == 0;
+  if (got->rank < 2)
+    return;
+  int64_t c = conv ? got->dims[1] : got->dims[got->rank - 1];
+  int64_t total = wq_value_numel(got);
+  if (c != bias_len || c <= 0)
+    return;
+  if (!b->sum) {
+    b->sum = calloc((size_t)c, sizeof *b->sum);
+    b->channels = c;
+    if (!b->sum)
+      return;
+  }
+  int64_t inner = conv ? total / (got->dims[0] * c) : 1;
+  const float *x = got->data, *r = ref->data;
+  for (int64_t k = 0; k < total; k++)
+    b->sum[(k / inner) % c] += (double)x[k] - (double)r[k];
+  b->per_channel += total / c;
+}
+
 /* Runs node i alone on quantized copies of its inputs; adds its error. */
 static wq_status node_error(const wq_quantizer *q, const wq_graph *g, const wq_model *fm,
                             const wq_value *feeds, int i, const wq_annotation *a,
-                            const wq_qdq_params *p, error_acc *acc, wq_error *err) {
+                            const wq_qdq_params *p, error_acc *acc, bias_acc *bias, wq_error *err) {
   const wq_node *n = &g->nodes[i];
   wq_value in[16], out[8];
   float *owned[16] = {0};
@@ -123,6 +153,9 @@ static wq_status node_error(const wq_quantizer *q, const wq_graph *g, const wq_m
     if (ref && out[0].dtype == WQ_DT_FLOAT && ref->dtype == WQ_DT_FLOAT &&
         wq_value_numel(ref) == wq_value_numel(&out[0])) {
       int64_t count = wq_value_numel(&out[0]);
+      int b = a->nodes[i].bias;
+      if (a->nodes[i].role == WQ_QROLE_LINEAR && b >= 0 && g->tensors[b].is_constant)
+        add_bias_error(bias, n, &out[0], ref, (int64_t)(g->tensors[b].nbytes / sizeof(float)));
       if (a->tensors[y].kind == WQ_ANN_T_ACTIVATION)
         fake_quantize(out[0].data, count, &p[y]);
       accumulate(acc, ref->data, out[0].data, count);
@@ -221,21 +254,22 @@ wq_status wq_quant_output_metrics(wq_model *fm, const uint8_t *onnx, size_t onnx
 }
 
 wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq_qdq_params *p,
-                               wq_sensitivity **sens, wq_error *err) {
+                               bool correct_bias, wq_sensitivity **sens, wq_error *err) {
   *sens = NULL;
   wq_model *fm = (wq_model *)wq_quantizer_float_model(q);
   const wq_graph *g = wq_model_get_ir(fm)->graph;
   error_acc *acc = calloc((size_t)g->n_nodes + 1, sizeof *acc);
+  bias_acc *bias = calloc((size_t)g->n_nodes + 1, sizeof *bias);
   wq_sensitivity *out = calloc((size_t)g->n_nodes + 1, sizeof *out);
-  wq_status st = acc && out ? wq_model_capture(fm, true, err)
-                            : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  wq_status st = acc && out && bias ? wq_model_capture(fm, true, err)
+                                    : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   for (int s = 0; st == WQ_OK && s < wq_quantizer_kept_count(q); s++) {
     const wq_value *feeds = wq_quantizer_kept(q, s);
     st = wq_model_run(fm, feeds, wq_model_input_count(fm), err);
     for (int i = 0; st == WQ_OK && i < g->n_nodes; i++) {
       if (a->nodes[i].decision != WQ_ANN_QUANTIZED)
         continue;
-      st = node_error(q, g, fm, feeds, i, a, p, &acc[i], err);
+      st = node_error(q, g, fm, feeds, i, a, p, &acc[i], &bias[i], err);
       const wq_value *y =
           g->nodes[i].n_outputs ? wq_model_captured(fm, g->nodes[i].outputs[0]) : NULL;
       if (s == 0 && y)
@@ -243,6 +277,22 @@ wq_status wq_quant_sensitivity(wq_quantizer *q, const wq_annotation *a, const wq
     }
   }
   wq_model_capture(fm, false, NULL);
+  /* The mean error per output channel, to be taken off the bias. */
+  for (int i = 0; st == WQ_OK && i < g->n_nodes; i++) {
+    if (!bias[i].sum || !bias[i].per_channel || !correct_bias)
+      continue;
+    float *shift = malloc((size_t)bias[i].channels * sizeof *shift);
+    if (!shift) {
+      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+      break;
+    }
+    for (int64_t c = 0; c < bias[i].channels; c++)
+      shift[c] = (float)(bias[i].sum[c] / (double)bias[i].per_channel);
+    wq_quantizer_set_bias_shift(q, i, shift);
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    free(bias ? bias[i].sum : NULL);
+  free(bias);
   if (st != WQ_OK) {
     free(acc);
     free(out);
