@@ -47,8 +47,9 @@ const HELP = {
       the decision records as JSON (docs/graph-json.md)`,
   check: `  wasmq check CASE_DIR
       run one ONNX backend-test case folder (model.onnx, test_data_set_*)`,
-  quantize: `  wasmq quantize MODEL -o OUT.onnx [--calib DIR|random:N] [--config FILE]
+  quantize: `  wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI [--config FILE]
                  [--report FILE.json] [--keep-float N] [--target-snr DB]
+                 [--target-cosine C] [--max-time S]
       float ONNX in, QDQ int8 ONNX out (docs/quantize.md)`,
   render: `  wasmq render MODEL -o graph.svg|report.html|graph.json
                   [--overlay region|time|error] [--node-data FILE.json]

@@ -16,7 +16,7 @@
 #include "qdq_convert.h"
 
 /* Samples kept (inputs copied) for the sensitivity report and keep-float. */
-#define KEPT_SAMPLES 4
+#define KEPT_SAMPLES 8
 /* Held-out samples kept for the accuracy evaluation; later ones calibrate. */
 #define MAX_HELDOUT 32
 #define MAX_NOTES 8
@@ -55,6 +55,7 @@ struct wq_quantizer {
   wq_sensitivity *sens;    /* per node */
   double output_snr_db;    /* int8 vs float outputs on the kept samples */
   double output_cosine;    /* the lowest output cosine on the kept samples */
+  double output_noise;     /* error / signal energy of the outputs on the kept samples */
   int kept_float;          /* nodes kept float for sensitivity */
   wq_output_metrics *eval; /* per output, on the held-out samples; NULL: not measured */
   wq_text warnings;        /* JSON array items of the last finish */
@@ -585,6 +586,7 @@ static wq_status measure_kept(wq_quantizer *q, const uint8_t *onnx, size_t onnx_
       cos = c < cos ? c : cos;
     }
     if (all.count) {
+      q->output_noise = all.ref2 > 0 ? all.err2 / all.ref2 : 1.0;
       q->output_snr_db = wq_output_snr_db(&all);
       q->output_cosine = cos;
     }
@@ -605,9 +607,68 @@ static void count_int8(const wq_annotation *a, int *in_int8, int *compute) {
   *compute = *in_int8 + count_decision(a, WQ_ANN_FLOAT);
 }
 
+/* How far the kept-sample outputs are from float, in the target's terms:
+ * 1 - cosine for a cosine target, else error / signal energy. */
+static double badness(const wq_quantizer *q) {
+  if (q->cfg.target_cosine > 0)
+    return 1.0 - q->output_cosine;
+  return q->output_noise;
+}
+
+#define SEARCH_TRIALS 8
+
+/* Ranks the SEARCH_TRIALS lowest-SNR quantized nodes not kept float by what
+ * keeping each one float alone gains on the outputs, per sqrt of its float
+ * cost: order[] gets those that gain, best first. Returns their count. */
+static wq_status rank_trials(wq_quantizer *q, const wq_graph *g, bool *keep_float, int *order,
+                             int *n_order, uint8_t **onnx, size_t *onnx_len, wq_error *err) {
+  double base = badness(q), saved_snr = q->output_snr_db, saved_cos = q->output_cosine;
+  double score[SEARCH_TRIALS];
+  int tried[SEARCH_TRIALS], n = 0;
+  *n_order = 0;
+  while (n < SEARCH_TRIALS) {
+    int c = wq_quant_next_keep_float(&q->ann, q->sens, keep_float, false);
+    if (c < 0)
+      break;
+    keep_float[c] = true; /* also marks it tried for the next pick */
+    tried[n++] = c;
+  }
+  for (int k = 0; k < n; k++)
+    keep_float[tried[k]] = false;
+  for (int k = 0; k < n; k++) {
+    keep_float[tried[k]] = true;
+    WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
+    WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+    keep_float[tried[k]] = false;
+    double gain = base - badness(q);
+    double cost = q->sens[tried[k]].cost > 1 ? q->sens[tried[k]].cost : 1;
+    score[k] = gain / sqrt(cost);
+    say(q, "search: trial %s '%s' float: output cosine %.5f, SNR %.1f dB",
+        g->nodes[tried[k]].op_type, g->nodes[tried[k]].name, q->output_cosine, q->output_snr_db);
+    if (gain > 0)
+      order[(*n_order)++] = k;
+  }
+  /* Best score first (insertion sort; ties keep the SNR order). */
+  for (int i = 1; i < *n_order; i++)
+    for (int j = i; j > 0 && score[order[j]] > score[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  for (int i = 0; i < *n_order; i++)
+    order[i] = tried[order[i]];
+  /* Nothing gains alone: the lowest-SNR node still goes first. */
+  if (*n_order == 0 && n > 0)
+    order[(*n_order)++] = tried[0];
+  q->output_snr_db = saved_snr;
+  q->output_cosine = saved_cos;
+  return WQ_OK;
+}
+
 /* Keeps nodes in float until the targets are met on the kept calibration
- * samples: first the keepFloat lowest-SNR nodes, then for a target one node
- * at a time by error per cost, within maxTime seconds. */
+ * samples: first the keepFloat lowest-SNR nodes, then for a target the
+ * nodes whose float run gains most per cost (measured a few at a time),
+ * within maxTime seconds. */
 static wq_status search(wq_quantizer *q, const wq_graph *g, bool *keep_float, uint8_t **onnx,
                         size_t *onnx_len, wq_error *err) {
   double t0 = now_seconds();
@@ -632,6 +693,8 @@ static wq_status search(wq_quantizer *q, const wq_graph *g, bool *keep_float, ui
         "cosine %.4g, SNR %.4g dB)",
         in8, total, q->output_cosine, q->output_snr_db, (double)q->cfg.target_cosine,
         (double)q->cfg.target_snr_db);
+  int order[SEARCH_TRIALS], n_order = 0, next_in_order = 0;
+  bool changed = false;
   while (targeted && below_target(q)) {
     double elapsed = now_seconds() - t0;
     if (q->cfg.max_time > 0 && elapsed >= q->cfg.max_time) {
@@ -640,26 +703,42 @@ static wq_status search(wq_quantizer *q, const wq_graph *g, bool *keep_float, ui
            "output cosine %.5f, SNR %.1f dB on the calibration samples",
            (double)q->cfg.max_time, q->kept_float, q->output_cosine, q->output_snr_db);
       say(q, "search: time limit (%.0f s) reached", (double)q->cfg.max_time);
-      return WQ_OK;
+      break;
     }
-    int next = wq_quant_next_keep_float(&q->ann, q->sens, keep_float, true);
-    if (next < 0) {
-      warn(q,
-           "target not reached: no quantized node is left to keep float (output cosine %.5f, "
-           "SNR %.1f dB)",
-           q->output_cosine, q->output_snr_db);
-      return WQ_OK;
+    if (next_in_order == n_order) {
+      WQ_TRY(rank_trials(q, g, keep_float, order, &n_order, onnx, onnx_len, err));
+      next_in_order = 0;
+      changed = true; /* the last conversion was a trial */
+      if (n_order == 0) {
+        warn(q,
+             "target not reached: no quantized node is left to keep float (output cosine "
+             "%.5f, SNR %.1f dB)",
+             q->output_cosine, q->output_snr_db);
+        break;
+      }
     }
+    int next = order[next_in_order++];
     keep_float[next] = true;
     q->kept_float++;
     WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
     WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+    changed = false;
     count_int8(&q->ann, &in8, &total);
     say(q,
         "search: %d: %s '%s' float (its SNR %.1f dB): %d/%d int8, output cosine %.5f, SNR "
         "%.1f dB, %.1f s",
         q->kept_float, g->nodes[next].op_type, g->nodes[next].name, q->sens[next].snr_db, in8,
         total, q->output_cosine, q->output_snr_db, now_seconds() - t0);
+  }
+  /* The model written is the one with the nodes kept float so far. */
+  if (changed) {
+    WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
+    WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+  }
+  if (targeted) {
+    count_int8(&q->ann, &in8, &total);
+    say(q, "search: done: %d node(s) kept float, %d/%d compute nodes int8, output cosine %.5f",
+        q->kept_float, in8, total, q->output_cosine);
   }
   return WQ_OK;
 }
