@@ -107,7 +107,7 @@ exported_functions=(
   _wqx_case_check _wqx_case_report _wqx_describe_lowered _wqx_graph_json
   _wqx_arena_planned _wqx_arena_bytes _wqx_arena_lower_bound _wqx_arena_unshared_bytes
   _wqx_arena_tensor_count
-  _wqx_profile _wqx_node_count _wqx_node_op _wqx_node_name _wqx_node_ms
+  _wqx_profile _wqx_time_limit _wqx_node_count _wqx_node_op _wqx_node_name _wqx_node_ms
   _wqx_set_threads _wqx_threads
   _wqx_capture _wqx_tensor_count _wqx_captured_dtype _wqx_captured_rank _wqx_captured_dim
   _wqx_captured_data

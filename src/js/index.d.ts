@@ -143,6 +143,11 @@ export interface RunOptions {
   repeats?: number;
   /** Keep every intermediate tensor (results carry `captured`). */
   capture?: boolean;
+  /**
+   * Milliseconds the run may take (default 0: no limit), checked between nodes: past it the run
+   * stops with code 'WQ_ERR_TIMEOUT' naming the last node finished; the model stays usable.
+   */
+  timeoutMs?: number;
 }
 
 /** An intermediate tensor of a captured run, dequantized to float32, channels-first. */
@@ -388,6 +393,8 @@ export type WasmqErrorCode =
   | 'WQ_ERR_INVALID_ARG'
   | 'WQ_ERR_OUT_OF_MEMORY'
   | 'WQ_ERR_IO'
+  /** A run passed its timeoutMs; the model stays usable. */
+  | 'WQ_ERR_TIMEOUT'
   | 'WQ_ERR_DISPOSED'
   /** The wasm core trapped or aborted inside the call; the package dropped it and the next load() starts a fresh one. */
   | 'WQ_ERR_INTERNAL';

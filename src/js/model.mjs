@@ -35,6 +35,7 @@ export class Model {
   #stagingPtrs = [];
   #stagingBytes = [];
   #dimsPtr = 0;
+  #timeoutMs = 0; // the core's time limit for this model's runs (0: none)
 
   constructor(core, ctx, handle, info) {
     this.#core = core;
@@ -86,21 +87,31 @@ export class Model {
    * Runs the model. feeds: {name: {data: TypedArray, dims: number[]}} (dims
    * may be omitted for inputs with a fully static shape). Resolves to
    * {name: {data, dims, dtype}} with data copied out of wasm memory.
+   * options.timeoutMs (0: none) stops a run that passes it between two
+   * nodes with WQ_ERR_TIMEOUT; the model stays usable.
    */
   async run(feeds, options = {}) {
     return wasmqErrors('run', () => {
       options = readOptions(options, 'run');
+      const timeoutMs = options.timeoutMs ?? 0;
+      if (!(typeof timeoutMs === 'number' && timeoutMs >= 0 && timeoutMs <= 2 ** 31)) {
+        throw new WasmqError(`run: timeoutMs must be a number of milliseconds >= 0 (got ${String(timeoutMs)})`);
+      }
       if (options.capture) return this.#runCaptured(feeds, options);
-      if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1);
+      if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1, timeoutMs);
       this.#live();
       const staged = this.#validateFeeds(feeds);
       this.#live(); // the feeds' getters may have disposed the model
-      return this.#call('run', () => this.#runStaged(staged));
+      return this.#call('run', () => this.#runStaged(staged, timeoutMs));
     });
   }
 
-  #runStaged(staged) {
+  #runStaged(staged, timeoutMs) {
     const core = this.#core;
+    if (timeoutMs !== this.#timeoutMs) {
+      core._wqx_time_limit(this.#handle, timeoutMs);
+      this.#timeoutMs = timeoutMs;
+    }
     if (!this.#dimsPtr && staged.length > 0) {
       this.#dimsPtr = core._wqx_malloc(staged.length * MAX_RANK * 4);
       if (!this.#dimsPtr) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
@@ -175,14 +186,19 @@ export class Model {
 
   // Per-node times of `repeats` runs (median per node); the results of the
   // last run carry them as a non-enumerable `profile` property.
-  async #runProfiled(feeds, repeats) {
+  async #runProfiled(feeds, repeats, timeoutMs) {
     if (!Number.isInteger(repeats) || repeats < 1) throw new WasmqError(`run: repeats must be an integer >= 1 (got ${String(repeats)})`);
+    this.#live();
+    // The feeds are read once for all repeats, and the repeats run without
+    // yielding: no caller code can change or detach them in between.
+    const staged = this.#validateFeeds(feeds);
+    this.#live();
     const samples = [];
     let results;
     try {
       for (let r = 0; r < repeats; r++) {
         this.profile(true);
-        results = await this.run(feeds);
+        results = this.#call('run', () => this.#runStaged(staged, timeoutMs));
         samples.push(this.nodeTimes());
       }
     } finally {

@@ -354,9 +354,10 @@ class Fuzz {
     const action = this.int(100);
     if (action < 60) {
       const { feeds, truth, valid } = this.feeds(spec);
-      const options = this.chance(0.8) ? undefined : this.pick([{ capture: true }, { profile: true, repeats: 1 + this.int(2) }, { profile: true, repeats: 0 }, null, 5, { capture: 1, profile: 1 }]);
+      const options = this.chance(0.8) ? undefined : this.pick([{ capture: true }, { profile: true, repeats: 1 + this.int(2) }, { profile: true, repeats: 0 }, null, 5, { capture: 1, profile: 1 }, { timeoutMs: 1e6 }, { timeoutMs: -1 }, { timeoutMs: 'soon' }, { profile: true, timeoutMs: 1e6 }]);
       const repeats = options?.repeats ?? 1;
-      const optionsValid = options === undefined || (options !== null && typeof options === 'object' && !(options.profile && !(Number.isInteger(repeats) && repeats >= 1)));
+      const timeout = options?.timeoutMs ?? 0;
+      const optionsValid = options === undefined || (options !== null && typeof options === 'object' && !(options.profile && !(Number.isInteger(repeats) && repeats >= 1)) && typeof timeout === 'number' && timeout >= 0);
       await this.expect(`${name}.run`, () => model.run(feeds, options), {
         valid: valid && optionsValid,
         check: (out) => this.checkOutputs(`${name}.run`, spec, truth, out),
@@ -433,7 +434,7 @@ class Fuzz {
 }
 
 /** Runs `runs` calls (or until `seconds` pass) from `seed`; returns {executions, rejected, findings}. */
-export async function fuzzJs({ seed = 1, runs = 1000, seconds = 0 }) {
+export async function fuzzJs({ seed = 1, runs = 1000, seconds = 0, progress = null }) {
   const fuzz = new Fuzz(seed);
   await fuzz.setup();
   const findings = [];
@@ -442,6 +443,7 @@ export async function fuzzJs({ seed = 1, runs = 1000, seconds = 0 }) {
     while (seconds > 0 ? performance.now() < deadline : fuzz.executions < runs) {
       try {
         await fuzz.step();
+        if (progress && fuzz.call % 50000 === 0) progress(fuzz);
       } catch (e) {
         // Anything escaping a step (a trap, a stray exception) is a finding
         // too, and ends the run: the state may be broken.
@@ -471,7 +473,8 @@ if (isMain) {
   const seconds = opt('--time', 0);
   const runs = opt('--runs', seconds ? 0 : 5000);
   const started = performance.now();
-  const r = await fuzzJs({ seed, runs, seconds });
+  const progress = (f) => console.log(`fuzz_js: ${f.executions} executions, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  const r = await fuzzJs({ seed, runs, seconds, progress });
   const s = (performance.now() - started) / 1000;
   for (const f of r.findings) console.log(`finding: ${f}`);
   console.log(`fuzz_js: seed ${seed}, ${r.executions} executions (${r.rejected} rejected as WasmqError) in ${s.toFixed(1)} s, ${(r.executions / s).toFixed(0)}/s, ${r.findings.length} findings`);

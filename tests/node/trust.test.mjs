@@ -443,3 +443,33 @@ test('maxMemoryBytes bounds calibration: quantize() over the limit fails as WQ_E
   await rejectsWasmq(quantize(bytes, { maxMemoryBytes: -1 }), 'maxMemoryBytes -1', 'WQ_ERR_INVALID_ARG');
   await rejectsWasmq(quantize(bytes, { config: { maxMemoryBytes: 1.5 } }), 'config maxMemoryBytes 1.5', 'WQ_ERR_INVALID_ARG');
 });
+
+test('run(feeds, {timeoutMs}) stops between nodes with WQ_ERR_TIMEOUT; the model stays exact afterwards', async () => {
+  // 400 chained Relu nodes over a million floats: each a fraction of a millisecond.
+  const n = 1 << 20;
+  const names = Array.from({ length: 401 }, (_, i) => (i === 0 ? 'x' : i === 400 ? 'y' : `t${i}`));
+  const bytes = buildModel({
+    nodes: names.slice(1).map((out, i) => ({ op: 'Relu', name: `relu${i}`, inputs: [names[i]], outputs: [out] })),
+    inputs: [{ name: 'x', dtype: 'float32', shape: [n] }],
+    outputs: [{ name: 'y', dtype: 'float32', shape: [n] }],
+  });
+  const model = await load(bytes);
+  try {
+    const x = Float32Array.from({ length: n }, (_, i) => (i % 5) - 2);
+    const want = x.map((v) => Math.max(v, 0));
+    const start = performance.now();
+    const full = await model.run({ x });
+    const fullMs = performance.now() - start;
+    assert.deepEqual(full.y.data, want);
+    const limit = Math.max(1, fullMs / 50);
+    const e = await rejectsWasmq(model.run({ x }, { timeoutMs: limit }), 'timeoutMs', 'WQ_ERR_TIMEOUT');
+    assert.match(e.message, /run stopped after node \d+ of 400: the time limit of [\d.]+ ms was reached/);
+    assert.match(e.node, /^relu\d+$/);
+    // The next run (no limit) is exact, and a generous limit does not stop it.
+    assert.deepEqual((await model.run({ x })).y.data, want);
+    assert.deepEqual((await model.run({ x }, { timeoutMs: 1e9 })).y.data, want);
+    await rejectsWasmq(model.run({ x }, { timeoutMs: -1 }), 'timeoutMs -1', 'WQ_ERR_INVALID_ARG');
+  } finally {
+    model.dispose();
+  }
+});

@@ -624,6 +624,11 @@ wq_status wq_model_set_threads(wq_model *m, int threads, wq_error *err) {
 
 int wq_model_threads(const wq_model *m) { return wq_pool_threads(m->pool); }
 
+void wq_model_time_limit(wq_model *m, double (*now_ms)(void), double ms) {
+  m->plan.time_limit_ms = now_ms && ms > 0 ? ms : 0;
+  m->plan.limit_now_ms = now_ms;
+}
+
 wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err) {
   free(m->plan.node_ms);
   m->plan.node_ms = NULL;

@@ -415,6 +415,12 @@ WQX_EXPORT int32_t wqx_profile(wqx_ctx *ctx, wqx_model *model, int32_t on) {
   return wq_model_profile(model->model, on ? clock_ms : NULL, &ctx->err);
 }
 
+/* Milliseconds each later run may take (0: no limit); see wq_model_time_limit. */
+WQX_EXPORT void wqx_time_limit(wqx_model *model, double ms) {
+  if (model)
+    wq_model_time_limit(model->model, clock_ms, ms);
+}
+
 WQX_EXPORT int32_t wqx_node_count(const wqx_model *model) {
   return model ? wq_model_node_count(model->model) : 0;
 }

@@ -103,6 +103,9 @@ int32_t wqx_threads(const wqx_model *model);
  * (clearing the counts), 0 stops. Then node i's op type, name and summed
  * milliseconds (kind 0 in all, 1 in its kernel). */
 int32_t wqx_profile(wqx_ctx *ctx, wqx_model *model, int32_t on);
+/* Milliseconds each later run may take (0: no limit), checked between
+ * nodes: a run past it fails with WQ_ERR_TIMEOUT, the model stays usable. */
+void wqx_time_limit(wqx_model *model, double ms);
 int32_t wqx_node_count(const wqx_model *model);
 const char *wqx_node_op(const wqx_model *model, int32_t i);
 const char *wqx_node_name(const wqx_model *model, int32_t i);

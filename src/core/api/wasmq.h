@@ -121,6 +121,10 @@ int wq_model_threads(const wq_model *m);
  * milliseconds it took in all (kind 0) or in its kernel (kind 1) summed
  * over the timed runs: the difference is the executor's fixed cost. */
 wq_status wq_model_profile(wq_model *m, double (*now_ms)(void), wq_error *err);
+/* Limits each later run to `ms` milliseconds on the clock now_ms (ms <= 0
+ * or no clock: no limit). Checked between nodes: a run past it stops with
+ * WQ_ERR_TIMEOUT naming the last node finished, and the model stays usable. */
+void wq_model_time_limit(wq_model *m, double (*now_ms)(void), double ms);
 double wq_model_node_ms(const wq_model *m, int i, int kind);
 /* Nodes of the executed graph, and node i's op type and name ("" past the end). */
 int wq_model_node_count(const wq_model *m);

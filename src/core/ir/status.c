@@ -14,6 +14,7 @@ const char *wq_status_name(wq_status code) {
   case WQ_ERR_INVALID_ARG: return "WQ_ERR_INVALID_ARG";
   case WQ_ERR_OUT_OF_MEMORY: return "WQ_ERR_OUT_OF_MEMORY";
   case WQ_ERR_IO: return "WQ_ERR_IO";
+  case WQ_ERR_TIMEOUT: return "WQ_ERR_TIMEOUT";
   }
   return "WQ_ERR_UNKNOWN";
 }

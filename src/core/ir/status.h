@@ -13,7 +13,8 @@ typedef enum {
   WQ_ERR_SHAPE = 4,         /* shapes or dtypes do not agree */
   WQ_ERR_INVALID_ARG = 5,   /* caller passed a bad argument or option */
   WQ_ERR_OUT_OF_MEMORY = 6,
-  WQ_ERR_IO = 7
+  WQ_ERR_IO = 7,
+  WQ_ERR_TIMEOUT = 8 /* a time limit the caller set was reached (the model stays usable) */
 } wq_status;
 
 #define WQ_ERROR_MSG_MAX 512

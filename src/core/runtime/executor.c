@@ -578,6 +578,7 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
   const wq_graph *g = plan->graph;
   wq_status st = WQ_OK;
   plan->clock++;
+  double deadline = plan->time_limit_ms > 0 ? plan->limit_now_ms() + plan->time_limit_ms : 0;
   int64_t key_stack[4 * WQ_KEY_STRIDE];
   size_t key_words = (size_t)g->n_inputs * WQ_KEY_STRIDE;
   int64_t *key = key_words <= 4 * WQ_KEY_STRIDE ? key_stack : malloc(key_words * sizeof *key);
@@ -712,6 +713,10 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
     }
     if (plan->node_ms)
       plan->node_ms[2 * i] += plan->now_ms() - node_t0;
+    if (st == WQ_OK && deadline > 0 && i + 1 < g->n_nodes && plan->limit_now_ms() >= deadline)
+      st = wq_fail(err, WQ_ERR_TIMEOUT, node->name,
+                   "run stopped after node %d of %d: the time limit of %g ms was reached", i + 1,
+                   g->n_nodes, plan->time_limit_ms);
   }
   if (entry && outgrown)
     entry->stale = true;

@@ -87,6 +87,11 @@ typedef struct {
    * Checked before each allocation; one that would pass it fails the load
    * or the run with WQ_ERR_OUT_OF_MEMORY, and the plan stays usable. */
   size_t memory_limit;
+  /* Time limit of a run (time_limit_ms > 0, on the clock limit_now_ms):
+   * checked between nodes, so the run stops with WQ_ERR_TIMEOUT naming the
+   * last node it finished; a single node still runs to its end. */
+  double time_limit_ms;
+  double (*limit_now_ms)(void);
   size_t memory_fixed;
   size_t outputs_total; /* bytes of the graph outputs block */
 } wq_exec_plan;
