@@ -19,7 +19,8 @@ import { readFile, writeFile, mkdir, readdir, open, rename, unlink, stat, access
 import { constants } from 'node:fs';
 import path from 'node:path';
 import { readLocalFile, maxFileBytesFromEnv } from '#platform';
-import { load, checkCase, WasmqError, quantize } from './index.mjs';
+import { load, WasmqError, quantize } from './index.mjs';
+import { checkCase } from './internal.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
 import { safeFileName, openCalibration, CalibError } from './calib.mjs';

@@ -456,18 +456,6 @@ export function configure(options: {
 /** Whether the threaded build can run here (SharedArrayBuffer: Node, or a crossOriginIsolated page). */
 export function threadsSupported(): boolean;
 
-/** One ONNX conformance data set judged by the core (testing helper). */
-export function checkCase(
-  model: Uint8Array,
-  inputs: Uint8Array[],
-  outputs: Uint8Array[],
-): Promise<{ result: 'PASS' | 'FAIL' | 'SKIP'; reason: string }>;
-
-/** Instantiated Emscripten module (internal). */
-export function getCore(): Promise<unknown>;
-/** Drops the shared core so the next use instantiates a fresh one (after a wasm trap). */
-export function resetCore(): void;
-
 /** Progress of a calibration: samples observed and, when known, how many there will be. */
 export interface QuantizeProgress {
   done: number;
@@ -592,7 +580,6 @@ declare const wasmq: {
   load: typeof load;
   WasmqError: typeof WasmqError;
   configure: typeof configure;
-  checkCase: typeof checkCase;
   threadsSupported: typeof threadsSupported;
   compare: typeof compare;
   quantize: typeof quantize;

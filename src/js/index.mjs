@@ -14,15 +14,15 @@
 // model, source.mjs reads what load() is given; this file ties them together.
 
 import { WasmqError, readOptions, wasmqErrors } from './errors.mjs';
-import { configure, threadsSupported, getCore, getThreadedCore, resetCore, configuredThreads, guardCore } from './core.mjs';
-import { allocBytes, allocInt32, allocShapes, readString, errorFromCtx } from './bridge.mjs';
-import { asBytes, readModelSource, readShapes, maxModelBytesOption } from './source.mjs';
+import { configure, threadsSupported, getCore, getThreadedCore, configuredThreads, guardCore } from './core.mjs';
+import { allocBytes, allocShapes, errorFromCtx } from './bridge.mjs';
+import { readModelSource, readShapes, maxModelBytesOption } from './source.mjs';
 import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
 import { compare } from './compare.mjs';
 import { quantize, Quantizer } from './quantize.mjs';
 
-export { WasmqError, configure, threadsSupported, getCore, resetCore, compare, quantize, Quantizer };
+export { WasmqError, configure, threadsSupported, compare, quantize, Quantizer };
 
 // wqx_load flags (src/core/api/wasm_exports.h).
 const LOAD_NO_LOWERING = 1;
@@ -116,53 +116,8 @@ function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads
   }
 }
 
-const CASE_RESULTS = ['PASS', 'FAIL', 'SKIP'];
-
-/**
- * Runs one ONNX conformance data set in the core (wq_case_check): model
- * bytes plus serialized TensorProto inputs and expected outputs. Returns
- * {result: 'PASS'|'FAIL'|'SKIP', reason}. Used by the conformance runner.
- */
-export async function checkCase(modelBytes, inputs, outputs) {
-  const core = await getCore();
-  return guardCore(core, 'checkCase', () => checkCaseOnCore(core, modelBytes, inputs, outputs));
-}
-
-function checkCaseOnCore(core, modelBytes, inputs, outputs) {
-  const ctx = core._wqx_ctx_new();
-  if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
-  const allocations = [];
-  try {
-    const put = (b) => {
-      const p = allocBytes(core, b);
-      allocations.push(p);
-      return p;
-    };
-    const putInt32 = (values) => {
-      const p = allocInt32(core, values);
-      allocations.push(p);
-      return p;
-    };
-    // Lengths as copied (asBytes reads them from the arrays' internal slots).
-    const bytesOf = (b) => asBytes(b, 'checkCase') ?? new Uint8Array(0);
-    const model = bytesOf(modelBytes);
-    const ins = inputs.map(bytesOf);
-    const outs = outputs.map(bytesOf);
-    const modelPtr = put(model);
-    const inPtrs = putInt32(ins.map(put));
-    const inLens = putInt32(ins.map((b) => b.byteLength));
-    const outPtrs = putInt32(outs.map(put));
-    const outLens = putInt32(outs.map((b) => b.byteLength));
-    const r = core._wqx_case_check(ctx, modelPtr, model.byteLength, inPtrs, inLens, ins.length, outPtrs, outLens, outs.length);
-    return { result: CASE_RESULTS[r] ?? 'FAIL', reason: readString(core, core._wqx_case_report(ctx)) };
-  } finally {
-    for (const p of allocations) core._wqx_free(p);
-    core._wqx_ctx_free(ctx);
-  }
-}
-
 export { DTYPES };
 // Images as calibration samples (and inputs): the config's "images" spec, pure JS; decodeImage in a page.
 export { resolveImageSpec, imageToTensor, decodeImage } from './images.mjs';
 
-export default { load, WasmqError, configure, checkCase, threadsSupported, compare, quantize };
+export default { load, WasmqError, configure, threadsSupported, compare, quantize };

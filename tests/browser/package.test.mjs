@@ -220,6 +220,14 @@ test('consumer project in TypeScript (strict): run() outputs typed per dtype wit
   assert.match(out, /^\d+ undefined true true$/m);
 });
 
+test("the main export is the API only; tooling entry points (getCore, resetCore, checkCase) are under 'wasmq/internal'", () => {
+  writeFileSync(path.join(app, 'exports.mjs'), `import * as api from 'wasmq';
+import * as internal from 'wasmq/internal';
+console.log(JSON.stringify({ api: Object.keys(api).filter((k) => /core|case/i.test(k)), internal: Object.keys(internal).sort() }));`);
+  const got = JSON.parse(execFileSync(process.execPath, ['exports.mjs'], { cwd: app, encoding: 'utf8' }));
+  assert.deepEqual(got, { api: [], internal: ['checkCase', 'getCore', 'resetCore'] });
+});
+
 test('the tarball README is written for npm users: install and use first, no repository scripts', () => {
   assert.match(packedReadme, /npm install/);
   assert.match(packedReadme, /configure\(\{ baseUrl/);

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { load, getCore, WasmqError } from '../../src/js/index.mjs';
+import { load, WasmqError } from '../../src/js/index.mjs';
+import { getCore } from '../../src/js/internal.mjs';
 import { randomArray } from '../../src/js/random.mjs';
 import { MODELS, buildModel } from './helpers.mjs';
 

@@ -9,7 +9,8 @@ import { createServer } from 'node:http';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { load, quantize, getCore, WasmqError } from '../../src/js/index.mjs';
+import { load, quantize, WasmqError } from '../../src/js/index.mjs';
+import { getCore } from '../../src/js/internal.mjs';
 import { buildModel, CLI, MODELS, NATIVE_CLI } from './helpers.mjs';
 
 const N = 4000;
