@@ -39,6 +39,7 @@ const state = {
   models: new Map(), // key -> {name, bytes, graph, inputs, outputs, feeds?}
   shown: null, // key of the model drawn
   overlay: 'region',
+  direction: 'TB', // graph drawn top-down or left to right ('LR')
   data: { time: null, error: null }, // Model Explorer node data per overlay
   svgText: '',
   panZoom: null,
@@ -157,7 +158,7 @@ async function draw() {
   const partner = besidePartner(m);
   $('graph-beside').hidden = !partner;
   const overlay = state.overlay;
-  const drawable = toDrawable(m.graph, { overlay, nodeData: overlay === 'region' ? null : state.data[overlay] });
+  const drawable = toDrawable(m.graph, { overlay, nodeData: overlay === 'region' ? null : state.data[overlay], direction: state.direction });
   const t0 = performance.now();
   const { layout, ms } = await layoutInWorker(drawable);
   state.lastLayoutMs = ms;
@@ -421,6 +422,14 @@ async function reloadAll() {
   }
 }
 
+/** Draws the graph top-down ('TB') or left to right ('LR'). */
+async function setDirection(direction) {
+  state.direction = direction;
+  $('direction').textContent = direction === 'TB' ? '↓ top-down' : '→ left to right';
+  $('direction').dataset.direction = direction;
+  if (current()) await draw();
+}
+
 async function setOverlay(name) {
   if (name !== 'region' && !state.data[name]) {
     setStatus(name === 'time' ? 'Run the model first (Run ×5) for per-node times.' : 'Load per-node error values (Node data…, Model Explorer JSON) for the error overlay.', { error: true });
@@ -533,6 +542,7 @@ $('export-svg').addEventListener('click', exportSvg);
 $('export-png').addEventListener('click', () => exportPng().catch((e) => setStatus(e.message, { error: true })));
 $('search').addEventListener('input', (e) => search(e.target.value));
 $('overlay').addEventListener('click', (e) => e.target.dataset.overlay && setOverlay(e.target.dataset.overlay));
+$('direction').addEventListener('click', () => setDirection(state.direction === 'TB' ? 'LR' : 'TB'));
 $('nodedata').addEventListener('change', async (e) => {
   const f = e.target.files[0];
   if (!f) return;
@@ -568,6 +578,7 @@ globalThis.wasmqInspector = {
   state,
   openDemo,
   setOverlay,
+  setDirection,
   search,
   select,
   runShown,

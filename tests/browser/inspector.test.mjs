@@ -403,3 +403,35 @@ test('node panel: the ONNX attributes of the node and statistics of the weights 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('the graph can be drawn left to right: inputs on the left, outputs on the right, then top-down again', async () => {
+  const { page, errors } = await openPage();
+  await page.setInputFiles('#file', path.join(SHARED, 'models/mnist-8/model.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx');
+  const extent = () =>
+    page.evaluate(() => {
+      const svg = document.querySelector('#graph svg');
+      const at = (sel) => {
+        const b = svg.querySelector(sel).getBBox();
+        return { x: b.x, y: b.y };
+      };
+      return { input: at('[data-graph-input] rect'), output: at('[data-graph-output] rect') };
+    });
+  const tb = await extent();
+  assert.ok(tb.output.y > tb.input.y + 200, JSON.stringify(tb));
+  await page.click('#direction');
+  await page.waitForFunction(() => document.getElementById('direction').dataset.direction === 'LR');
+  await page.waitForFunction(() => {
+    const svg = document.querySelector('#graph svg');
+    const i = svg?.querySelector('[data-graph-input] rect')?.getBBox();
+    const o = svg?.querySelector('[data-graph-output] rect')?.getBBox();
+    return i && o && o.x > i.x + 200;
+  });
+  const lr = await extent();
+  assert.ok(Math.abs(lr.output.y - lr.input.y) < 100, JSON.stringify(lr));
+  await shot(page, 'left-to-right');
+  await page.click('#direction');
+  await page.waitForFunction(() => document.getElementById('direction').dataset.direction === 'TB');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

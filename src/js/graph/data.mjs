@@ -150,9 +150,10 @@ function inkOn(fill) {
 /**
  * graph: records; options.overlay: 'region' (backend colours and region
  * outlines) | 'time' | 'error'; options.nodeData: Model Explorer node-data
- * JSON with the overlay's values by node name (see nodeData()).
+ * JSON with the overlay's values by node name (see nodeData());
+ * options.direction: 'TB' (top-down, default) or 'LR' (left to right).
  */
-export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) {
+export function toDrawable(graph, { overlay = 'region', nodeData = null, direction = 'TB' } = {}) {
   const values = new Map(Object.entries(nodeData?.results ?? {}).map(([k, v]) => [k, v.value]));
   const finite = [...values.values()].filter(Number.isFinite);
   const min = finite.length ? Math.min(...finite) : 0;
@@ -226,6 +227,7 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null } = {}) 
   const keys = new Set(nodes.map((n) => n.key));
   return {
     overlay,
+    direction,
     summary: graph.summary,
     nodes,
     edges: edges.filter((e) => keys.has(e.from) && keys.has(e.to)),

@@ -15,8 +15,9 @@ const EDGE_FONT = 10;
 const BAND = 150;
 
 export function layoutDrawable(drawable) {
+  const rankdir = drawable.direction === 'LR' ? 'LR' : 'TB';
   if (drawable.nodes.length <= BAND) {
-    const l = layoutBand(drawable.nodes, drawable.edges.map((e, i) => [e, i]), true);
+    const l = layoutBand(drawable.nodes, drawable.edges.map((e, i) => [e, i]), true, rankdir);
     return { ...l, edges: drawable.edges.map((_, i) => l.edges[i]) };
   }
   const bandOf = new Map();
@@ -29,7 +30,7 @@ export function layoutDrawable(drawable) {
     if (b === bandOf.get(e.to)) bands[b].edges.push([e, i]);
     else crossing.push([e, i]);
   });
-  const laid = bands.map((band) => layoutBand(band.nodes, band.edges, false));
+  const laid = bands.map((band) => layoutBand(band.nodes, band.edges, false, rankdir));
   const width = Math.max(...laid.map((l) => l.width));
   const nodes = {};
   const edges = new Array(drawable.edges.length);
@@ -55,13 +56,13 @@ export function layoutDrawable(drawable) {
 }
 
 /**
- * One dagre layout; edges as [edge, index in the drawable]. labelSpace
+ * One dagre layout, top-down or left-to-right (rankdir); edges as [edge, index in the drawable]. labelSpace
  * reserves room for edge labels (a dummy node per edge: twice the ranks, so
  * only for small graphs; in bands labels sit on the edge's midpoint).
  */
-function layoutBand(bandNodes, bandEdges, labelSpace) {
+function layoutBand(bandNodes, bandEdges, labelSpace, rankdir = 'TB') {
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: 'TB', nodesep: 28, ranksep: labelSpace ? 34 : 44, edgesep: 12, marginx: 16, marginy: 16 });
+  g.setGraph({ rankdir, nodesep: 28, ranksep: labelSpace ? 34 : 44, edgesep: 12, marginx: 16, marginy: 16 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of bandNodes) g.setNode(n.key, { width: n.width, height: n.height });
   for (const [e, i] of bandEdges) {
