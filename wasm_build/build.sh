@@ -6,7 +6,7 @@
 #
 # Usage: bash wasm_build/build.sh [--force] [--bench] [--threads] [--quant]
 #   --bench    the benchmark variant: also links the kernel timing entry points
-#              (wqx_bench_*, src/core/kernels/simd/bench_entry.c) and writes to
+#              (wqx_bench_*, src/core/kernels/bench/bench_entry.c) and writes to
 #              wasm_build/out/bench; the shipped .wasm never carries them.
 #   --threads  the threaded variant (wasm threads, shared memory, a pthread
 #              worker pool; wasm_build/out/mt: wasmq.mjs, .wasm, .worker.js),
@@ -59,7 +59,7 @@ fi
 emcc="${EMCC:-emcc}"
 jobs="${JOBS:-2}"
 # Benchmark-only sources (kernel timing entry points called from bench/).
-bench_sources=(src/core/kernels/simd/bench_entry.c)
+bench_sources=(src/core/kernels/bench/bench_entry.c)
 # Quantizer-only entry points (the quant variant's exports).
 quant_sources=(src/core/api/wasm_quant_exports.c)
 # Output base name: wasmq.{mjs,wasm}, or wasmq-quant.{mjs,wasm}.
@@ -151,7 +151,7 @@ cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
 # kernels keep unrolling: without it qgemm 256^3 drops from 88% to 83% of the
 # dot peak and small float GEMMs (openwakeword) run 60% slower. The int8
 # GEMM/conv entry points (kernels/qgemm.c, qconv.c) only check, plan at load
-# and dispatch: -Os.
+# and dispatch through the variant's record: -Os.
 # Prints the flags.
 opt_level() {
   if [[ -n "${WQ_WASM_OPT:-}" ]]; then # one level for every file, for comparisons
@@ -173,6 +173,9 @@ opt_level() {
   # (int8 models pool in NHWC): split from their -O3 float files, -Oz.
   src/core/kernels/ref/ew_unary_int.c | src/core/kernels/ref/ref_pool_int.c) echo -Oz ;;
   src/core/kernels/ref/* | src/core/kernels/qgemm.c | src/core/kernels/qconv.c) echo -Os ;;
+  # What every variant shares (validation, geometry, packing helpers) and
+  # the variant selection: load time only.
+  src/core/kernels/common/* | src/core/kernels/config.c) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
   # Load-time only (import, IR, passes, API glue, reports): smallest code.
   src/core/onnx/* | src/core/ir/* | src/core/passes/* | src/core/api/* | src/core/quant/*) echo -Oz ;;

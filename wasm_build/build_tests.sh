@@ -6,7 +6,9 @@
 #   $WQ_WASM_OUT/kernel_bench.cjs   node kernel_bench.cjs          -> GOPS table
 # Sources: src/core/{ir,quant,kernels} plus runtime/parallel.c (the kernels'
 # thread split; one thread here), with -msimd128 so kernels/simd is in, and
-# tests/wasm. Objects are cached in $WQ_WASM_OUT/test-obj.
+# tests/wasm; -DWQ_KERNELS_WITH_REF links the reference variants into
+# kernels/config.c's lists (the shipped runtime leaves them out), so every
+# variant is checked against them. Objects are cached in $WQ_WASM_OUT/test-obj.
 #
 # Usage: bash wasm_build/build_tests.sh [--force]
 set -euo pipefail
@@ -29,7 +31,7 @@ cd "$root"
 mapfile -t core < <( (find src/core/ir src/core/quant src/core/kernels -name '*.c'; echo src/core/runtime/parallel.c) | LC_ALL=C sort)
 mapfile -t tests < <(find tests/wasm -name 'test_*.c' | LC_ALL=C sort)
 mapfile -t headers < <(find src/core tests/wasm -name '*.h' -o -name '*.inc' | LC_ALL=C sort)
-cflags=(-O3 -msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core -Itests/wasm)
+cflags=(-O3 -msimd128 -DWQ_KERNELS_WITH_REF -std=c11 -Wall -Wextra -Werror -Isrc/core -Itests/wasm)
 ldflags=(-O3 -msimd128 -sENVIRONMENT=node -sSINGLE_FILE=1 -sALLOW_MEMORY_GROWTH=1 -sEXIT_RUNTIME=1)
 mkdir -p "$obj"
 

@@ -327,7 +327,7 @@ function select(nodeId) {
       <dt>backend</dt><dd><span class="pill" style="background:${fill}">${escapeXml(n.backend)}</span> ${escapeXml(n.role)}</dd>
       <dt>region</dt><dd>${n.region >= 0 ? n.region : 'none (float)'}</dd>
       <dt>reason</dt><dd><code>${escapeXml(n.reason.code)}</code><br>${escapeXml(n.reason.detail)}</dd>
-      <dt>kernel</dt><dd class="mono">${escapeXml(n.kernel || '—')}</dd>
+      <dt>kernel</dt><dd class="mono">${escapeXml(n.kernel ? `${n.kernel}${n.kernel_isa ? ` (${n.kernel_isa})` : ''}` : '—')}</dd>
       <dt>op can</dt><dd class="mono">${escapeXml(capabilityLabel(g, n) || '—')}</dd>
       ${layoutHtml(g, n)}
       ${time !== undefined ? `<dt>time</dt><dd>${fmtNum(time)} ms (median)</dd>` : ''}

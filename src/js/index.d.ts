@@ -249,7 +249,10 @@ export interface GraphNode {
   role: 'compute' | 'quantize' | 'dequantize' | 'transition' | 'data';
   region: number;
   reason: { code: ReasonCode; detail: string };
+  /** The kernel the node's plan chose ("im2col_gemm", "depthwise", "gemm", "gemv", ...), "" if none. */
   kernel: string;
+  /** The instruction set of the kernel variant that runs it, "" if none. */
+  kernel_isa: '' | 'ref' | 'simd128' | 'relaxed';
   /** The layout pass's decision for this node (docs/graph-json.md "Layout decision records"). */
   layout: GraphLayoutDecision;
   inputs: number[];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/config.h"
 #include "kernels/qconv.h"
 #include "kernels/qgemm.h"
 #include "kernels/ref/quant_ref.h"
@@ -77,7 +78,7 @@ static void gemm_case(int64_t m, int64_t n, int64_t k) {
   d.y_max = hi_of(d.y_dtype);
   wq_qgemm_packed p;
   wq_error err;
-  CHECK(wq_qgemm_pack(&p, &d, "gemm", &err) == WQ_OK);
+  CHECK(wq_qgemm_pack(&p, wq_kernel_set_default()->qgemm, &d, "gemm", &err) == WQ_OK);
   CHECK(wq_qgemm_run(&p, m, a, k, y, n, &err) == WQ_OK);
   /* The ONNX path: wq_ref_qmatmul_acc on centered operands (+ bias). */
   for (int64_t i = 0; i < m * k; i++)
@@ -158,7 +159,7 @@ static void conv_case(int depthwise) {
   d.y_max = rand_int(0, 1) ? d.y_zero_point : hi_of(d.y_dtype);
   wq_qconv_plan p;
   wq_error err;
-  CHECK(wq_qconv_plan_init(&p, &d, "conv", &err) == WQ_OK);
+  CHECK(wq_qconv_plan_init(&p, wq_kernel_set_default()->qconv, &d, "conv", &err) == WQ_OK);
   const bool pointwise = KK == 1 && g->stride[0] == 1 && g->stride[1] == 1 &&
                          g->pad_begin[0] == 0 && g->pad_begin[1] == 0 && OH == H && OW == W;
   const wq_qconv_algo want_algo =
@@ -211,12 +212,12 @@ static void exact_values(void) {
                      .y_min = -10,
                      .y_max = 127};
   wq_qgemm_packed p;
-  CHECK(wq_qgemm_pack(&p, &d, "t", NULL) == WQ_OK);
+  CHECK(wq_qgemm_pack(&p, wq_kernel_set_default()->qgemm, &d, "t", NULL) == WQ_OK);
   CHECK(wq_qgemm_run(&p, 3, a, 1, y, 1, NULL) == WQ_OK);
   CHECK(y[0] == 2 && y[1] == 2 && y[2] == -2);
   wq_qgemm_packed_free(&p);
   d.w = w10;
-  CHECK(wq_qgemm_pack(&p, &d, "t", NULL) == WQ_OK);
+  CHECK(wq_qgemm_pack(&p, wq_kernel_set_default()->qgemm, &d, "t", NULL) == WQ_OK);
   CHECK(wq_qgemm_run(&p, 2, a + 3, 1, y, 1, NULL) == WQ_OK);
   CHECK(y[0] == 127 && y[1] == -10);
   wq_qgemm_packed_free(&p);
@@ -224,18 +225,18 @@ static void exact_values(void) {
   wq_error err;
   d.y_min = 5;
   d.y_max = 4;
-  CHECK(wq_qgemm_pack(&p, &d, "t", &err) == WQ_ERR_INVALID_ARG);
+  CHECK(wq_qgemm_pack(&p, wq_kernel_set_default()->qgemm, &d, "t", &err) == WQ_ERR_INVALID_ARG);
   CHECK(strstr(err.message, "range") != NULL);
   d.y_min = -128;
   d.y_max = 127;
   d.multiplier_count = 3;
-  CHECK(wq_qgemm_pack(&p, &d, "t", &err) == WQ_ERR_INVALID_ARG);
+  CHECK(wq_qgemm_pack(&p, wq_kernel_set_default()->qgemm, &d, "t", &err) == WQ_ERR_INVALID_ARG);
   CHECK(strstr(err.message, "multipliers") != NULL);
   /* Huge geometry: k x n past the element limit (2^31 x 2^31 would wrap the
    * packs' k_padded x n_padded) fails before any size is computed. */
   d.multiplier_count = 1;
   d.k = d.n = (int64_t)1 << 31;
-  CHECK(wq_qgemm_pack(&p, &d, "t", &err) == WQ_ERR_SHAPE);
+  CHECK(wq_qgemm_pack(&p, wq_kernel_set_default()->qgemm, &d, "t", &err) == WQ_ERR_SHAPE);
   CHECK(strstr(err.message, "element limit") != NULL);
 }
 
@@ -266,12 +267,12 @@ static void conv_huge_geometry(void) {
                              .dilation = {1, 1}};
   wq_qconv_plan p;
   wq_error err;
-  CHECK(wq_qconv_plan_init(&p, &d, "huge", &err) == WQ_ERR_SHAPE);
+  CHECK(wq_qconv_plan_init(&p, wq_kernel_set_default()->qconv, &d, "huge", &err) == WQ_ERR_SHAPE);
   CHECK(strstr(err.message, "element limit") != NULL && strcmp(err.node, "huge") == 0);
   d.in_channels = d.out_channels = (int64_t)1 << 20;
   d.group = 1;
   d.geo.kernel[1] = 1;
-  CHECK(wq_qconv_plan_init(&p, &d, "huge", &err) == WQ_ERR_SHAPE);
+  CHECK(wq_qconv_plan_init(&p, wq_kernel_set_default()->qconv, &d, "huge", &err) == WQ_ERR_SHAPE);
   CHECK(strstr(err.message, "1048576 -> 1048576 channels") != NULL);
   /* The zero-point-padded input copy of a plan with 2^28 pads: 256 x 2^28 x
    * 2^28 x 2^20 bytes overflows int64; the copy is declined (NULL), not

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "api/wasmq.h"
-#include "kernels/ref/conv_geometry.h"
+#include "kernels/common/conv_geometry.h"
 #include "kernels/ref/ref_conv_f32.h"
 #include "kernels/ref/ref_gemm_f32.h"
 #include "kernels/ref/ref_pool.h"

@@ -37,6 +37,12 @@ test('graph(): smallcnn_qdq is one int8 region with one layout transition (the p
     assert.equal(g.tensors[conv.inputs[0]].layout.name, 'NHWC'); // so its kernel is a channels-last one
     assert.equal(conv.reason.code, 'INT8');
     assert.equal(conv.kernel, 'im2col_gemm');
+    // The kernel record is data of its own, no longer text in the reason.
+    assert.equal(conv.kernel_isa, 'simd128');
+    assert.ok(!conv.reason.detail.includes('kernel'), conv.reason.detail);
+    const gemm = g.nodes.find((n) => n.op === 'QGemm');
+    if (gemm) assert.deepEqual([gemm.kernel, gemm.kernel_isa], ['gemv', 'simd128']);
+    assert.ok(g.nodes.every((n) => (n.kernel === '') === (n.kernel_isa === '')));
     const w = g.tensors[conv.inputs[1]];
     assert.equal(w.qparams.granularity, 'per-channel');
     assert.equal(w.qparams.scale.length, 32);

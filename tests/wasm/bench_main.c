@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/simd/bench_entry.h"
+#include "kernels/bench/bench_entry.h"
 
 int main(int argc, char **argv) {
   double scale = argc > 1 ? atof(argv[1]) : 1.0;

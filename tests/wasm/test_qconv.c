@@ -1,15 +1,44 @@
-/* SIMD NHWC int8 convolutions (every algorithm) vs the scalar reference. */
+/* Every linked NHWC int8 convolution variant (kernels/config.h), every
+ * algorithm, vs the scalar reference variant, bit for bit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel_test.h"
-#include "kernels/ref/ref_qconv_nhwc.h"
-#include "kernels/simd/qconv_simd.h"
+#include "kernels/config.h"
+#include "kernels/qconv.h"
 
 static wq_dtype random_q8(wq_ktest *t) { return wq_ktest_int(t, 0, 1) ? WQ_DT_UINT8 : WQ_DT_INT8; }
 static int32_t q8_lo(wq_dtype d) { return d == WQ_DT_UINT8 ? 0 : -128; }
 static int32_t q8_hi(wq_dtype d) { return d == WQ_DT_UINT8 ? 255 : 127; }
+
+/* Runs d on the reference variant into y_ref, then on every other linked
+ * variant into y_var (filled with 0xCD first), comparing all `bytes`.
+ * Returns 1 when all match; *failed names a variant that did not, *algo
+ * the algorithm the plans chose. */
+static int variants_match(const wq_qconv_desc *d, const void *x, void *y_ref, void *y_var,
+                          size_t bytes, const char **failed, const char **algo, wq_error *err) {
+  const wq_qconv_config *const *variants;
+  const int n_variants = wq_qconv_variants(&variants);
+  wq_qconv_plan pr, pv;
+  *failed = "ref";
+  *algo = "?";
+  int ok = wq_qconv_plan_init(&pr, variants[0], d, "test", err) == WQ_OK &&
+           wq_qconv_run(&pr, x, y_ref, err) == WQ_OK;
+  if (ok)
+    *algo = wq_qconv_algo_name(pr.algo);
+  wq_qconv_plan_free(&pr);
+  for (int v = 1; ok && v < n_variants; v++) {
+    *failed = variants[v]->name;
+    memset(y_var, 0xCD, bytes);
+    ok = wq_qconv_plan_init(&pv, variants[v], d, "test", err) == WQ_OK &&
+         wq_qconv_run(&pv, x, y_var, err) == WQ_OK && memcmp(y_ref, y_var, bytes) == 0;
+    wq_qconv_plan_free(&pv);
+  }
+  if (ok)
+    *failed = "";
+  return ok;
+}
 
 /* SHAPE_DEPTHWISE_NET: the depthwise shapes networks use (3x3 mostly, also
  * 5x5, 1xk, kx1 and 2x2; stride 1 or 2; rarely dilated), which take the
@@ -161,28 +190,19 @@ static int run_case(wq_ktest *t, shape_kind kind, char *what, size_t cap) {
   memset(y_ref, 0xCD, (size_t)(out_pixels * M) * y_size);
   memset(y_simd, 0xCD, (size_t)(out_pixels * M) * y_size);
 
-  wq_qconv_plan pr, ps;
   wq_error err;
-  int ok = wq_qconv_plan_common(&pr, &d, "test", &err) == WQ_OK &&
-           wq_ref_qconv_pack(&pr, &d, "test", &err) == WQ_OK;
-  ok = ok && wq_qconv_plan_common(&ps, &d, "test", &err) == WQ_OK &&
-       wq_simd_qconv_pack(&ps, &d, "test", &err) == WQ_OK;
-  const char *algo = ok ? wq_qconv_algo_name(ps.algo) : "?";
-  if (ok) {
-    wq_ref_qconv_run(&pr, x, y_ref);
-    ok = wq_simd_qconv_run(&ps, x, y_simd, &err) == WQ_OK &&
-         memcmp(y_ref, y_simd, (size_t)(out_pixels * M) * y_size) == 0;
-  }
+  wq_error_clear(&err);
+  const char *algo, *failed;
+  int ok =
+      variants_match(&d, x, y_ref, y_simd, (size_t)(out_pixels * M) * y_size, &failed, &algo, &err);
   if (!ok && err.message[0])
     printf("  error: %s\n", err.message);
-  wq_qconv_plan_free(&pr);
-  wq_qconv_plan_free(&ps);
   const wq_conv_geometry *g = &d.geo;
   int two = g->n_spatial == 2;
   snprintf(what, cap,
-           "qconv %s n=%lld %lldx%lld c=%lld m=%lld g=%lld k=%lldx%lld s=%lldx%lld d=%lldx%lld "
+           "qconv[%s] %s n=%lld %lldx%lld c=%lld m=%lld g=%lld k=%lldx%lld s=%lldx%lld d=%lldx%lld "
            "pad=%lld,%lld x=%s(zp %d) w=%s(%s) y=%s(zp %d, min %d)",
-           algo, (long long)d.batch, (long long)(two ? g->in[0] : 1), (long long)g->in[two],
+           failed, algo, (long long)d.batch, (long long)(two ? g->in[0] : 1), (long long)g->in[two],
            (long long)C, (long long)M, (long long)d.group, (long long)(two ? g->kernel[0] : 1),
            (long long)g->kernel[two], (long long)(two ? g->stride[0] : 1),
            (long long)g->stride[two], (long long)(two ? g->dilation[0] : 1),
@@ -239,21 +259,10 @@ static int wrap_window_case(wq_dtype y_dtype) {
   d.y_zero_point = q8_lo(y_dtype) + 3;
   d.y_min = q8_lo(y_dtype);
   d.y_max = q8_hi(y_dtype);
-  memset(y_simd, 0xCD, sizeof y_simd);
-  wq_qconv_plan pr, ps;
   wq_error err;
-  int ok = wq_qconv_plan_common(&pr, &d, "test", &err) == WQ_OK &&
-           wq_ref_qconv_pack(&pr, &d, "test", &err) == WQ_OK;
-  ok = ok && wq_qconv_plan_common(&ps, &d, "test", &err) == WQ_OK &&
-       wq_simd_qconv_pack(&ps, &d, "test", &err) == WQ_OK;
-  if (ok) {
-    wq_ref_qconv_run(&pr, x, y_ref);
-    ok = wq_simd_qconv_run(&ps, x, y_simd, &err) == WQ_OK &&
-         memcmp(y_ref, y_simd, sizeof y_ref) == 0 && y_ref[(W + 1) * C] == (uint8_t)d.y_min;
-  }
-  wq_qconv_plan_free(&pr);
-  wq_qconv_plan_free(&ps);
-  return ok;
+  const char *algo, *failed;
+  return variants_match(&d, x, y_ref, y_simd, sizeof y_ref, &failed, &algo, &err) &&
+         y_ref[(W + 1) * C] == (uint8_t)d.y_min;
 }
 
 /* A depthwise conv whose weights (2 x 2^27 taps) and images are within the
@@ -282,11 +291,17 @@ static int huge_depthwise_case(void) {
   d.y_max = 127;
   wq_qconv_plan p;
   wq_error err;
-  int ok = wq_qconv_plan_common(&p, &d, "huge_dw", &err) == WQ_OK && p.algo == WQ_QCONV_DEPTHWISE &&
-           wq_simd_qconv_pack(&p, &d, "huge_dw", &err) == WQ_ERR_SHAPE &&
-           strstr(err.message, "byte limit") != NULL && strcmp(err.node, "huge_dw") == 0;
+  int ok = wq_qconv_plan_common(&p, &d, "huge_dw", &err) == WQ_OK && p.algo == WQ_QCONV_DEPTHWISE;
   wq_qconv_plan_free(&p);
-  return ok;
+  /* Every SIMD variant (the reference keeps the weights as they are). */
+  const wq_qconv_config *const *variants;
+  const int n_variants = wq_qconv_variants(&variants);
+  for (int v = 1; ok && v < n_variants; v++) {
+    ok = wq_qconv_plan_init(&p, variants[v], &d, "huge_dw", &err) == WQ_ERR_SHAPE &&
+         strstr(err.message, "byte limit") != NULL && strcmp(err.node, "huge_dw") == 0;
+    wq_qconv_plan_free(&p);
+  }
+  return ok && n_variants > 1;
 }
 
 void wq_ktest_qconv(wq_ktest *t) {

@@ -1,11 +1,12 @@
-/* SIMD int8 GEMM/GEMV vs the scalar reference. */
+/* Every linked int8 GEMM/GEMV variant (kernels/config.h) vs the scalar
+ * reference variant, bit for bit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel_test.h"
-#include "kernels/ref/ref_qgemm.h"
-#include "kernels/simd/qgemm_simd.h"
+#include "kernels/config.h"
+#include "kernels/qgemm.h"
 
 static wq_dtype random_q8(wq_ktest *t) { return wq_ktest_int(t, 0, 1) ? WQ_DT_UINT8 : WQ_DT_INT8; }
 static int32_t q8_lo(wq_dtype d) { return d == WQ_DT_UINT8 ? 0 : -128; }
@@ -16,7 +17,8 @@ static void fill_q8(wq_ktest *t, uint8_t *buf, int64_t count) {
     buf[i] = (uint8_t)wq_ktest_u32(t);
 }
 
-/* One random case of the given shape; returns 1 when SIMD == reference. */
+/* One random case of the given shape; returns 1 when every variant gives
+ * the reference's bytes (the failing variant's name goes into `what`). */
 static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, size_t what_cap) {
   wq_qgemm_desc d;
   memset(&d, 0, sizeof d);
@@ -83,22 +85,29 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
   memset(y_ref, 0xAB, (size_t)(m * ldy) * y_size);
   memset(y_simd, 0xAB, (size_t)(m * ldy) * y_size);
 
+  const wq_qgemm_config *const *variants;
+  const int n_variants = wq_qgemm_variants(&variants);
+  const char *failed = "";
   wq_qgemm_packed pr, ps;
   wq_error err;
-  int ok = wq_ref_qgemm_pack(&pr, &d, "test", &err) == WQ_OK;
-  ok = ok && wq_simd_qgemm_pack(&ps, &d, "test", &err) == WQ_OK;
-  if (ok) {
-    wq_ref_qgemm_run(&pr, m, a, lda, y_ref, ldy);
-    ok = wq_simd_qgemm_run(&ps, m, a, lda, y_simd, ldy, &err) == WQ_OK;
+  int ok = wq_qgemm_pack(&pr, variants[0], &d, "test", &err) == WQ_OK &&
+           wq_qgemm_run(&pr, m, a, lda, y_ref, ldy, &err) == WQ_OK;
+  for (int v = 1; ok && v < n_variants; v++) {
+    memset(y_simd, 0xAB, (size_t)(m * ldy) * y_size);
+    ok = wq_qgemm_pack(&ps, variants[v], &d, "test", &err) == WQ_OK;
+    ok = ok && wq_qgemm_run(&ps, m, a, lda, y_simd, ldy, &err) == WQ_OK;
     ok = ok && memcmp(y_ref, y_simd, (size_t)(m * ldy) * y_size) == 0; /* gaps untouched too */
-    wq_qgemm_packed_free(&pr);
     wq_qgemm_packed_free(&ps);
+    if (!ok)
+      failed = variants[v]->name;
   }
+  wq_qgemm_packed_free(&pr);
   snprintf(what, what_cap,
-           "qgemm m=%lld n=%lld k=%lld a=%s(zp %d) w=%s(zp %s) y=%s(zp %d [%d,%d]) %s%s%s",
-           (long long)m, (long long)n, (long long)k, wq_dtype_name(d.a_dtype), (int)d.a_zero_point,
-           wq_dtype_name(d.w_dtype), per_channel_zp == 2 ? "per-channel" : "per-tensor",
-           wq_dtype_name(d.y_dtype), (int)d.y_zero_point, (int)d.y_min, (int)d.y_max,
+           "qgemm[%s] m=%lld n=%lld k=%lld a=%s(zp %d) w=%s(zp %s) y=%s(zp %d [%d,%d]) %s%s%s",
+           failed, (long long)m, (long long)n, (long long)k, wq_dtype_name(d.a_dtype),
+           (int)d.a_zero_point, wq_dtype_name(d.w_dtype),
+           per_channel_zp == 2 ? "per-channel" : "per-tensor", wq_dtype_name(d.y_dtype),
+           (int)d.y_zero_point, (int)d.y_min, (int)d.y_max,
            per_channel_mult ? "per-channel multipliers " : "", with_bias ? "bias " : "",
            transposed ? "W transposed" : "");
   free(a);

@@ -38,20 +38,6 @@ static const char *node_role(const wq_node *n) {
   }
 }
 
-/* The kernel variant a plan hook chose, as it appended it to the node's
- * note ("... kernel NAME ..."), or "". */
-static void put_kernel(wq_text *t, const char *why) {
-  const char *k = why ? wq_strfind(why, "kernel ") : NULL;
-  size_t len = 0;
-  if (k) {
-    k += 7;
-    while ((k[len] >= 'a' && k[len] <= 'z') || (k[len] >= 'A' && k[len] <= 'Z') ||
-           (k[len] >= '0' && k[len] <= '9') || k[len] == '_')
-      len++;
-  }
-  wq_text_put(t, "\"%.*s\"", (int)len, k ? k : "");
-}
-
 /* The tensor's layout record: its name, the memory order of the logical
  * dims, and the packing (packed_dim -1 and block 0: not packed). */
 static void put_layout(wq_text *t, const wq_tensor *x) {
@@ -132,8 +118,8 @@ static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *
     wq_text_put(t, ",\"region\":%d,\"reason\":{\"code\":\"%s\",\"detail\":", r->region[i],
                 wq_reason_name(n->reason));
     wq_text_json_string(t, wq_lower_why(n) ? wq_lower_why(n) : "");
-    wq_text_put(t, "},\"kernel\":");
-    put_kernel(t, wq_lower_why(n));
+    wq_text_put(t, "},\"kernel\":\"%s\",\"kernel_isa\":\"%s\"", n->kernel ? n->kernel : "",
+                n->kernel_isa ? n->kernel_isa : "");
     wq_text_put(t, ",\"layout\":");
     put_layout_why(t, n->layout_why, n->layout_last, n->layout_flip);
     wq_text_put(t, ",\"inputs\":");

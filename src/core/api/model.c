@@ -368,6 +368,9 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "partition mode %d is not one of int+fp, int, fp",
                    (int)opts->partition);
   m->mode = load_mode(opts);
+  WQ_TRY(wq_kernel_set_select(&m->kernels, opts ? opts->engine_isas : 0,
+                              opts ? opts->kernels - 1 : -1, err));
+  g->kernels = &m->kernels;
   bool validate = WQ_VALIDATE_IR_DEFAULT || (opts && opts->validate_ir);
   load_ctx ctx = {opts, NULL, validate};
   if (validate)
@@ -446,6 +449,8 @@ wq_model_ir *wq_model_release_ir(wq_model *m) {
       wq_exec_values_release(ir->graph->n_tensors, m->values, m->owned);
   }
   m->ir = NULL;
+  if (ir && ir->graph) /* its kernel selection stays with the model */
+    ir->graph->kernels = NULL;
   wq_model_free(m);
   return ir;
 }

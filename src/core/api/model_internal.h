@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "../kernels/config.h"
 #include "../runtime/executor.h"
 #include "../runtime/parallel.h"
 #include "wasmq.h"
@@ -39,6 +40,8 @@ struct wq_model {
    * the most scratch one node's kernels allocate on one thread (times the
    * threads a run uses). */
   size_t weights_bytes, kernel_bytes, scratch_bytes;
+  /* The kernel variants its plans run (the graph points at it). */
+  wq_kernel_set kernels;
 };
 
 /* The dtype names the JS API uses (float32 rather than ONNX's "float"). */

@@ -44,6 +44,14 @@ typedef struct {
    * stays usable. Kernel scratch (im2col columns, GEMM packing panels) and
    * packed weight copies are not counted. */
   size_t max_memory_bytes;
+  /* Kernel variants (kernels/config.h). engine_isas: the wq_isa bits
+   * (1 << isa) the engine has executed known-answer probes for, 0 for what
+   * needs no probe (the reference and the build's SIMD128). kernels: 0
+   * picks the most capable, else 1 + the wq_isa to run (reference 1,
+   * SIMD128 2, relaxed 3); the load fails when the build or the engine
+   * cannot run it. */
+  unsigned engine_isas;
+  int kernels;
 } wq_load_options;
 
 /* Imports an ONNX model from bytes, resolves every op, binds the given input

@@ -84,6 +84,10 @@ typedef struct {
   unsigned char layout_why, layout_last;
   unsigned char *layout_as_is;
   int64_t layout_flip; /* free label: what the other label alone would add to the planned bytes */
+  /* The plan hook's kernel record (static strings, NULL before planning or
+   * for nodes without one): the kernel it runs ("im2col_gemm", "gemv")
+   * and the ISA of the variant that runs it ("ref", "simd128", ...). */
+  const char *kernel, *kernel_isa;
 } wq_node;
 
 typedef struct {
@@ -101,6 +105,9 @@ typedef struct wq_graph {
   int n_inputs;
   int *outputs;
   int n_outputs;
+  /* The kernel variants plan hooks pack with (kernels/config.h; owned by
+   * the model loading the graph), NULL: the build's default. */
+  const struct wq_kernel_set *kernels;
 } wq_graph;
 
 typedef struct {

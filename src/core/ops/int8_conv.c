@@ -14,12 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ir/format.h"
+#include "../kernels/config.h"
 #include "../kernels/qconv.h"
 #include "../kernels/ref/int8_conv_ref.h"
 #include "../kernels/ref/quant_ref.h"
 #include "../passes/layout_int8.h"
-#include "../passes/lower.h"
 #include "int8_common.h"
 #include "nn_window.h"
 
@@ -118,19 +117,6 @@ static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_va
   return WQ_OK;
 }
 
-/* Appends `extra` to the node's lowering note (shown by info --lowered). */
-static wq_status note_append(wq_node *node, const char *extra, wq_error *err) {
-  const char *why = wq_lower_why(node);
-  size_t len = (why ? strlen(why) + 2 : 0) + strlen(extra) + 1;
-  char *text = malloc(len);
-  if (!text)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
-  wq_format(text, len, "%s%s%s", why ? why : "", why ? "; " : "", extra);
-  wq_status st = wq_layout_set_note(node, text, err);
-  free(text);
-  return st;
-}
-
 static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   qconv_state *s = node->op_state;
   if (s->y_dtype == WQ_DT_INT32)
@@ -212,7 +198,8 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
                      .leaky_alpha = s->leaky_alpha};
   wq_qconv_plan_free(&s->plan);
   s->planned = false;
-  wq_status st = wq_qconv_plan_init(&s->plan, &d, node->name, err);
+  wq_status st =
+      wq_qconv_plan_init(&s->plan, wq_kernels_of(g->kernels)->qconv, &d, node->name, err);
   free(mult);
   free(wzp);
   WQ_TRY(st);
@@ -225,9 +212,9 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
   for (int i = 0; i < geo.n_spatial; i++)
     s->y_item *= geo.out[i];
   s->planned = true;
-  char note[96];
-  wq_format(note, sizeof note, "kernel %s", wq_qconv_algo_name(s->plan.algo));
-  return note_append(node, note, err);
+  node->kernel = wq_qconv_algo_name(s->plan.algo);
+  node->kernel_isa = wq_isa_name(s->plan.config->isa);
+  return WQ_OK;
 }
 
 static wq_status qconv_nhwc_run(const wq_node *node, const wq_value *in, wq_value *out,

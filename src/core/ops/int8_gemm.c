@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/config.h"
 #include "../kernels/qgemm.h"
 #include "../kernels/ref/int8_gemm_ref.h"
 #include "../kernels/ref/quant_ref.h"
@@ -188,11 +189,15 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
                        .y_max = s->act_max,
                        .leaky = s->leaky,
                        .leaky_alpha = s->leaky_alpha};
-    wq_status st = wq_qgemm_pack(&s->packed, &d, node->name, err);
+    wq_status st = wq_qgemm_pack(&s->packed, wq_kernels_of(g->kernels)->qgemm, &d, node->name, err);
     free(w_zero_point);
     WQ_TRY(st);
     s->has_packed = true;
   }
+  /* The decision record: the packed variant, else the reference loop. */
+  const wq_value av = wq_tensor_value(&g->tensors[node->inputs[0]]);
+  node->kernel = wq_qgemm_kernel_name(wq_value_shape_known(&av) ? wq_value_numel(&av) / K : 0);
+  node->kernel_isa = wq_isa_name(s->has_packed ? s->packed.config->isa : WQ_ISA_REF);
   s->planned = true;
   return WQ_OK;
 }

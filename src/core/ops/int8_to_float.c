@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/config.h"
 #include "../kernels/qconv.h"
 #include "../kernels/qgemm.h"
 #include "int8_common.h"
@@ -213,7 +214,7 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) 
                        .y_dtype = WQ_DT_FLOAT,
                        .float_bias = bias,
                        .float_relu = s->relu};
-    st = wq_qconv_plan_init(&s->conv_plan, &d, node->name, err);
+    st = wq_qconv_plan_init(&s->conv_plan, wq_kernels_of(g->kernels)->qconv, &d, node->name, err);
   } else if (st == WQ_OK) {
     s->N = M;
     s->K = wv.dims[1];
@@ -232,7 +233,7 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) 
                        .y_dtype = WQ_DT_FLOAT,
                        .float_bias = bias,
                        .float_relu = s->relu};
-    st = wq_qgemm_pack(&s->gemm, &d, node->name, err);
+    st = wq_qgemm_pack(&s->gemm, wq_kernels_of(g->kernels)->qgemm, &d, node->name, err);
   }
   free(wzp);
   free(scale);
@@ -244,6 +245,13 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) 
   s->x_last = s->conv && wq_layout_channels_last(xv.layout, xv.rank);
   s->y_last = s->conv && wq_layout_channels_last(y->layout, y->rank);
   s->planned = true;
+  if (s->conv) {
+    node->kernel = wq_qconv_algo_name(s->conv_plan.algo);
+    node->kernel_isa = wq_isa_name(s->conv_plan.config->isa);
+  } else {
+    node->kernel = wq_qgemm_kernel_name(wq_value_shape_known(&xv) ? wq_value_numel(&xv) / s->K : 0);
+    node->kernel_isa = wq_isa_name(s->gemm.config->isa);
+  }
   return WQ_OK;
 }
 

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "../kernels/ref/conv_geometry.h"
+#include "../kernels/common/conv_geometry.h"
 #include "op.h"
 
 typedef struct {

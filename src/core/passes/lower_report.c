@@ -85,6 +85,8 @@ char *wq_lower_describe(const wq_graph *g) {
     const char *why = wq_lower_why(n);
     if (why)
       wq_text_put(&t, "      why: %s\n", why);
+    if (n->kernel)
+      wq_text_put(&t, "      kernel: %s (%s)\n", n->kernel, n->kernel_isa ? n->kernel_isa : "");
     if (n->layout_why) /* the layout pass's decision record */
       wq_text_put(&t, "      layout: %s %s\n",
                   n->layout_why == WQ_LWHY_AS_WRITTEN ? "any"

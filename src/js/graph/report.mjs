@@ -30,7 +30,7 @@ export function renderReport(graph, { overlay = 'region', nodeData = null, title
     const v = values[n.name]?.value;
     return `<tr data-node="${escapeXml(n.name)}"><td>${n.id}</td><td>${escapeXml(n.name)}</td><td><code>${escapeXml(n.op)}</code></td>` +
       `<td><span class="sw" style="background:${BACKEND_COLOURS[colourKey(n)]}"></span>${escapeXml(n.backend)}</td><td>${n.region}</td>` +
-      `<td><code>${escapeXml(n.reason.code)}</code> ${escapeXml(n.reason.detail)}</td><td>${escapeXml(n.kernel)}</td>` +
+      `<td><code>${escapeXml(n.reason.code)}</code> ${escapeXml(n.reason.detail)}</td><td>${escapeXml(n.kernel)}${n.kernel_isa ? ` <small>${escapeXml(n.kernel_isa)}</small>` : ''}</td>` +
       `<td data-layout-why="${escapeXml(n.layout?.why ?? '')}">${escapeXml(layoutLabel(n))}${layoutMargin(n) ? `<br>${escapeXml(layoutMargin(n))}` : ''}</td>` +
       `<td>${outs.map((t) => `<code>${escapeXml(tensorLabel(t))}</code>`).join('<br>')}</td>` +
       (nodeData ? `<td>${v === undefined ? '' : fmtNum(v)}</td>` : '') + '</tr>';

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../../ir/dtype.h"
-#include "conv_geometry.h"
+#include "../common/conv_geometry.h"
 
 typedef struct {
   wq_dtype x_dtype, y_dtype;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../../ir/status.h"
-#include "conv_geometry.h"
+#include "../common/conv_geometry.h"
 
 /* Y[N, M, out...] = conv(X[N, C, in...], W[M, C/group, kernel...]) + bias[M]
  * (bias may be NULL), then with `relu` max(y, 0) as the Relu op computes it

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conv_geometry.h"
+#include "../common/conv_geometry.h"
 
 /* Max over each window's in-bounds elements (padding never wins). When
  * `indices` is not NULL it receives ONNX's flattened index of the chosen

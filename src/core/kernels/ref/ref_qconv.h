@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "conv_geometry.h"
+#include "../common/conv_geometry.h"
 
 typedef struct {
   int64_t N, C, M, group; /* batch, input channels, output channels, groups */

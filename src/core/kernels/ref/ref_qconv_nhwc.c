@@ -63,3 +63,24 @@ void wq_ref_qconv_run(const wq_qconv_plan *p, const void *x, void *y) {
         }
       }
 }
+
+static wq_status ref_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {
+  (void)err;
+  wq_ref_qconv_run(p, x, y);
+  return WQ_OK;
+}
+
+/* The reference allocates nothing while it runs. */
+static int64_t ref_scratch(const wq_qconv_plan *p) {
+  (void)p;
+  return 0;
+}
+
+const wq_qconv_config wq_qconv_config_ref = {
+    .name = "ref",
+    .isa = WQ_ISA_REF,
+    .gemm = &wq_qgemm_config_ref,
+    .pack = wq_ref_qconv_pack,
+    .run = ref_run,
+    .scratch_bytes = ref_scratch,
+};

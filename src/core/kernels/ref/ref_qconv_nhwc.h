@@ -6,7 +6,10 @@
 #ifndef WQ_KERNELS_REF_REF_QCONV_NHWC_H
 #define WQ_KERNELS_REF_REF_QCONV_NHWC_H
 
-#include "../qconv.h"
+#include "../common/kernel_config.h"
+
+/* The reference variant's record (named "ref", always linked). */
+extern const wq_qconv_config wq_qconv_config_ref;
 
 /* Keeps W' as [M][KH][KW][C/group] and the per-channel data. Expects
  * wq_qconv_plan_common to have filled *p. */

@@ -31,3 +31,28 @@ void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_
       wq_ref_q8_store(y, p->y_dtype, i * ldy + j, q);
     }
 }
+
+static wq_status ref_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
+                         int64_t ldy, wq_error *err) {
+  (void)err;
+  wq_ref_qgemm_run(p, m, a, lda, y, ldy);
+  return WQ_OK;
+}
+
+/* The reference allocates nothing while it runs. */
+static int64_t ref_scratch(const wq_qgemm_packed *p) {
+  (void)p;
+  return 0;
+}
+
+const wq_qgemm_config wq_qgemm_config_ref = {
+    .name = "ref",
+    .isa = WQ_ISA_REF,
+    .mr = 1,
+    .nr = 1,
+    .kr = 1,
+    .pack = wq_ref_qgemm_pack,
+    .run = ref_run,
+    .gemv = NULL,
+    .scratch_bytes = ref_scratch,
+};

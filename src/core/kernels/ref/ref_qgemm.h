@@ -4,7 +4,10 @@
 #ifndef WQ_KERNELS_REF_REF_QGEMM_H
 #define WQ_KERNELS_REF_REF_QGEMM_H
 
-#include "../qgemm.h"
+#include "../common/kernel_config.h"
+
+/* The reference variant's record (named "ref", always linked). */
+extern const wq_qgemm_config wq_qgemm_config_ref;
 
 wq_status wq_ref_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
                             wq_error *err);

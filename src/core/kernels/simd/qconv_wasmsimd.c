@@ -727,3 +727,12 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
   wq_status st = (wq_status)atomic_load(&job.status);
   return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
 }
+
+const wq_qconv_config wq_qconv_config_simd128 = {
+    .name = "simd128",
+    .isa = WQ_ISA_SIMD128,
+    .gemm = &wq_qgemm_config_simd128,
+    .pack = wq_simd_qconv_pack,
+    .run = wq_simd_qconv_run,
+    .scratch_bytes = wq_simd_qconv_scratch_bytes,
+};

@@ -1,5 +1,5 @@
-/* wasm SIMD128 implementation of kernels/qgemm.h (compiled only with
- * -msimd128; the dispatch in qgemm.c picks it).
+/* wasm SIMD128 variant of kernels/qgemm.h (compiled only with -msimd128;
+ * its record wq_qgemm_config_simd128 is listed by kernels/config.c).
  *
  * Packed weights: column tiles of WQ_QGEMM_NR = 8 columns, one after the
  * other, each k_padded / 2 blocks of 16 bytes; block kp holds, for columns
@@ -11,14 +11,19 @@
 #ifndef WQ_KERNELS_SIMD_QGEMM_SIMD_H
 #define WQ_KERNELS_SIMD_QGEMM_SIMD_H
 
-#include "../qgemm.h"
+#include "../common/kernel_config.h"
 
 enum { WQ_QGEMM_MR = 4, WQ_QGEMM_NR = 8, WQ_QGEMM_KR = 2 };
+
+extern const wq_qgemm_config wq_qgemm_config_simd128;
 
 wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
                              wq_error *err);
 
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
+                            void *y, int64_t ldy, wq_error *err);
+/* The batch-1 GEMV (m == 1; lda and ldy unused). */
+wq_status wq_simd_qgemv_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err);
 
 /* wq_qgemm_scratch_bytes of this implementation. */

@@ -215,26 +215,33 @@ static void dense_share(void *ctx, int64_t c0, int64_t c1) {
   }
 }
 
+wq_status wq_simd_qgemv_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
+                            void *y, int64_t ldy, wq_error *err) {
+  (void)m;
+  (void)lda;
+  (void)ldy;
+  int16_t *row = aligned_alloc(16, (size_t)gemv_row_bytes(p));
+  if (!row)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
+                   (long long)(p->k_padded * 2));
+  widen_row(p, a, row);
+  const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
+  if (wq_parallel_threads() > 1 && p->n * p->k >= QGEMM_PARALLEL_MIN_MACS) {
+    /* Shares of whole 4-tile groups (32 columns), up to 8. */
+    gemv_job job = {p, row, y};
+    wq_parallel_for(tiles, (tiles / 8 + 3) / 4 * 4 < 4 ? 4 : (tiles / 8 + 3) / 4 * 4, gemv_share,
+                    &job);
+  } else {
+    gemv(p, row, y, 0, tiles);
+  }
+  free(row);
+  return WQ_OK;
+}
+
 wq_status wq_simd_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda,
                             void *y, int64_t ldy, wq_error *err) {
-  if (m == 1) {
-    int16_t *row = aligned_alloc(16, (size_t)gemv_row_bytes(p));
-    if (!row)
-      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
-                     "qgemm: cannot allocate %lld bytes of scratch", (long long)(p->k_padded * 2));
-    widen_row(p, a, row);
-    const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
-    if (wq_parallel_threads() > 1 && p->n * p->k >= QGEMM_PARALLEL_MIN_MACS) {
-      /* Shares of whole 4-tile groups (32 columns), up to 8. */
-      gemv_job job = {p, row, y};
-      wq_parallel_for(tiles, (tiles / 8 + 3) / 4 * 4 < 4 ? 4 : (tiles / 8 + 3) / 4 * 4, gemv_share,
-                      &job);
-    } else {
-      gemv(p, row, y, 0, tiles);
-    }
-    free(row);
-    return WQ_OK;
-  }
+  if (m == 1)
+    return wq_simd_qgemv_run(p, m, a, lda, y, ldy, err);
   dense_rows rows = {p, a, lda};
   dense_job job = {.p = p, .rows = rows, .y = y, .ldy = ldy};
   if (wq_parallel_threads() > 1 && wq_simd_qgemm_split_plan(p, m, 1, &job.split) > 1) {
@@ -341,3 +348,15 @@ int64_t wq_simd_qgemm_split_plan(const wq_qgemm_packed *p, int64_t m, int column
   s->chunks = s->row_chunks * s->col_chunks;
   return s->chunks;
 }
+
+const wq_qgemm_config wq_qgemm_config_simd128 = {
+    .name = "simd128_4x8",
+    .isa = WQ_ISA_SIMD128,
+    .mr = WQ_QGEMM_MR,
+    .nr = WQ_QGEMM_NR,
+    .kr = WQ_QGEMM_KR,
+    .pack = wq_simd_qgemm_pack,
+    .run = wq_simd_qgemm_run,
+    .gemv = wq_simd_qgemv_run,
+    .scratch_bytes = wq_simd_qgemm_scratch_bytes,
+};

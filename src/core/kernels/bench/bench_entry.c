@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <wasm_simd128.h>
 
+#include "../config.h"
 #include "../qconv.h"
 #include "../qgemm.h"
 #include "../sgemm.h"
@@ -51,7 +52,7 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qgemm(int m, int n, int k, int iters) {
                      .y_zero_point = -5,
                      .y_min = -128,
                      .y_max = 127};
-  if (wq_qgemm_pack(&packed, &d, "bench", NULL) != WQ_OK)
+  if (wq_qgemm_pack(&packed, wq_kernel_set_default()->qgemm, &d, "bench", NULL) != WQ_OK)
     goto done;
   if (wq_qgemm_run(&packed, m, a, k, y, n, NULL) != WQ_OK)
     goto done;
@@ -116,7 +117,7 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qconv(int h, int w, int c, int m, int k, i
     mult[j] = 1.0f / (float)(64 * (c / group) * k * k);
   d.w = wt;
   d.multiplier = mult;
-  if (wq_qconv_plan_init(&plan, &d, "bench", NULL) != WQ_OK)
+  if (wq_qconv_plan_init(&plan, wq_kernel_set_default()->qconv, &d, "bench", NULL) != WQ_OK)
     goto done;
   if (wq_qconv_run(&plan, x, y, NULL) != WQ_OK)
     goto done;

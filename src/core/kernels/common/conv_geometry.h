@@ -1,8 +1,8 @@
 /* Sliding-window geometry shared by Conv, ConvTranspose and the pooling ops
  * (float, int8 and SIMD kernels alike): auto_pad parsing, output sizes and
  * the pads that auto_pad implies. Pure arithmetic, no allocation. */
-#ifndef WQ_KERNELS_REF_CONV_GEOMETRY_H
-#define WQ_KERNELS_REF_CONV_GEOMETRY_H
+#ifndef WQ_KERNELS_COMMON_CONV_GEOMETRY_H
+#define WQ_KERNELS_COMMON_CONV_GEOMETRY_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * with EMSCRIPTEN_KEEPALIVE, callable from JS as Module._wqx_bench_*). Each
  * returns the wall-clock seconds of `iters` timed runs after one warm-up,
  * or a negative value when it could not run (bad sizes, no memory). */
-#ifndef WQ_KERNELS_SIMD_BENCH_ENTRY_H
-#define WQ_KERNELS_SIMD_BENCH_ENTRY_H
+#ifndef WQ_KERNELS_BENCH_BENCH_ENTRY_H
+#define WQ_KERNELS_BENCH_BENCH_ENTRY_H
 
 /* int8 GEMM m x n x k on prepacked weights (m == 1: the GEMV path), random
  * int8 data. Ops = 2 * m * n * k per run. */

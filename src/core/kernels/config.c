@@ -1,0 +1,126 @@
+#include "config.h"
+
+#include "ref/ref_qconv_nhwc.h"
+#include "ref/ref_qgemm.h"
+#ifdef __wasm_simd128__
+#include "simd/qconv_simd.h"
+#include "simd/qgemm_simd.h"
+#endif
+
+/* The shipped wasm runtime links no reference variant (it never selects
+ * one: SIMD128 is there whenever the module runs); native builds and the
+ * wasm kernel tests (WQ_KERNELS_WITH_REF) do, first in every list. */
+#if !defined(__wasm_simd128__) || defined(WQ_KERNELS_WITH_REF)
+#define WITH_REF 1
+#endif
+
+/* The variant lists: the reference first, then by increasing ISA. A new
+ * variant adds its record here (under the macro its build defines). */
+static const wq_qgemm_config *const qgemm_variants[] = {
+#ifdef WITH_REF
+    &wq_qgemm_config_ref,
+#endif
+#ifdef __wasm_simd128__
+    &wq_qgemm_config_simd128,
+#endif
+};
+static const wq_qconv_config *const qconv_variants[] = {
+#ifdef WITH_REF
+    &wq_qconv_config_ref,
+#endif
+#ifdef __wasm_simd128__
+    &wq_qconv_config_simd128,
+#endif
+};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ISAs that a module running at all proves: the reference and the
+ * module's own SIMD128; relaxed SIMD only after a probe. */
+#define NO_PROBE_ISAS (WQ_ISA_BIT(WQ_ISA_REF) | WQ_ISA_BIT(WQ_ISA_SIMD128))
+
+const char *wq_isa_name(int isa) {
+  switch (isa) {
+  case WQ_ISA_REF: return "ref";
+  case WQ_ISA_SIMD128: return "simd128";
+  case WQ_ISA_RELAXED: return "relaxed";
+  }
+  return "unknown";
+}
+
+int wq_qgemm_variants(const wq_qgemm_config *const **out) {
+  *out = qgemm_variants;
+  return COUNT(qgemm_variants);
+}
+
+int wq_qconv_variants(const wq_qconv_config *const **out) {
+  *out = qconv_variants;
+  return COUNT(qconv_variants);
+}
+
+unsigned wq_kernel_isas_linked(void) {
+  unsigned isas = 0;
+  for (int i = 0; i < COUNT(qgemm_variants); i++)
+    isas |= WQ_ISA_BIT(qgemm_variants[i]->isa);
+  for (int i = 0; i < COUNT(qconv_variants); i++)
+    isas |= WQ_ISA_BIT(qconv_variants[i]->isa);
+  return isas;
+}
+
+/* The last listed variant (the most capable) whose ISA is in `allowed`;
+ * the first (the least capable) when none is. */
+static int pick(const int *isas, int count, unsigned allowed) {
+  int at = 0;
+  for (int i = 0; i < count; i++)
+    if (allowed & WQ_ISA_BIT(isas[i]))
+      at = i;
+  return at;
+}
+
+#define PICK(list, allowed)                                                                        \
+  do {                                                                                             \
+    int isas_[COUNT(list##_variants)];                                                             \
+    for (int i_ = 0; i_ < COUNT(list##_variants); i_++)                                            \
+      isas_[i_] = list##_variants[i_]->isa;                                                        \
+    s->list = list##_variants[pick(isas_, COUNT(list##_variants), allowed)];                       \
+    if (s->list->isa > s->isa)                                                                     \
+      s->isa = s->list->isa;                                                                       \
+  } while (0)
+
+static void select_into(wq_kernel_set *s, unsigned allowed) {
+  s->isa = WQ_ISA_REF;
+  PICK(qgemm, allowed);
+  PICK(qconv, allowed);
+}
+
+const wq_kernel_set *wq_kernel_set_default(void) {
+  static const wq_kernel_set set = {
+#ifdef __wasm_simd128__
+      .isa = WQ_ISA_SIMD128,
+      .qgemm = &wq_qgemm_config_simd128,
+      .qconv = &wq_qconv_config_simd128,
+#else
+      .isa = WQ_ISA_REF,
+      .qgemm = &wq_qgemm_config_ref,
+      .qconv = &wq_qconv_config_ref,
+#endif
+  };
+  return &set;
+}
+
+wq_status wq_kernel_set_select(wq_kernel_set *out, unsigned engine_isas, int force, wq_error *err) {
+  const unsigned linked = wq_kernel_isas_linked();
+  unsigned allowed = engine_isas ? engine_isas | WQ_ISA_BIT(WQ_ISA_REF) : NO_PROBE_ISAS;
+  if (force >= 0) {
+    if (force >= WQ_ISA_COUNT || !(linked & WQ_ISA_BIT(force)))
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "kernels '%s': this build has no such variant",
+                     wq_isa_name(force));
+    if (!(allowed & WQ_ISA_BIT(force)))
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL,
+                     "kernels '%s': the engine did not pass its probe for them",
+                     wq_isa_name(force));
+    allowed &= WQ_ISA_BIT(force + 1) - 1;
+  }
+  select_into(out, allowed & linked);
+  return WQ_OK;
+}
