@@ -172,6 +172,7 @@ async function draw() {
   state.panZoom = svgPanZoom(svg, { zoomScaleSensitivity: 0.3, minZoom: 0.01, maxZoom: 20, fit: true, center: true, controlIconsEnabled: true });
   if (drawable.nodes.length <= READABLE_NODES) readableView(state.panZoom, svg);
   svg.dataset.scale = screenScale(svg).toFixed(3);
+  showMinimap(layout);
   $('summary').textContent = m.graph.summary;
   $('summary').dataset.layoutMs = ms.toFixed(1);
   $('legend').innerHTML =
@@ -192,6 +193,48 @@ async function draw() {
 // fitted (an overview); the wheel zooms in.
 const READABLE_NODES = 300;
 const READABLE_SCALE = 0.9;
+
+/**
+ * The minimap: the whole graph small, with a box for what the view shows;
+ * shown when the graph does not fit the view. Clicking it centres the view
+ * there.
+ */
+function showMinimap(layout) {
+  const box = $('minimap');
+  const { width, height, realZoom } = state.panZoom.getSizes();
+  const fits = layout.width * realZoom <= width + 1 && layout.height * realZoom <= height + 1;
+  box.hidden = fits;
+  if (fits) return;
+  // The same drawing without ids (no clash with the graph's marker) or node classes.
+  box.innerHTML = state.svgText.replace(/ id="[^"]*"/g, '').replace(/class="wq-node[^"]*"/g, 'class="mm-node"').replace(/ width="\d+" height="\d+"/, ' preserveAspectRatio="xMidYMid meet"');
+  const mini = box.querySelector('svg');
+  const view = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+  view.setAttribute('class', 'mm-view');
+  view.setAttribute('fill', '#0ea5e922');
+  view.setAttribute('stroke', '#0284c7');
+  view.setAttribute('stroke-width', String(Math.max(layout.width, layout.height) / 150));
+  mini.append(view);
+  const update = () => {
+    const s = state.panZoom.getSizes();
+    const pan = state.panZoom.getPan();
+    view.setAttribute('x', (-pan.x / s.realZoom).toFixed(1));
+    view.setAttribute('y', (-pan.y / s.realZoom).toFixed(1));
+    view.setAttribute('width', (s.width / s.realZoom).toFixed(1));
+    view.setAttribute('height', (s.height / s.realZoom).toFixed(1));
+  };
+  state.panZoom.setOnPan(update);
+  state.panZoom.setOnZoom(update);
+  update();
+  box.onclick = (e) => {
+    // Minimap pixels -> graph units (meet: one scale, centred).
+    const r = box.getBoundingClientRect();
+    const k = Math.min(r.width / layout.width, r.height / layout.height);
+    const gx = (e.clientX - r.left - (r.width - layout.width * k) / 2) / k;
+    const gy = (e.clientY - r.top - (r.height - layout.height * k) / 2) / k;
+    const s = state.panZoom.getSizes();
+    state.panZoom.pan({ x: s.width / 2 - gx * s.realZoom, y: s.height / 2 - gy * s.realZoom });
+  };
+}
 
 /** SVG units to screen pixels, as drawn (the pan-zoom viewport's transform). */
 const screenScale = (svg) => svg.querySelector('.svg-pan-zoom_viewport')?.getScreenCTM()?.a ?? 1;

@@ -375,6 +375,24 @@ test('a 211-node graph (ppocr-mobile-v2-cls) opens readable: every visible node 
   assert.ok(r.visible >= 5, `${r.visible} nodes in view`);
   assert.ok(r.min >= 9, `a visible label is ${r.min} px`);
   assert.equal(await page.$eval('#lanes-box', (e) => e.open), false);
+  // The minimap shows the whole graph and a box for the view; a click at its bottom goes there.
+  const box = () => page.$eval('#minimap .mm-view', (r) => ({ y: Number(r.getAttribute('y')), h: Number(r.getAttribute('height')) }));
+  assert.equal(await page.$eval('#minimap', (e) => e.hidden), false);
+  const before = await box();
+  const mm = await page.$eval('#minimap', (e) => e.getBoundingClientRect().toJSON());
+  await page.mouse.click(mm.x + mm.width / 2, mm.y + mm.height - 4);
+  const after = await box();
+  console.log(`minimap: view box y ${before.y.toFixed(0)} -> ${after.y.toFixed(0)} (height ${after.h.toFixed(0)} graph units)`);
+  assert.ok(after.y > before.y + after.h, JSON.stringify({ before, after }));
+  // Now the view shows the graph's last nodes (it has 211, in execution order).
+  const inView = await page.$$eval('#graph .wq-node', (els) => {
+    const view = document.getElementById('graph').getBoundingClientRect();
+    return els.filter((e) => {
+      const b = e.getBoundingClientRect();
+      return b.bottom > view.top && b.top < view.bottom;
+    }).map((e) => Number(e.dataset.nodeId));
+  });
+  assert.ok(inView.length > 0 && Math.min(...inView) > 150, `in view after the click: ${inView}`);
   await shot(page, 'ppocr-initial-view');
   assert.deepEqual(errors, []);
   await page.close();

@@ -104,7 +104,8 @@ export function transitionWhy(graph, t) {
 
 /** "int8 NHWC s=0.0235 zp=-3", "int8 per-channel[32]", "float32 NCHW 1x16x28x28". */
 export function tensorLabel(t) {
-  const parts = [t.dtype];
+  // The records say 'undefined' where shape inference left the dtype open (symbolic inputs).
+  const parts = [t.dtype === 'undefined' ? 'dtype ?' : t.dtype];
   if (t.layout && t.layout.name !== 'plain') parts.push(t.layout.name);
   const q = t.qparams;
   if (q && q.scale.length === 1) parts.push(`s=${fmtNum(q.scale[0])} zp=${q.zero_point[0]}`);
