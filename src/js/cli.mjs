@@ -39,11 +39,12 @@ const HELP = {
       after int8 lowering (int8 op and qparams, or why it stayed float)`,
   run: `  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...
                   [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]
-                  [--repeats N] [--max-memory BYTES] [--partition MODE]
+                  [--repeats N] [--max-memory BYTES] [--max-time S] [--partition MODE]
       one line per output; its time on stderr (wall clock of run: one run,
       or with --repeats N the median of N runs after one warm-up run);
       --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)
-      rather than hold more than BYTES of weights, outputs and arena`,
+      rather than hold more than BYTES of weights, outputs and arena;
+      --max-time: stop a run past S seconds (checked between nodes)`,
   inspect: `  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]... [--partition MODE]
       the decision records as JSON (docs/graph-json.md)`,
   check: `  wasmq check CASE_DIR
@@ -237,6 +238,13 @@ function parseRunArgs(args) {
         throw usageError(`--repeats expects an integer in 1..100000, got ${value}`);
       }
       parsed.repeats = Number(value);
+      i++;
+    } else if (option === '--max-time') {
+      const seconds = Number(value);
+      if (value === undefined || value.trim() === '' || !(seconds > 0 && seconds <= 1e6)) {
+        throw usageError(`--max-time expects seconds in (0, 1e6], got ${value}`);
+      }
+      parsed.timeoutMs = seconds * 1000;
       i++;
     } else if (option === '--max-memory') {
       if (!/^\d+$/.test(value ?? '') || !Number.isSafeInteger(Number(value)) || Number(value) < 1) {
@@ -441,7 +449,7 @@ async function cmdRun(args) {
       for (let r = opts.repeats > 1 ? -1 : 0; r < opts.repeats; r++) {
         if (opts.repeats > 1) stepUpdate(`running ${opts.model}: ${r < 0 ? 'warm-up, 0' : `run ${r + 1}`} of ${opts.repeats}`);
         const t0 = performance.now();
-        results = await model.run(feeds);
+        results = await model.run(feeds, { timeoutMs: opts.timeoutMs ?? 0 });
         if (r >= 0) ms.push(performance.now() - t0);
       }
     } catch (e) {

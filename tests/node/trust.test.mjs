@@ -473,4 +473,22 @@ test('run(feeds, {timeoutMs}) stops between nodes with WQ_ERR_TIMEOUT; the model
   } finally {
     model.dispose();
   }
+  // The CLIs' run --max-time S: exit 1 with the timeout named; a bad value is a usage error.
+  const dir = mkdtempSync(path.join(tmpdir(), 'wq-trust-'));
+  try {
+    const file = path.join(dir, 'chain.onnx');
+    writeFileSync(file, bytes);
+    const clis = [[process.execPath, CLI]];
+    if (existsSync(NATIVE_CLI)) clis.push([NATIVE_CLI]);
+    for (const [cmd, ...pre] of clis) {
+      const r = spawnSync(cmd, [...pre, 'run', file, '--max-time', '0.01'], { encoding: 'utf8', timeout: 60000 });
+      assert.equal(r.status, 1, `${cmd}: ${r.stderr}`);
+      assert.match(r.stderr, /run stopped after node \d+ of 400: the time limit of 10 ms was reached \(node 'relu\d+'\) \[WQ_ERR_TIMEOUT\]/);
+      const bad = spawnSync(cmd, [...pre, 'run', file, '--max-time', '0'], { encoding: 'utf8' });
+      assert.equal(bad.status, 2);
+      assert.match(bad.stderr, /--max-time expects seconds in \(0, 1e6\], got 0/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

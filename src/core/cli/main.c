@@ -28,13 +28,15 @@ static const char *const HELP[][2] = {
     {"info", "  wasmq info MODEL [--lowered] [--partition int|int+fp|fp]\n"
              "      inputs, outputs, opsets, ops, parameters, arena; --lowered: each node\n"
              "      after int8 lowering (int8 op and qparams, or why it stayed float)\n"},
-    {"run", "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
-            "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
-            "                  [--repeats N] [--max-memory BYTES] [--partition MODE]\n"
-            "      one line per output; its time on stderr (wall clock of run: one run,\n"
-            "      or with --repeats N the median of N runs after one warm-up run);\n"
-            "      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)\n"
-            "      rather than hold more than BYTES of weights, outputs and arena\n"},
+    {"run",
+     "  wasmq run MODEL [--input NAME=FILE.npy | --input NAME=random:SEED]...\n"
+     "                  [--shape NAME=1x3x224x224]... [--out DIR] [--threads N]\n"
+     "                  [--repeats N] [--max-memory BYTES] [--max-time S] [--partition MODE]\n"
+     "      one line per output; its time on stderr (wall clock of run: one run,\n"
+     "      or with --repeats N the median of N runs after one warm-up run);\n"
+     "      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)\n"
+     "      rather than hold more than BYTES of weights, outputs and arena;\n"
+     "      --max-time: stop a run past S seconds (checked between nodes)\n"},
     {"inspect", "  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]... [--partition MODE]\n"
                 "      the decision records as JSON (docs/graph-json.md)\n"},
     {"check", "  wasmq check CASE_DIR\n"
@@ -234,6 +236,7 @@ static int cmd_run(int argc, char **argv) {
   wq_load_options lower_flags = {0};
   long threads = 1;
   unsigned long long max_memory = 0;
+  double max_time = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && n_input_args < MAX_CLI_INPUTS) {
       input_args[n_input_args++] = argv[++i];
@@ -261,6 +264,13 @@ static int cmd_run(int argc, char **argv) {
       repeats = strtol(argv[++i], &end, 10);
       if (*end != '\0' || end == argv[i] || repeats < 1 || repeats > 100000) {
         fprintf(stderr, "wasmq: --repeats expects an integer in 1..100000, got %s\n", argv[i]);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--max-time") == 0 && i + 1 < argc) {
+      char *end;
+      max_time = strtod(argv[++i], &end);
+      if (*end != '\0' || end == argv[i] || !(max_time > 0 && max_time <= 1e6)) {
+        fprintf(stderr, "wasmq: --max-time expects seconds in (0, 1e6], got %s\n", argv[i]);
         return 2;
       }
     } else if (strcmp(argv[i], "--max-memory") == 0 && i + 1 < argc) {
@@ -312,6 +322,7 @@ static int cmd_run(int argc, char **argv) {
   if (!m)
     return rc;
   rc = 1;
+  wq_model_time_limit(m, now_ms, max_time * 1e3);
   int n_inputs = wq_model_input_count(m);
   if (n_inputs > MAX_CLI_INPUTS) {
     fprintf(stderr, "wasmq: models with more than %d inputs are not supported by the CLI\n",
