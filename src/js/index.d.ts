@@ -67,9 +67,9 @@ export type PartitionMode = 'int' | 'int+fp' | 'fp';
 export interface LoadOptions {
   /** Binds input dims at load (symbolic dims, shape-dependent folding): {name: [1, 3, 224, 224]}. */
   inputShapes?: Record<string, number[]>;
-  /** Lower QDQ / QLinear graphs onto int8 ops (default true); false runs them op by op with float Q/DQ. */
+  /** @deprecated The older spelling of `partition: 'fp'` (false); use `partition`. */
   lowering?: boolean;
-  /** Fail the load, naming the node, when a quantized node cannot run in int8 (= partition 'int'). */
+  /** @deprecated The older spelling of `partition: 'int'` (true); use `partition`. */
   strictInt8?: boolean;
   /**
    * 'int+fp' (default): int8 where possible, float islands between Quantize/DequantizeLinear;

@@ -44,12 +44,14 @@ document.body.textContent = summary;
 `;
 
 before(async () => {
-  // With its scripts, as a user runs it: prepack rebuilds only stale cores
-  // (none after the suite's wasm build) and swaps in the npm users' README.
-  const t0 = Date.now();
-  const stdout = execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_PATH: '/usr/share/nodejs' } });
-  console.log(`npm pack: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${stdout.split('\n').filter((l) => l.startsWith('wasm_build:')).join('; ')}`);
-  const packed = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1));
+  // What `npm pack` ships, staged outside the repository (prepack swaps the
+  // README in place; a suite run must not touch the checkout): the package's
+  // "files", package.json, and the npm users' README as prepack puts it.
+  const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+  const stage = path.join(work, 'stage');
+  for (const f of [...pkg.files, 'package.json']) cpSync(path.join(REPO, f), path.join(stage, f), { recursive: true });
+  cpSync(path.join(REPO, 'docs/npm-readme.md'), path.join(stage, 'README.md'));
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: stage, encoding: 'utf8' }));
   const tarball = path.join(work, packed[0].filename);
   mkdirSync(app);
   writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
@@ -228,7 +230,20 @@ console.log(JSON.stringify({ api: Object.keys(api).filter((k) => /core|case/i.te
   assert.deepEqual(got, { api: [], internal: ['checkCase', 'getCore', 'resetCore'] });
 });
 
-test('the tarball README is written for npm users: install and use first, no repository scripts', () => {
+test('the tarball README is written for npm users: install and use first, no repository scripts; prepack/postpack swap it in and back', () => {
+  // The swap on a copy of the layout (scripts/, docs/, README.md), never on the checkout.
+  const copy = path.join(work, 'readme-swap');
+  for (const f of ['scripts/pack-readme.mjs', 'docs/npm-readme.md', 'README.md']) cpSync(path.join(REPO, f), path.join(copy, f));
+  const repoReadme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  execFileSync(process.execPath, [path.join(copy, 'scripts/pack-readme.mjs'), 'swap']);
+  assert.equal(readFileSync(path.join(copy, 'README.md'), 'utf8'), readFileSync(path.join(REPO, 'docs/npm-readme.md'), 'utf8'));
+  execFileSync(process.execPath, [path.join(copy, 'scripts/pack-readme.mjs'), 'restore']);
+  assert.equal(readFileSync(path.join(copy, 'README.md'), 'utf8'), repoReadme);
+  assert.ok(!existsSync(path.join(copy, '.README.repo.md')));
+  const scripts = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')).scripts;
+  assert.match(scripts.prepack, /pack-readme\.mjs swap/);
+  assert.match(scripts.postpack, /pack-readme\.mjs restore/);
+  assert.equal(packedReadme, readFileSync(path.join(REPO, 'docs/npm-readme.md'), 'utf8'));
   assert.match(packedReadme, /npm install/);
   assert.match(packedReadme, /configure\(\{ baseUrl/);
   assert.doesNotMatch(packedReadme, /scripts\/|demo\.sh|test\.sh/);
