@@ -40,6 +40,7 @@ const state = {
   shown: null, // key of the model drawn
   overlay: 'region',
   direction: 'TB', // graph drawn top-down or left to right ('LR')
+  collapse: false, // int8 regions drawn as one box each
   data: { time: null, error: null }, // Model Explorer node data per overlay
   svgText: '',
   panZoom: null,
@@ -158,7 +159,7 @@ async function draw() {
   const partner = besidePartner(m);
   $('graph-beside').hidden = !partner;
   const overlay = state.overlay;
-  const drawable = toDrawable(m.graph, { overlay, nodeData: overlay === 'region' ? null : state.data[overlay], direction: state.direction });
+  const drawable = toDrawable(m.graph, { overlay, nodeData: overlay === 'region' ? null : state.data[overlay], direction: state.direction, collapse: state.collapse });
   const t0 = performance.now();
   const { layout, ms } = await layoutInWorker(drawable);
   state.lastLayoutMs = ms;
@@ -465,6 +466,14 @@ async function reloadAll() {
   }
 }
 
+/** Draws each int8 region as one box (true) or node by node. */
+async function setCollapse(on) {
+  state.collapse = on;
+  $('collapse').classList.toggle('on', on);
+  $('collapse').dataset.collapsed = String(on);
+  if (current()) await draw();
+}
+
 /** Draws the graph top-down ('TB') or left to right ('LR'). */
 async function setDirection(direction) {
   state.direction = direction;
@@ -586,6 +595,7 @@ $('export-png').addEventListener('click', () => exportPng().catch((e) => setStat
 $('search').addEventListener('input', (e) => search(e.target.value));
 $('overlay').addEventListener('click', (e) => e.target.dataset.overlay && setOverlay(e.target.dataset.overlay));
 $('direction').addEventListener('click', () => setDirection(state.direction === 'TB' ? 'LR' : 'TB'));
+$('collapse').addEventListener('click', () => setCollapse(!state.collapse));
 $('nodedata').addEventListener('change', async (e) => {
   const f = e.target.files[0];
   if (!f) return;
@@ -600,7 +610,9 @@ $('nodedata').addEventListener('change', async (e) => {
 });
 $('graph').addEventListener('click', (e) => {
   const el = e.target.closest('.wq-node');
-  if (el) select(Number(el.dataset.nodeId));
+  // A collapsed region opens up again; a node shows its panel.
+  if (el?.dataset.regionGroup) setCollapse(false);
+  else if (el) select(Number(el.dataset.nodeId));
 });
 addEventListener('dragover', (e) => {
   e.preventDefault();
@@ -622,6 +634,7 @@ globalThis.wasmqInspector = {
   openDemo,
   setOverlay,
   setDirection,
+  setCollapse,
   search,
   select,
   runShown,

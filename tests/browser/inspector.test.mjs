@@ -453,3 +453,29 @@ test('the graph can be drawn left to right: inputs on the left, outputs on the r
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('int8 regions collapse into one box each (node count and top ops on it), edges across the border kept; a click opens it again', async () => {
+  const { page, errors } = await openPage('?demo=smallcnn');
+  await page.waitForSelector('#graph .wq-node');
+  const full = await nodeAttrs(page);
+  const inRegion = full.filter((n) => n.region === '1').length;
+  await page.click('#collapse');
+  await page.waitForSelector('#graph [data-region-group="1"]');
+  const box = await page.$eval('#graph [data-region-group="1"]', (e) => ({ members: Number(e.dataset.members), text: e.textContent }));
+  assert.equal(box.members, inRegion);
+  assert.match(box.text, new RegExp(`int8 region 1.*${inRegion} nodes: `));
+  const shown = await page.$$eval('#graph .wq-node', (els) => els.length);
+  assert.equal(shown, full.length - inRegion + 1);
+  // Every edge still ends at a drawn box.
+  const dangling = await page.$$eval('#graph .wq-edges path', (ps) => {
+    const keys = new Set([...document.querySelectorAll('#graph [data-key]')].map((e) => e.dataset.key));
+    return ps.map((p) => p.dataset.edge.split('>')).filter(([a, b]) => !keys.has(a) || !keys.has(b)).length;
+  });
+  assert.equal(dangling, 0);
+  console.log(`smallcnn collapsed: ${full.length} nodes -> ${shown} boxes; ${box.text}`);
+  await shot(page, 'regions-collapsed');
+  await page.click('#graph [data-region-group="1"]');
+  await page.waitForFunction((n) => document.querySelectorAll('#graph .wq-node').length === n, full.length);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

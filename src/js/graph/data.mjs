@@ -152,9 +152,10 @@ function inkOn(fill) {
  * graph: records; options.overlay: 'region' (backend colours and region
  * outlines) | 'time' | 'error'; options.nodeData: Model Explorer node-data
  * JSON with the overlay's values by node name (see nodeData());
- * options.direction: 'TB' (top-down, default) or 'LR' (left to right).
+ * options.direction: 'TB' (top-down, default) or 'LR' (left to right);
+ * options.collapse: each int8 region of 2+ nodes drawn as one box.
  */
-export function toDrawable(graph, { overlay = 'region', nodeData = null, direction = 'TB' } = {}) {
+export function toDrawable(graph, { overlay = 'region', nodeData = null, direction = 'TB', collapse = false } = {}) {
   const values = new Map(Object.entries(nodeData?.results ?? {}).map(([k, v]) => [k, v.value]));
   const finite = [...values.values()].filter(Number.isFinite);
   const min = finite.length ? Math.min(...finite) : 0;
@@ -224,16 +225,75 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null, directi
     nodes.push(ioNode(`out:${id}`, t, 'output'));
     if (t.producer >= 0) edges.push({ from: `n:${t.producer}`, to: `out:${id}`, tensor: id, label: tensorLabel(t) });
   }
+  const shown = collapse ? collapseRegions(graph, nodes, edges) : { nodes, edges };
   // Edges from inputs that were never declared as a graph input (should not happen) are dropped.
-  const keys = new Set(nodes.map((n) => n.key));
+  const keys = new Set(shown.nodes.map((n) => n.key));
   return {
     overlay,
     direction,
     summary: graph.summary,
-    nodes,
-    edges: edges.filter((e) => keys.has(e.from) && keys.has(e.to)),
+    nodes: shown.nodes,
+    edges: shown.edges.filter((e) => keys.has(e.from) && keys.has(e.to)),
     range: overlay === 'region' ? null : { min, max, label: nodeData?.label ?? overlay },
   };
+}
+
+/**
+ * Each int8 region of two or more nodes becomes one box (where its first
+ * node was: execution order stays), naming its node count and most common
+ * ops; edges inside it go, edges across its border attach to the box.
+ */
+function collapseRegions(graph, nodes, edges) {
+  const members = new Map();
+  for (const n of graph.nodes) if (n.region > 0) members.set(n.region, [...(members.get(n.region) ?? []), n]);
+  const boxOf = new Map();
+  const boxes = new Map();
+  for (const [region, list] of members) {
+    if (list.length < 2) continue;
+    const counts = new Map();
+    for (const n of list) counts.set(n.op, (counts.get(n.op) ?? 0) + 1);
+    const ops = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([op, c]) => `${op}×${c}`).join(' ');
+    const label = `int8 region ${region}`;
+    const sub = `${list.length} nodes: ${ops}`;
+    const fill = BACKEND_COLOURS['int8-simd'];
+    boxes.set(`r:${region}`, {
+      key: `r:${region}`,
+      kind: 'op',
+      id: -region,
+      name: `${label} (${list.length} nodes)`,
+      label,
+      sub,
+      fill,
+      ink: inkOn(fill),
+      stroke: REGION_OUTLINES[(region - 1) % REGION_OUTLINES.length],
+      strokeWidth: REGION_STROKE_WIDTH,
+      width: Math.max(140, 7 * sub.length + 24),
+      height: 44,
+      attrs: { 'data-region-group': String(region), 'data-region': String(region), 'data-members': String(list.length), 'data-backend': 'int8-simd', 'data-role': 'region' },
+    });
+    for (const n of list) boxOf.set(`n:${n.id}`, `r:${region}`);
+  }
+  const out = [];
+  const placed = new Set();
+  for (const n of nodes) {
+    const box = boxOf.get(n.key);
+    if (!box) out.push(n);
+    else if (!placed.has(box)) {
+      placed.add(box);
+      out.push(boxes.get(box));
+    }
+  }
+  const seen = new Set();
+  const kept = [];
+  for (const e of edges) {
+    const from = boxOf.get(e.from) ?? e.from;
+    const to = boxOf.get(e.to) ?? e.to;
+    const id = `${from}>${to}:${e.tensor}`;
+    if (from === to || seen.has(id)) continue;
+    seen.add(id);
+    kept.push({ ...e, from, to });
+  }
+  return { nodes: out, edges: kept };
 }
 
 function ioNode(key, t, role) {
