@@ -109,7 +109,9 @@ async function showModel(key) {
 /** Which core runs the shown model: threads, or one thread and why. */
 function threadsText(info) {
   if (info.threads > 1) return `${info.threads} threads`;
-  if (info.fallback) return `1 thread (${info.requestedThreads} asked): ${info.fallback}`;
+  // The page's server serves the threaded core from the clone's build: say how to make it.
+  const build = /cannot load the threaded/.test(info.fallback ?? '') ? ' (build it: bash wasm_build/build.sh --threads)' : '';
+  if (info.fallback) return `1 thread (${info.requestedThreads} asked): ${info.fallback}${build}`;
   return globalThis.crossOriginIsolated ? '1 thread' : '1 thread (page not cross-origin isolated)';
 }
 

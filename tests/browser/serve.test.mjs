@@ -105,3 +105,27 @@ test('npm run web: a thread worker the page may not start (served without COEP) 
   assert.ok(errors.every((e) => /wasmq\.worker\.js|ERR_BLOCKED_BY_RESPONSE|Failed to load resource/.test(e)), errors.join('\n'));
   await page.close();
 });
+
+test('npm run web before the threaded core is built: one thread, and the page says how to build it', async () => {
+  const noThreaded = {
+    name: 'no-threaded-core',
+    enforce: 'pre',
+    configureServer(s) {
+      s.middlewares.use((req, res, next) => {
+        if (!/^\/wasmq-mt\//.test(req.url ?? '')) return next();
+        res.statusCode = 404;
+        res.end('not built');
+      });
+    },
+  };
+  const server2 = await createServer({ configFile: CONFIG, server: { port: 0, host: '127.0.0.1' }, logLevel: 'warn', plugins: [noThreaded] });
+  await server2.listen();
+  after(() => server2.close());
+  const page = await browser.newPage();
+  await page.goto(`${server2.resolvedUrls.local[0]}?demo=smallcnn`);
+  await page.waitForSelector('#graph .wq-node', { timeout: 60000 });
+  const shown = await page.$eval('#threads', (e) => e.textContent);
+  console.log(`no threaded core: ${shown}`);
+  assert.match(shown, /^1 thread \(\d+ asked\): cannot load the threaded wasm core .*\(build it: bash wasm_build\/build\.sh --threads\)$/);
+  await page.close();
+});
