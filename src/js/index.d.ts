@@ -320,7 +320,7 @@ export interface GraphOpCapability {
   op: string;
   domain: string;
   /** How the int8 backend takes it; 'none': runs float. */
-  int8: 'none' | 'conv' | 'gemm' | 'qlinear' | 'integer' | 'contrib' | 'binary' | 'pool' | 'concat' | 'reduce' | 'lookup' | 'move' | 'quantize' | 'dequantize' | 'kernel';
+  int8: 'none' | 'conv' | 'gemm' | 'qlinear' | 'integer' | 'contrib' | 'binary' | 'pool' | 'concat' | 'reduce' | 'lookup' | 'move' | 'quantize' | 'dequantize' | 'kernel' | 'softmax';
   /** The wasmq int8 op a node of it becomes ('' : itself, or no int8 form). */
   as: string;
   /** The layouts its arguments accept and its output produces. */

@@ -46,8 +46,10 @@ static void test_capability_records(void) {
     CHECK(op->quant_role <= WQ_QROLE_SHARED);
     if (op->int8_as != WQ_OPID_NONE) {
       const wq_op *as = wq_op_by_id(op->int8_as);
-      CHECK_MSG(as && strcmp(as->domain, "wasmq") == 0 && as->int8 == WQ_INT8_KERNEL, "%s",
-                op->op_type);
+      /* a wasmq kernel, or an op that runs on codes (Softmax -> QLinearSoftmax) */
+      CHECK_MSG(as && ((strcmp(as->domain, "wasmq") == 0 && as->int8 == WQ_INT8_KERNEL) ||
+                       (as->flags & WQ_OP_FLAG_INT8)),
+                "%s", op->op_type);
     }
     /* one op per kernel family: no op is a layout variant of another */
     size_t len = strlen(op->op_type);

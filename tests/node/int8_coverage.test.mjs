@@ -10,6 +10,8 @@
 //   - PRelu with one constant slope the same;
 //   - Conv -> Q -> DQ -> LeakyRelu -> Q: the conv, then a 256-entry lookup;
 //   - per-tensor and per-channel weights;
+//   - DQ -> Softmax -> Q: one QLinearSoftmax (our float Softmax between the
+//     codes, as the float Softmax node computed it before);
 //   - a RetinaFace-shaped detector (tests/models/retinaface_qdq.mjs) at 96x96.
 // Summaries list every float node under a reason code: the counts add up.
 import { test } from 'node:test';
@@ -111,12 +113,13 @@ test('a LeakyRelu of slope above 1 stays its own node, the conv keeps its float 
   assert.equal(f.listed, f.total, r.summary);
 });
 
-test('RetinaFace-shaped Vitis-style QDQ detector (96x96): every compute node but Softmax int8, outputs equal to onnxruntime', async () => {
+test('RetinaFace-shaped Vitis-style QDQ detector (96x96): every compute node int8 in one region, outputs equal to onnxruntime', async () => {
   const { qdq } = await retinafaceModels(96);
   const r = await compare(qdq, [{ name: 'input', dims: [1, 3, 96, 96] }]);
   assert.deepEqual(r.differ, { scores: 0, box_all: 0, ldm_all: 0 });
-  assert.match(r.summary, /float: 1 node \(Softmax x1 UNSUPPORTED_OP\)/);
-  assert.ok(r.int8Share >= 0.9, r.summary);
+  assert.match(r.summary, /in 1 region; quantize\/dequantize: 4; float: 0 nodes/);
+  assert.equal(r.int8Share, 1, r.summary);
+  assert.match(r.lowered, /QLinearSoftmax\s+Softmax_scores[\s\S]*?why: QLinearSoftmax from Softmax/);
   // The heads' Transposes read the convs' channels-last codes as written (a
   // copy): the only transition is the input's, fused into its QuantizeLinear.
   assert.match(r.summary, /; 1 transition moving 0 B \(1 fused\)$/);

@@ -59,8 +59,8 @@ test('legend.ops: the registry capability record of every op the graph runs, onc
     ops.sort((a, b) => cmp(a.split('.')[0], b.split('.')[0]) || cmp(a.split('.')[1], b.split('.')[1]));
     assert.deepEqual(g.legend.ops.map(key), ops);
     const cap = (op, domain = '') => g.legend.ops.find((o) => o.op === op && o.domain === domain);
-    // Float ops with no int8 form, and what the int8 ones are.
-    assert.deepEqual(cap('Softmax'), { op: 'Softmax', domain: '', int8: 'none', as: '', layout: 'nchw', layouts: ['NCHW'] });
+    // What the int8 forms are (Softmax: between a DequantizeLinear and a QuantizeLinear).
+    assert.deepEqual(cap('Softmax'), { op: 'Softmax', domain: '', int8: 'softmax', as: 'QLinearSoftmax', layout: 'nchw', layouts: ['NCHW'] });
     assert.deepEqual(cap('Conv'), { op: 'Conv', domain: '', int8: 'conv', as: 'QConv', layout: 'nchw', layouts: ['NCHW'] });
     assert.equal(cap('QuantizeLinear').int8, 'quantize');
     assert.equal(cap('DequantizeLinear').int8, 'dequantize');
@@ -73,13 +73,14 @@ test('legend.ops: the registry capability record of every op the graph runs, onc
     const qconvs = g.nodes.filter((n) => n.op === 'QConv');
     assert.ok(qconvs.some((n) => g.tensors[n.inputs[0]].layout.name === 'NHWC'));
     // the inspector's details line reads the same record
-    assert.equal(capabilityLabel(g, byName(g, 'Softmax_sm')), 'int8: none (runs float); layout: nchw');
+    assert.equal(capabilityLabel(g, byName(g, 'Softmax_sm')), 'int8: softmax -> QLinearSoftmax; layout: nchw');
     assert.equal(capabilityLabel(g, byName(g, 'Conv_c1')), 'int8: conv -> QConv; layout: nchw');
     assert.equal(capabilityLabel({ nodes: g.nodes }, byName(g, 'Conv_c1')), '');
-    // and the legend names the graph's ops with no int8 form (from the records, not a list of its own)
-    const none = g.legend.ops.filter((o) => o.int8 === 'none').map((o) => o.op);
-    assert.ok(none.includes('Softmax'));
-    assert.match(legendHtml(g.legend), new RegExp(`no int8 form: ${none.join(', ')}<`));
+    // and the legend names the graph's ops with no int8 form (from the records, not a list of its own): none here
+    assert.deepEqual(g.legend.ops.filter((o) => o.int8 === 'none'), []);
+    assert.doesNotMatch(legendHtml(g.legend), /no int8 form/);
+    const none = [{ op: 'Erf', domain: '', int8: 'none', as: '', layout: 'nchw', layouts: ['NCHW'] }];
+    assert.match(legendHtml({ ...g.legend, ops: [...g.legend.ops, ...none] }), /no int8 form: Erf</);
     assert.doesNotMatch(legendHtml(), /no int8 form/);
     // every float node's op is in the legend; a node that stayed float for want of a kernel has int8 'none'
     for (const n of g.nodes) {
@@ -99,10 +100,11 @@ test("partition 'int+fp': every node's backend, region and reason code on the ed
     const g = m.graph();
     assert.equal(g.mode, 'int+fp');
     // A conv whose result feeds a float Softmax, one read back with other
-    // parameters, and the Softmax itself stay float, each with its code.
+    // parameters, and the Softmax itself (its input is not dequantized codes)
+    // stay float, each with its code.
     assert.deepEqual(byName(g, 'Conv_c1').reason.code, 'OUTPUT_NOT_QUANTIZED');
     assert.deepEqual(byName(g, 'Conv_c3').reason.code, 'QPARAMS_MISMATCH');
-    assert.equal(byName(g, 'Softmax_sm').reason.code, 'UNSUPPORTED_OP');
+    assert.equal(byName(g, 'Softmax_sm').reason.code, 'INPUT_NOT_QUANTIZED');
     for (const name of ['Conv_c1', 'Conv_c3', 'Softmax_sm']) {
       assert.equal(byName(g, name).backend, 'float');
       assert.equal(byName(g, name).region, -1);
@@ -135,7 +137,7 @@ test("partition 'int+fp': every node's backend, region and reason code on the ed
     // (One of the two transitions is fused into a QuantizeLinear: one node fewer, 72 B moved, not 216.)
     assert.match(g.summary, /^int8: 7 of 18 nodes in 3 regions; quantize\/dequantize: 8; float: 3 nodes \(/);
     assert.match(g.summary, /; 2 transitions moving 72 B \(1 fused\)$/);
-    assert.match(g.summary, /Softmax x1 UNSUPPORTED_OP/);
+    assert.match(g.summary, /Softmax x1 INPUT_NOT_QUANTIZED/);
     // Arena slots: every intermediate placed, no two alive at once overlapping.
     const slots = g.tensors.filter((t) => t.arena);
     assert.ok(slots.length > 0 && slots.every((t) => Number.isInteger(t.arena.offset)));

@@ -54,7 +54,9 @@ static wq_status softmax_run(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-const wq_op wq_op_softmax = {.op_type = "Softmax",
+const wq_op wq_op_softmax = {.int8 = WQ_INT8_SOFTMAX,
+                             .int8_as = WQ_OPID(contrib_qlinear_softmax),
+                             .op_type = "Softmax",
                              .domain = "",
                              .min_opset = 1,
                              .min_inputs = 1,

@@ -67,6 +67,7 @@ typedef enum wq_int8_kind {
   WQ_INT8_QUANTIZE,   /* QuantizeLinear (a region's entry) */
   WQ_INT8_DEQUANTIZE, /* DequantizeLinear (a region's exit) */
   WQ_INT8_KERNEL,     /* already an int8 kernel (wasmq domain) */
+  WQ_INT8_SOFTMAX,    /* DequantizeLinear -> Softmax -> QuantizeLinear -> QLinearSoftmax */
   WQ_INT8_KIND_COUNT
 } wq_int8_kind;
 

@@ -197,7 +197,7 @@ int wq_op_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
 const char *wq_int8_kind_name(int kind) {
   static const char *const names[WQ_INT8_KIND_COUNT] = {
       "none",   "conv",   "gemm",   "qlinear", "integer",  "contrib",    "binary", "pool",
-      "concat", "reduce", "lookup", "move",    "quantize", "dequantize", "kernel"};
+      "concat", "reduce", "lookup", "move",    "quantize", "dequantize", "kernel", "softmax"};
   return kind > 0 && kind < WQ_INT8_KIND_COUNT ? names[kind] : names[0];
 }
 

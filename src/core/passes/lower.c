@@ -86,6 +86,7 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
   case WQ_INT8_REDUCE: return lower_reduce_mean(c, i, done, err);
   case WQ_INT8_LOOKUP: return lower_lookup(c, i, done, err);
   case WQ_INT8_MOVE: return lower_data_movement(c, i, done, err);
+  case WQ_INT8_SOFTMAX: return lower_softmax(c, i, done, err);
   default: break;
   }
   return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "no int8 lowering for %s", n->op_type);

@@ -213,6 +213,8 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err);
+/* lower_reduce.c: DequantizeLinear -> Softmax -> QuantizeLinear -> QLinearSoftmax. */
+wq_status lower_softmax(lower_ctx *c, int i, bool *done, wq_error *err);
 /* lower_reduce.c: DequantizeLinear -> ReduceMean chain -> QuantizeLinear. */
 wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err);

@@ -5,7 +5,8 @@
  * (the MLPerf Tiny DS-CNN: ReduceMean(axes=[-1], keepdims=0) x 2); the mean
  * of the chain equals the mean over the union of its axes, which QReduceMean
  * takes exactly from the integer sum. The union must be one contiguous block
- * of axes (QReduceMean's [outer, reduced, inner] view). */
+ * of axes (QReduceMean's [outer, reduced, inner] view). Softmax between a
+ * DequantizeLinear and a QuantizeLinear becomes one QLinearSoftmax. */
 #include <string.h>
 
 #include "../ir/format.h"
@@ -136,6 +137,39 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
   lower_absorb_sink(c, &sink, why, sizeof why);
   if (st == WQ_OK)
     st = lower_rewrite_node(c, i, WQ_OPID(int8_reduce_mean), &x, 1, &sink.tensor, 1, &attrs, err);
+  lower_attrs_free(&attrs);
+  WQ_TRY(st);
+  lower_why(c, WQ_REASON_INT8, "%s", why);
+  *done = true;
+  return WQ_OK;
+}
+
+/* DequantizeLinear -> Softmax -> QuantizeLinear becomes onnxruntime's
+ * QLinearSoftmax (one node: the codes dequantized by table, the float
+ * Softmax of each row, quantized), reading the scales and zero points the
+ * DequantizeLinear and QuantizeLinear read. */
+wq_status lower_softmax(lower_ctx *c, int i, bool *done, wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  int x = lower_activation_input(c, n->inputs[0], "input");
+  if (x < 0)
+    return WQ_OK;
+  lower_sink sink;
+  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &sink))
+    return WQ_OK;
+  const wq_node *dq = &g->nodes[lower_producer(c, n->inputs[0])];
+  const wq_node *q = &g->nodes[sink.quantize_node];
+  int inputs[5] = {x, dq->inputs[1], dq->n_inputs > 2 ? dq->inputs[2] : -1, q->inputs[1],
+                   q->n_inputs > 2 ? q->inputs[2] : -1};
+  lower_attrs attrs = {0};
+  wq_status st = lower_attrs_int(&attrs, "opset", n->opset, err);
+  if (st == WQ_OK)
+    st = lower_attrs_copy(&attrs, n, "axis", err);
+  char why[WQ_LOWER_WHY_MAX] = "QLinearSoftmax from Softmax (float rows between codes)";
+  lower_absorb_sink(c, &sink, why, sizeof why);
+  if (st == WQ_OK)
+    st = lower_rewrite_node(c, i, WQ_OPID(contrib_qlinear_softmax), inputs, 5, &sink.tensor, 1,
+                            &attrs, err);
   lower_attrs_free(&attrs);
   WQ_TRY(st);
   lower_why(c, WQ_REASON_INT8, "%s", why);
