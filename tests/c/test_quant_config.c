@@ -40,7 +40,7 @@ static void test_defaults(void) {
   CHECK(cfg.weight.dtype == WQ_DT_INT8 && cfg.weight.symmetric);
   CHECK(cfg.weight.qmin == -127 && cfg.weight.qmax == 127);
   CHECK(cfg.weight.granularity == WQ_QGRAN_PER_CHANNEL && cfg.weight.group_size == 0);
-  CHECK(cfg.calibration == WQ_CALIB_MSE);
+  CHECK(cfg.calibration == WQ_CALIB_AUTO);
   CHECK(cfg.averaging == 0.01f && cfg.percentile == 99.99f && cfg.histogram_bins == 2048);
   CHECK(cfg.io_dtype == WQ_DT_FLOAT && cfg.min_range == 1e-5f);
   CHECK(cfg.n_overrides == 0 && cfg.overrides == NULL);
@@ -53,7 +53,7 @@ static void test_defaults(void) {
   /* An empty object changes nothing. */
   wq_error err;
   CHECK(parse(&cfg, " {\n} ", &err) == WQ_OK);
-  CHECK(cfg.weight.qmin == -127 && cfg.calibration == WQ_CALIB_MSE && cfg.n_overrides == 0);
+  CHECK(cfg.weight.qmin == -127 && cfg.calibration == WQ_CALIB_AUTO && cfg.n_overrides == 0);
   wq_quant_config_free(&cfg);
   wq_quant_config_free(&cfg); /* safe twice */
 }
@@ -230,7 +230,7 @@ static void test_config_errors(void) {
                "io: \"float32\" is not one of \"float\", \"int8\", \"uint8\" (at 1:8)");
   expect_error("{\"calibration\": {\"method\": \"entropy\"}}",
                "calibration.method: \"entropy\" is not one of \"minmax\", \"moving-average\", "
-               "\"percentile\", \"mse\" (at 1:28)");
+               "\"percentile\", \"mse\", \"auto\" (at 1:28)");
   expect_error("{\"weight\": {\"granularity\": \"per-row\"}}",
                "weight.granularity: \"per-row\" is not one of \"per-tensor\", \"per-channel\", "
                "\"per-group\" (at 1:28)");

@@ -47,7 +47,7 @@ void wq_quant_config_default(wq_quant_config *cfg) {
    * the shared models it is never worse than min/max and clips the rare
    * outliers that widen a min/max range (teams-segmentation: cosine 0.977
    * -> 0.988). */
-  cfg->calibration = WQ_CALIB_MSE;
+  cfg->calibration = WQ_CALIB_AUTO;
   cfg->averaging = 0.01f;
   cfg->percentile = 99.99f;
   cfg->histogram_bins = 2048;
@@ -289,7 +289,8 @@ static wq_status read_spec(const wq_json *obj, const char *path, bool is_weight,
 
 static wq_status read_calibration(const wq_json *obj, wq_quant_config *cfg, wq_error *err) {
   static const char *const keys[] = {"method", "averaging", "percentile", "bins", NULL};
-  static const char *const methods[] = {"minmax", "moving-average", "percentile", "mse", NULL};
+  static const char *const methods[] = {"minmax", "moving-average", "percentile",
+                                        "mse",    "auto",           NULL};
   WQ_TRY(want_type(obj, WQ_JSON_OBJECT, "calibration", err));
   WQ_TRY(check_keys(obj, "calibration", keys, err));
   const wq_json *v;

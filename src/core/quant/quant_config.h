@@ -24,6 +24,8 @@ typedef enum wq_calib_method {
   WQ_CALIB_MOVING_AVERAGE = 1,
   WQ_CALIB_PERCENTILE = 2, /* histogram, clipped at `percentile` */
   WQ_CALIB_MSE = 3,        /* histogram, range minimizing the quantization MSE */
+  WQ_CALIB_AUTO = 4,       /* histogram; MSE, percentile 99.999 or min/max, whichever gives the
+                              outputs least error on the kept calibration samples */
 } wq_calib_method;
 
 typedef struct wq_quant_spec {

@@ -51,11 +51,14 @@ struct wq_quantizer {
   int bias_corrected;
   /* Results of the last finish. */
   wq_annotation ann;
-  wq_qdq_params *params;   /* per tensor */
-  wq_sensitivity *sens;    /* per node */
-  double output_snr_db;    /* int8 vs float outputs on the kept samples */
-  double output_cosine;    /* the lowest output cosine on the kept samples */
-  double output_noise;     /* error / signal energy of the outputs on the kept samples */
+  wq_qdq_params *params; /* per tensor */
+  wq_sensitivity *sens;  /* per node */
+  double output_snr_db;  /* int8 vs float outputs on the kept samples */
+  double output_cosine;  /* the lowest output cosine on the kept samples */
+  double output_noise;
+  wq_calib_method method; /* the range method of the last conversion */
+  float method_percentile;
+  /* its percentile */     /* error / signal energy of the outputs on the kept samples */
   int kept_float;          /* nodes kept float for sensitivity */
   wq_output_metrics *eval; /* per output, on the held-out samples; NULL: not measured */
   wq_text warnings;        /* JSON array items of the last finish */
@@ -214,7 +217,8 @@ static wq_observer_kind observer_kind(wq_calib_method m) {
   switch (m) {
   case WQ_CALIB_MOVING_AVERAGE: return WQ_OBS_MOVING_AVERAGE;
   case WQ_CALIB_PERCENTILE:
-  case WQ_CALIB_MSE: return WQ_OBS_HISTOGRAM;
+  case WQ_CALIB_MSE:
+  case WQ_CALIB_AUTO: return WQ_OBS_HISTOGRAM;
   case WQ_CALIB_MINMAX: break;
   }
   return WQ_OBS_MINMAX;
@@ -351,7 +355,7 @@ static wq_status cluster_params(wq_quantizer *q, const wq_graph *g, wq_error *er
     if (at->kind == WQ_ANN_T_CONSTANT) {
       constant_range(&g->tensors[t], &lo, &hi);
     } else if (q->has_obs[t]) {
-      WQ_TRY(wq_observer_range(&q->obs[t], q->cfg.calibration, q->cfg.percentile, at->spec->qmin,
+      WQ_TRY(wq_observer_range(&q->obs[t], q->method, q->method_percentile, at->spec->qmin,
                                at->spec->qmax, at->spec->symmetric, &lo, &hi, err));
     } else {
       return wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
@@ -428,6 +432,9 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
               q->prepared.batchnorm_folded,
               q->prepared.mul_folded_after + q->prepared.mul_folded_before,
               q->prepared.add_folded_after, q->prepared.hardswish_fused);
+  static const char *const method_names[] = {"minmax", "moving-average", "percentile", "mse",
+                                             "auto"};
+  wq_text_put(&r, "  \"rangeMethod\": \"%s\",\n", method_names[q->method]);
   wq_text_put(
       &r, "  \"calibrationSamples\": %lld,\n  \"heldOutSamples\": %d,\n  \"biasCorrected\": %d,\n",
       (long long)(q->samples - q->n_heldout), q->n_heldout, q->bias_corrected);
@@ -605,6 +612,30 @@ static bool below_target(const wq_quantizer *q) {
 static void count_int8(const wq_annotation *a, int *in_int8, int *compute) {
   *in_int8 = count_decision(a, WQ_ANN_QUANTIZED) + count_decision(a, WQ_ANN_ABSORBED);
   *compute = *in_int8 + count_decision(a, WQ_ANN_FLOAT);
+}
+
+/* "auto" ranges: the method among MSE, percentile 99.999 and min/max whose
+ * model is closest to float on the kept samples (error / signal energy of
+ * the outputs; ties to the earlier). One method for every tensor. */
+static wq_status choose_method(wq_quantizer *q, const wq_graph *g, const bool *keep_float,
+                               uint8_t **onnx, size_t *onnx_len, wq_error *err) {
+  static const wq_calib_method methods[] = {WQ_CALIB_MSE, WQ_CALIB_PERCENTILE, WQ_CALIB_MINMAX};
+  wq_calib_method best = WQ_CALIB_MSE;
+  double best_noise = INFINITY;
+  for (int k = 0; k < 3; k++) {
+    q->method = methods[k];
+    q->method_percentile = 99.999f;
+    WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
+    WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+    if (!isfinite(q->output_snr_db))
+      break; /* not measurable (int8 IO): keep MSE */
+    if (q->output_noise < best_noise) {
+      best_noise = q->output_noise;
+      best = methods[k];
+    }
+  }
+  q->method = best;
+  return WQ_OK;
 }
 
 /* How far the kept-sample outputs are from float, in the target's terms:
@@ -802,7 +833,13 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
   q->output_cosine = NAN;
   /* All int8 first; its per-node sensitivity orders the nodes that
    * --keep-float / a target keep in float. */
-  wq_status st = convert(q, g, keep_float, onnx, onnx_len, err);
+  q->method = q->cfg.calibration;
+  q->method_percentile = q->cfg.percentile;
+  wq_status st = WQ_OK;
+  if (q->method == WQ_CALIB_AUTO)
+    st = choose_method(q, g, keep_float, onnx, onnx_len, err);
+  if (st == WQ_OK)
+    st = convert(q, g, keep_float, onnx, onnx_len, err);
   if (st == WQ_OK)
     st = wq_quant_sensitivity(q, &q->ann, q->params, q->cfg.bias_correction, &q->sens, err);
   /* With the bias corrections measured, convert again. */
