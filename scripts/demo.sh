@@ -9,12 +9,12 @@ cd "$(dirname "$0")/.."
 echo "demo: [1/4] checking the tools and npm packages (installs what is missing)"
 bash scripts/setup.sh
 
-# Builds one wasm core, printing "compiled N of M sources" every few seconds
-# while it compiles; an up-to-date core takes a second and prints nothing more.
+# Builds one wasm core, printing "compiled N of about M sources" at most every
+# 10 s while it compiles; an up-to-date core takes seconds and prints no count.
 build_core() { # step what build.sh-options...
   local step=$1 what=$2
   shift 2
-  local obj=wasm_build/out/obj log marker total start pid last=-1 done_count
+  local obj=wasm_build/out/obj log marker total start pid last=-1 said=0 done_count
   log=$(mktemp)
   marker=$(mktemp)
   total=$(find src/core -name '*.c' -not -path 'src/core/cli/*' -not -path 'src/core/kernels/simd/bench_entry.c' | wc -l)
@@ -23,11 +23,12 @@ build_core() { # step what build.sh-options...
   NODE_PATH=/usr/share/nodejs bash wasm_build/build.sh "$@" >"$log" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 3
+    sleep 2
     done_count=$(find "$obj" -name '*.o' -newer "$marker" 2>/dev/null | wc -l)
-    if [ "$done_count" -ne "$last" ] && grep -q 'compiling' "$log"; then
+    if [ "$done_count" -ne "$last" ] && [ $((SECONDS - said)) -ge 10 ] && grep -q 'compiling' "$log"; then
       echo "demo:       compiled $done_count of about $total sources ($((SECONDS - start)) s)"
       last=$done_count
+      said=$SECONDS
     fi
   done
   if ! wait "$pid"; then
