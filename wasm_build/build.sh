@@ -4,7 +4,7 @@
 # module factory `createCore` plus its .wasm (wasm_build/out/wasmq.mjs +
 # wasmq.wasm; not committed).
 #
-# Usage: bash wasm_build/build.sh [--force] [--bench] [--threads] [--quant]
+# Usage: bash wasm_build/build.sh [--force] [--bench] [--threads] [--quant] [--relaxed]
 #   --bench    the benchmark variant: also links the kernel timing entry points
 #              (wqx_bench_*, src/core/kernels/bench/bench_entry.c) and writes to
 #              wasm_build/out/bench; the shipped .wasm never carries them.
@@ -18,6 +18,15 @@
 #              wasm_build/out/wasmq-quant.{mjs,wasm}; only the package's
 #              quantize() loads it. The shipped runtime .wasm never carries
 #              the quantizer (the linker drops it: nothing there calls it).
+#   --relaxed  the relaxed-SIMD variant (wasmq-relaxed.{mjs,wasm}, with
+#              --threads in mt/): the same objects except the int8 GEMM's
+#              (wasm_build/relaxed.sh: clang-19 -mrelaxed-simd, npm binaryen),
+#              which the JS loader picks only after its probe executed the
+#              relaxed dot the kernels rely on (src/js/relaxed_probe.mjs).
+#              With WQ_USDOT_EMULATE=1 those files are built by emcc with the
+#              relaxed dot emulated in SIMD128 instead (same layout and
+#              corrections, any engine): what the tests compare on engines
+#              whose relaxed dot the kernels cannot use.
 # Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default
 #        wasm_build/out, or wasm_build/out/bench with --bench), WQ_WASM_OBJ (object dir, default
 #        wasm_build/out/obj, or $WQ_WASM_OUT/obj when WQ_WASM_OUT is set), WQ_WASM_LDFLAGS (extra
@@ -31,14 +40,16 @@ force=0
 bench=0
 threads=0
 quant=0
+relaxed=0
 for arg in "$@"; do
   case "$arg" in
   --force) force=1 ;;
   --bench) bench=1 ;;
   --threads) threads=1 ;;
   --quant) quant=1 ;;
+  --relaxed) relaxed=1 ;;
   *)
-    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench] [--threads] [--quant])" >&2
+    echo "wasm_build: unknown option '$arg' (usage: build.sh [--force] [--bench] [--threads] [--quant] [--relaxed])" >&2
     exit 2
     ;;
   esac
@@ -65,6 +76,11 @@ quant_sources=(src/core/api/wasm_quant_exports.c)
 # Output base name: wasmq.{mjs,wasm}, or wasmq-quant.{mjs,wasm}.
 base=wasmq
 ((quant)) && base=wasmq-quant
+((relaxed)) && base=wasmq-relaxed
+if ((relaxed && (quant || bench))); then
+  echo "wasm_build: --relaxed builds the runtime only (not with --quant or --bench)" >&2
+  exit 2
+fi
 
 # emcc's JS optimizer needs acorn from Debian's node modules.
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
@@ -216,10 +232,32 @@ newest() {
 
 newest_header=$(newest "${headers[@]}" "${BASH_SOURCE[0]}")
 
+((relaxed)) && source "$root/wasm_build/relaxed.sh"
+emulate=0
+((relaxed)) && [[ -n "${WQ_USDOT_EMULATE:-}" ]] && emulate=1
+variant_suffix=relaxed
+((emulate)) && variant_suffix=usdot
+# Whether src is one of the relaxed variant's own files.
+is_relaxed_source() {
+  local r
+  for r in "${relaxed_sources[@]}"; do [[ "$1" == "$r" ]] && return 0; done
+  return 1
+}
+
 objects=()
 stale=()
+relaxed_objects=()
 for src in "${sources[@]}"; do
   o="$obj/${src//\//__}.o"
+  if ((relaxed)) && is_relaxed_source "$src"; then
+    ro="${o%.o}.$variant_suffix.o"
+    objects+=("$ro")
+    if ((force)) || [[ ! -f "$ro" ]] || (($(stat -c %Y "$ro") < $(newest "$src"))) ||
+      (($(stat -c %Y "$ro") < newest_header)); then
+      relaxed_objects+=("$src")
+    fi
+    continue
+  fi
   objects+=("$o")
   if ((force)) || [[ ! -f "$o" ]] || (($(stat -c %Y "$o") < $(newest "$src"))) ||
     (($(stat -c %Y "$o") < newest_header)); then
@@ -231,7 +269,7 @@ done
 wasm="$out/$base.wasm"
 js="$out/$base.mjs"
 newest_input=$(newest "${sources[@]}" "${headers[@]}" "${BASH_SOURCE[0]}")
-if ((!force)) && ((${#stale[@]} == 0)) && [[ -f "$wasm" && -f "$js" ]] &&
+if ((!force)) && ((${#stale[@]} == 0)) && ((${#relaxed_objects[@]} == 0)) && [[ -f "$wasm" && -f "$js" ]] &&
   (($(stat -c %Y "$wasm") >= newest_input)) && (($(stat -c %Y "$js") >= newest_input)); then
   echo "wasm_build: up to date ($wasm, $(stat -c %s "$wasm") bytes)"
   exit 0
@@ -247,7 +285,23 @@ if ((${#stale[@]} > 0)); then
   ' _ {} "$obj" "$emcc" "${cflags[@]}"
 fi
 
+for src in "${relaxed_objects[@]}"; do
+  read -r -a opt <<< "$(opt_level "$src")"
+  ro="$obj/${src//\//__}.$variant_suffix.o"
+  if ((emulate)); then
+    echo "wasm_build: compiling $src with the relaxed dot emulated"
+    "$emcc" "${cflags[@]}" "${opt[@]}" -DWQ_USDOT_EMULATE -c "$src" -o "$ro.$$.tmp" && mv "$ro.$$.tmp" "$ro"
+  else
+    echo "wasm_build: compiling $src with relaxed SIMD"
+    relaxed_compile "$src" "$ro.$$.tmp" "${cflags[@]}" "${opt[@]}" && mv "$ro.$$.tmp" "$ro"
+  fi
+done
+
 echo "wasm_build: linking ${#objects[@]} objects"
 read -r -a extra_ldflags <<< "${WQ_WASM_LDFLAGS:-}"
+if ((relaxed && !emulate)); then
+  relaxed_prepare "$root"
+  extra_ldflags+=(-sWASM_BIGINT=1)
+fi
 "$emcc" "${ldflags[@]}" "${extra_ldflags[@]}" "${objects[@]}" -o "$js"
 echo "wasm_build: wrote $js and $wasm ($(stat -c %s "$wasm") bytes)"

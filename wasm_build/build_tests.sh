@@ -10,7 +10,14 @@
 # kernels/config.c's lists (the shipped runtime leaves them out), so every
 # variant is checked against them. Objects are cached in $WQ_WASM_OUT/test-obj.
 #
-# Usage: bash wasm_build/build_tests.sh [--force]
+# Usage: bash wasm_build/build_tests.sh [--force] [--usdot-emulated | --relaxed]
+#   --relaxed          also kernel_tests_relaxed.cjs / kernel_bench_relaxed.cjs:
+#                      the relaxed-SIMD build's kernels (wasm_build/relaxed.sh;
+#                      the files it lists by clang-19 -mrelaxed-simd). Runs only
+#                      where the probe passes (src/js/relaxed_probe.mjs).
+#   --usdot-emulated   also kernel_tests_usdot.cjs: the same kernels with the
+#                      relaxed dot emulated in SIMD128 (-DWQ_USDOT_EMULATE), so
+#                      their layout and corrections are checked on any engine.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +26,17 @@ obj="$out/test-obj"
 emcc="${EMCC:-emcc}"
 jobs="${JOBS:-2}"
 force=0
-[[ "${1:-}" == "--force" ]] && force=1
+variant=""
+for arg in "$@"; do
+  case "$arg" in
+  --force) force=1 ;;
+  --relaxed | --usdot-emulated) variant="${arg#--}" ;;
+  *)
+    echo "build_tests: unknown option '$arg'" >&2
+    exit 2
+    ;;
+  esac
+done
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
 
 if ! command -v "$emcc" > /dev/null; then
@@ -68,6 +85,40 @@ mapfile -t core_objs < <(compile "${core[@]}")
 mapfile -t test_objs < <(compile tests/wasm/main.c "${tests[@]}")
 mapfile -t bench_objs < <(compile tests/wasm/bench_main.c)
 
-"$emcc" "${ldflags[@]}" "${core_objs[@]}" "${test_objs[@]}" -o "$out/kernel_tests.cjs"
-"$emcc" "${ldflags[@]}" "${core_objs[@]}" "${bench_objs[@]}" -o "$out/kernel_bench.cjs"
-echo "build_tests: wrote $out/kernel_tests.cjs and $out/kernel_bench.cjs"
+if [[ -z "$variant" ]]; then
+  "$emcc" "${ldflags[@]}" "${core_objs[@]}" "${test_objs[@]}" -o "$out/kernel_tests.cjs"
+  "$emcc" "${ldflags[@]}" "${core_objs[@]}" "${bench_objs[@]}" -o "$out/kernel_bench.cjs"
+  echo "build_tests: wrote $out/kernel_tests.cjs and $out/kernel_bench.cjs"
+  exit 0
+fi
+
+# A variant: the listed kernel files rebuilt, every other object shared.
+source "$root/wasm_build/relaxed.sh"
+vobjs=()
+for o in "${core_objs[@]}"; do
+  src=""
+  for r in "${relaxed_sources[@]}"; do [[ "$o" == "$obj/${r//\//__}.o" ]] && src="$r"; done
+  if [[ -z "$src" ]]; then
+    vobjs+=("$o")
+    continue
+  fi
+  vo="${o%.o}.$variant.o"
+  if ((force)) || [[ ! -f "$vo" ]] || (($(stat -c %Y "$vo") < $(stat -c %Y "$src"))) ||
+    (($(stat -c %Y "$vo") < newest_header)); then
+    if [[ "$variant" == relaxed ]]; then
+      relaxed_compile "$src" "$vo" "${cflags[@]}"
+    else
+      "$emcc" "${cflags[@]}" -DWQ_USDOT_EMULATE -c "$src" -o "$vo"
+    fi
+  fi
+  vobjs+=("$vo")
+done
+if [[ "$variant" == relaxed ]]; then
+  relaxed_prepare "$root"
+  "$emcc" "${ldflags[@]}" -sWASM_BIGINT=1 "${vobjs[@]}" "${test_objs[@]}" -o "$out/kernel_tests_relaxed.cjs"
+  "$emcc" "${ldflags[@]}" -sWASM_BIGINT=1 "${vobjs[@]}" "${bench_objs[@]}" -o "$out/kernel_bench_relaxed.cjs"
+  echo "build_tests: wrote $out/kernel_tests_relaxed.cjs and $out/kernel_bench_relaxed.cjs"
+else
+  "$emcc" "${ldflags[@]}" "${vobjs[@]}" "${test_objs[@]}" -o "$out/kernel_tests_usdot.cjs"
+  echo "build_tests: wrote $out/kernel_tests_usdot.cjs"
+fi

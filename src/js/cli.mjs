@@ -63,14 +63,16 @@ const HELP = {
 const USAGE = `usage:
 ${Object.values(HELP).join('\n')}
   run/info/inspect: --partition int|int+fp|fp (default int+fp),
-                    --no-lower (= fp), --strict-int8 (= int)
+                    --no-lower (= fp), --strict-int8 (= int),
+                    --kernels auto|simd128|relaxed (int8 kernels; relaxed
+                    fails where the engine cannot run it)
   wasmq --version
   wasmq COMMAND --help   one command's usage`;
 
 const helpAsked = (args) => args.some((a) => a === '--help' || a === '-h');
 
 /**
- * --partition MODE / --no-lower / --strict-int8 at args[i] into load
+ * --partition MODE / --no-lower / --strict-int8 / --kernels K at args[i] into load
  * options: the number of arguments taken (0 for any other argument).
  */
 function applyLoweringOption(args, i, options) {
@@ -81,6 +83,11 @@ function applyLoweringOption(args, i, options) {
     const mode = args[i + 1];
     if (!['int', 'int+fp', 'fp'].includes(mode)) throw usageError(`--partition expects int, int+fp or fp, got ${mode ?? 'nothing'}`);
     options.partition = mode;
+    return 2;
+  } else if (arg === '--kernels') {
+    const kernels = args[i + 1];
+    if (!['auto', 'simd128', 'relaxed'].includes(kernels)) throw usageError(`--kernels expects auto, simd128 or relaxed, got ${kernels ?? 'nothing'}`);
+    options.kernels = kernels;
     return 2;
   } else return 0;
   return 1;

@@ -2,9 +2,12 @@
 // threaded build (wasm threads + SharedArrayBuffer) where the environment
 // allows it, and the quant build (the runtime plus the post-training
 // quantizer), which only quantize() loads. One core of each kind is shared.
+// The runtime builds come in two kernel flavours: SIMD128 and relaxed SIMD
+// (build.sh --relaxed; only where relaxed_probe.mjs passed, see index.mjs).
 //
 // Layout (same in the repository and in the published package):
 //   src/js/core.mjs  ->  ../../wasm_build/out/wasmq.{mjs,wasm}, ../../wasm_build/out/mt/,
+//                        ../../wasm_build/out/{,mt/}wasmq-relaxed.{mjs,wasm},
 //                        ../../wasm_build/out/wasmq-quant.{mjs,wasm}
 
 import { IS_NODE, readLocalFile, cpuCount, workerClass } from '#platform';
@@ -20,6 +23,9 @@ const DEFAULT_THREADED_DIR = new URL(/* @vite-ignore */ '../../wasm_build/out/mt
 // The quant variant (build.sh --quant).
 const DEFAULT_QUANT_GLUE_URL = new URL('../../wasm_build/out/wasmq-quant.mjs', import.meta.url);
 const DEFAULT_QUANT_WASM_URL = new URL('../../wasm_build/out/wasmq-quant.wasm', import.meta.url);
+// The relaxed-SIMD variant (build.sh --relaxed [--threads]).
+const DEFAULT_RELAXED_GLUE_URL = new URL('../../wasm_build/out/wasmq-relaxed.mjs', import.meta.url);
+const DEFAULT_RELAXED_WASM_URL = new URL('../../wasm_build/out/wasmq-relaxed.wasm', import.meta.url);
 
 // Each core's files relative to configure({ baseUrl }), the package's
 // wasm_build/out/ folder as served: the one setting that finds every core.
@@ -29,6 +35,8 @@ const BASE_FILES = {
   threadedDir: 'mt/',
   quantGlueUrl: 'wasmq-quant.mjs',
   quantWasmUrl: 'wasmq-quant.wasm',
+  relaxedGlueUrl: 'wasmq-relaxed.mjs',
+  relaxedWasmUrl: 'wasmq-relaxed.wasm',
 };
 const DEFAULTS = {
   glueUrl: DEFAULT_GLUE_URL,
@@ -36,6 +44,8 @@ const DEFAULTS = {
   threadedDir: DEFAULT_THREADED_DIR,
   quantGlueUrl: DEFAULT_QUANT_GLUE_URL,
   quantWasmUrl: DEFAULT_QUANT_WASM_URL,
+  relaxedGlueUrl: DEFAULT_RELAXED_GLUE_URL,
+  relaxedWasmUrl: DEFAULT_RELAXED_WASM_URL,
 };
 
 /**
@@ -71,6 +81,8 @@ const slots = {
   single: { promise: null, resolved: null },
   threaded: { promise: null, resolved: null },
   quant: { promise: null, resolved: null },
+  singleRelaxed: { promise: null, resolved: null },
+  threadedRelaxed: { promise: null, resolved: null },
 };
 let coreOptions = {};
 // Cores that trapped, with why; their models report it (WQ_ERR_DISPOSED).
@@ -87,10 +99,12 @@ let armedTestTrap = null;
  * load() uses when its options give none (default 1), and how many workers
  * the threaded core starts with (threadPoolSize; every model with N threads
  * holds N-1 of them while it lives), and where quantize() finds the quant
- * build (quantGlueUrl, quantWasmUrl or quantWasmBinary). Must be called
- * before the first load() or quantize().
+ * build (quantGlueUrl, quantWasmUrl or quantWasmBinary), and the relaxed-SIMD
+ * build (relaxedGlueUrl, relaxedWasmUrl or relaxedWasmBinary; the threaded
+ * one is wasmq-relaxed.* in threadedDir). Must be called before the first
+ * load() or quantize().
  */
-export function configure({ baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary } = {}) {
+export function configure({ baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary, relaxedGlueUrl, relaxedWasmUrl, relaxedWasmBinary } = {}) {
   if (Object.values(slots).some((slot) => slot.promise)) throw new WasmqError('configure() must be called before the core is instantiated');
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
     throw new WasmqError(`configure: threads must be an integer >= 1 (got ${threads})`);
@@ -98,7 +112,7 @@ export function configure({ baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, 
   if (threadPoolSize !== undefined && !(Number.isInteger(threadPoolSize) && threadPoolSize >= 1 && threadPoolSize <= 64)) {
     throw new WasmqError(`configure: threadPoolSize must be an integer from 1 to 64 (got ${threadPoolSize})`);
   }
-  coreOptions = { baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary };
+  coreOptions = { baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary, relaxedGlueUrl, relaxedWasmUrl, relaxedWasmBinary };
 }
 
 /**
@@ -111,17 +125,18 @@ export function threadsSupported() {
   return IS_NODE || globalThis.crossOriginIsolated === true;
 }
 
-async function instantiateThreadedCore(poolSize) {
+async function instantiateThreadedCore(poolSize, relaxed) {
   const { url: dir, setting } = located('threadedDir');
-  const glueUrl = new URL('wasmq.mjs', dir);
-  const wasmUrl = new URL('wasmq.wasm', dir);
+  const base = relaxed ? 'wasmq-relaxed' : 'wasmq';
+  const glueUrl = new URL(`${base}.mjs`, dir);
+  const wasmUrl = new URL(`${base}.wasm`, dir);
   let createCore;
   let wasmBinary;
   try {
     ({ default: createCore } = await import(/* webpackIgnore: true */ /* @vite-ignore */ glueUrl.href));
     wasmBinary = await readUrlBytes(wasmUrl);
   } catch (e) {
-    throw new WasmqError(`cannot load the threaded wasm core from ${dir.href}: ${e.message}; ${locationHint(setting === 'baseUrl' ? 'baseUrl' : setting, 'mt/')}`, {
+    throw new WasmqError(`cannot load the threaded wasm core from ${wasmUrl.href}: ${e.message}; ${locationHint(setting === 'baseUrl' ? 'baseUrl' : setting, relaxed ? 'mt/wasmq-relaxed.wasm' : 'mt/')}`, {
       code: 'WQ_ERR_IO',
     });
   }
@@ -182,9 +197,10 @@ async function threadedPoolSize(requested) {
   return coreOptions.threadPoolSize ?? Math.max(1, requested - 1, cpuCount() - 1);
 }
 
-/** The threaded core (internal; shared by every model loaded with threads > 1). */
-export async function getThreadedCore(requested) {
-  return cachedCore(slots.threaded, () => threadedPoolSize(requested).then(instantiateThreadedCore));
+/** The threaded core (internal; shared by every model loaded with threads > 1), the relaxed-SIMD one if asked. */
+export async function getThreadedCore(requested, relaxed = false) {
+  return cachedCore(relaxed ? slots.threadedRelaxed : slots.threaded, () =>
+    threadedPoolSize(requested).then((size) => instantiateThreadedCore(size, relaxed)));
 }
 
 /**
@@ -280,9 +296,13 @@ async function instantiate(glueKey, wasmKey, givenBinary, { what }) {
   });
 }
 
-/** The instantiated Emscripten module (internal; shared by every model). */
-export function getCore() {
-  return cachedCore(slots.single, instantiateCore);
+async function instantiateRelaxedCore() {
+  return instantiate('relaxedGlueUrl', 'relaxedWasmUrl', coreOptions.relaxedWasmBinary, { what: 'the relaxed-SIMD wasm core', binarySetting: 'relaxedWasmBinary' });
+}
+
+/** The instantiated Emscripten module (internal; shared by every model), the relaxed-SIMD one if asked. */
+export function getCore(relaxed = false) {
+  return relaxed ? cachedCore(slots.singleRelaxed, instantiateRelaxedCore) : cachedCore(slots.single, instantiateCore);
 }
 
 /**

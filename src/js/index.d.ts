@@ -85,6 +85,13 @@ export interface LoadOptions {
    */
   threads?: number;
   /**
+   * Which int8 kernels run: 'auto' (default) the relaxed-SIMD build where the engine passed a
+   * known-answer probe of the relaxed dot product the kernels rely on (and that build is
+   * present), else SIMD128; 'simd128' forces SIMD128; 'relaxed' throws WQ_ERR_UNSUPPORTED with
+   * the probe's answer where relaxed cannot run. Results are bit-identical either way.
+   */
+  kernels?: 'auto' | 'simd128' | 'relaxed';
+  /**
    * Memory limit in bytes (default 0: none). The weights the loaded graph keeps, its graph outputs,
    * the arena and the intermediates a run allocates may not pass it; checked before allocating.
    * A model whose load-time plan passes it fails to load, a run that would pass it (e.g. larger
@@ -114,6 +121,10 @@ export interface ModelInfo {
   readonly partition: PartitionMode;
   /** Why the single-threaded build runs although more threads were asked for. */
   readonly fallback?: string;
+  /** The int8 kernels that run: 'relaxed' (relaxed SIMD) or 'simd128'. */
+  readonly kernels: 'relaxed' | 'simd128';
+  /** Why relaxed SIMD was not used (the probe's answer, or why its build did not load). */
+  readonly relaxedRefused?: string;
 }
 
 export interface ArenaMemory {
@@ -454,6 +465,10 @@ export function configure(options: {
   quantGlueUrl?: string | URL;
   quantWasmUrl?: string | URL;
   quantWasmBinary?: Uint8Array | ArrayBuffer;
+  /** Where load() finds the relaxed-SIMD build (default ../../wasm_build/out/wasmq-relaxed.{mjs,wasm}), or its bytes. */
+  relaxedGlueUrl?: string | URL;
+  relaxedWasmUrl?: string | URL;
+  relaxedWasmBinary?: Uint8Array | ArrayBuffer;
 }): void;
 
 /** Whether the threaded build can run here (SharedArrayBuffer: Node, or a crossOriginIsolated page). */

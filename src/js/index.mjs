@@ -21,6 +21,7 @@ import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
 import { compare } from './compare.mjs';
 import { quantize, Quantizer } from './quantize.mjs';
+import { probeRelaxed } from './relaxed_probe.mjs';
 
 export { WasmqError, configure, threadsSupported, compare, quantize, Quantizer };
 
@@ -28,6 +29,7 @@ export { WasmqError, configure, threadsSupported, compare, quantize, Quantizer }
 const LOAD_NO_LOWERING = 1;
 const LOAD_STRICT_INT8 = 2;
 const LOAD_PARTITION = { 'int+fp': 1 << 2, int: 2 << 2, fp: 3 << 2 };
+const KERNELS = ['auto', 'simd128', 'relaxed'];
 
 /**
  * Loads an ONNX model from bytes (Uint8Array/ArrayBuffer), a file path (Node)
@@ -37,6 +39,11 @@ const LOAD_PARTITION = { 'int+fp': 1 << 2, int: 2 << 2, fp: 3 << 2 };
  * Q/DQ. options.strictInt8 makes a quantized node that cannot run in int8 a
  * load error naming it. options.partition ('int+fp' default, 'int' strict,
  * 'fp' everything float) supersedes both (docs/graph-json.md).
+ * options.kernels: 'auto' (default) runs the relaxed-SIMD build where the
+ * engine passed the known-answer probe of the relaxed dot (relaxed_probe.mjs)
+ * and that build is there, else SIMD128; 'simd128' forces SIMD128;
+ * 'relaxed' fails unless relaxed can run. model.info.kernels says which
+ * runs; info.relaxedRefused why relaxed was not used (the probe's answer).
  * options.maxMemoryBytes (0: none) caps the weights, graph outputs, arena and
  * intermediates: a model over it fails to load, a run over it (larger input
  * shapes) fails, both with WQ_ERR_OUT_OF_MEMORY; the model stays usable.
@@ -66,27 +73,57 @@ async function loadChecked(source, options) {
   if (!Number.isInteger(requestedThreads) || requestedThreads < 1) {
     throw new WasmqError(`load: threads must be an integer >= 1 (got ${String(requestedThreads)})`);
   }
+  const kernels = options.kernels ?? 'auto';
+  if (!KERNELS.includes(kernels)) {
+    throw new WasmqError(`load: kernels must be 'auto', 'simd128' or 'relaxed' (got ${typeof kernels === 'string' ? `'${kernels}'` : String(kernels)})`);
+  }
+  const probe = kernels === 'simd128' ? null : probeRelaxed();
+  if (kernels === 'relaxed' && !probe.ok) {
+    throw new WasmqError(`load: kernels 'relaxed' cannot run in this engine: ${probe.reason}`, { code: 'WQ_ERR_UNSUPPORTED' });
+  }
   const bytes = await readModelSource(source, maxModelBytesOption(options, 'load'), 'load');
   // The threaded build where shared memory works; else the single-threaded
-  // one, saying why.
+  // one, saying why. Relaxed SIMD where asked or probed, else SIMD128.
+  let relaxed = Boolean(probe?.ok);
+  let relaxedRefused = probe && !probe.ok ? probe.reason : undefined;
   let core;
   let fallback;
   if (requestedThreads > 1 && threadsSupported()) {
     try {
-      core = await getThreadedCore(requestedThreads);
+      core = await getThreadedCore(requestedThreads, relaxed);
     } catch (e) {
-      fallback = e.message;
+      if (kernels === 'relaxed') throw e;
+      if (relaxed) {
+        relaxedRefused = e.message;
+        relaxed = false;
+        core = await getThreadedCore(requestedThreads).catch((e2) => {
+          fallback = e2.message;
+        });
+      } else {
+        fallback = e.message;
+      }
     }
   } else if (requestedThreads > 1) {
     fallback = 'no SharedArrayBuffer here (a browser page must be crossOriginIsolated: COOP/COEP headers)';
   }
   const threaded = Boolean(core);
+  if (!core && relaxed) {
+    try {
+      core = await getCore(true);
+    } catch (e) {
+      if (kernels === 'relaxed') throw e;
+      relaxedRefused = e.message;
+      relaxed = false;
+    }
+  }
   core ??= await getCore();
+  const kernelInfo = { kernels: relaxed ? 'relaxed' : 'simd128' };
+  if (relaxedRefused) kernelInfo.relaxedRefused = relaxedRefused;
   // A trap in here retires the core (WQ_ERR_INTERNAL); the next load() gets a fresh one.
-  return guardCore(core, 'load', () => loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options));
+  return guardCore(core, 'load', () => loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options, kernelInfo));
 }
 
-function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options) {
+function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options, kernelInfo) {
   const ctx = core._wqx_ctx_new();
   if (!ctx) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
   const allocations = [];
@@ -104,6 +141,7 @@ function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads
       requestedThreads,
       lowering: options.partition ? options.partition !== 'fp' : options.lowering !== false,
       partition: options.partition ?? (options.lowering === false ? 'fp' : options.strictInt8 ? 'int' : 'int+fp'),
+      ...kernelInfo,
     };
     if (fallback) info.fallback = fallback;
     return new Model(core, ctx, handle, info);

@@ -41,7 +41,7 @@ export class Model {
     this.#core = core;
     this.#ctx = ctx;
     this.#handle = handle;
-    /** Which build runs the model and on how many threads: {build, threads, requestedThreads, fallback?}. */
+    /** Which build runs the model, with which int8 kernels and on how many threads: {build, kernels, relaxedRefused?, threads, requestedThreads, fallback?}. */
     this.info = Object.freeze(info);
     const count = (kind) => core[`_wqx_${kind}_count`](handle);
     this.inputs = Object.freeze(Array.from({ length: count('input') }, (_, i) => readTensorInfo(core, handle, 'input', i)));

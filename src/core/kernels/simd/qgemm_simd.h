@@ -13,7 +13,14 @@
 
 #include "../common/kernel_config.h"
 
+/* The relaxed-SIMD build (or its SIMD128 emulation in the kernel tests)
+ * packs groups of four K values for the byte dot (qgemm_usdot.h). */
+#if defined(__wasm_relaxed_simd__) || defined(WQ_USDOT_EMULATE)
+#define WQ_QGEMM_USDOT 1
+enum { WQ_QGEMM_MR = 4, WQ_QGEMM_NR = 8, WQ_QGEMM_KR = 4 };
+#else
 enum { WQ_QGEMM_MR = 4, WQ_QGEMM_NR = 8, WQ_QGEMM_KR = 2 };
+#endif
 
 extern const wq_qgemm_config wq_qgemm_config_simd128;
 

@@ -140,7 +140,12 @@ static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
   q.hi = wasm_f32x4_splat((float)(p->y_max - p->y_zero_point));
   q.magic = wasm_f32x4_splat(12582912.0f);
   q.magic_less_zp = wasm_i32x4_splat(0x4B400000 - p->y_zero_point);
+#ifdef WQ_QGEMM_USDOT
+  /* The usdot kernels see int8 activations offset by 128 (qgemm_usdot.h). */
+  q.a_zero_point = wasm_i32x4_splat(p->a_zero_point + (p->a_dtype == WQ_DT_UINT8 ? 0 : 128));
+#else
   q.a_zero_point = wasm_i32x4_splat(p->a_zero_point);
+#endif
   q.is_unsigned = p->y_dtype == WQ_DT_UINT8;
   q.clamp_hi = p->y_max < (q.is_unsigned ? 255 : 127);
   q.alpha = wasm_f32x4_splat(p->leaky ? p->leaky_alpha : 1.0f);

@@ -7,6 +7,9 @@
 #include "cold_loop.h"
 #include "qgemm_simd.h"
 #include "qgemm_ukernel.h"
+#ifdef WQ_QGEMM_USDOT
+#include "qgemm_usdot.h"
+#endif
 
 wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
                              wq_error *err) {
@@ -17,7 +20,8 @@ wq_status wq_simd_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const c
     int8_t *tile = p->w + (j / WQ_QGEMM_NR) * k_padded * WQ_QGEMM_NR;
     int64_t c = j % WQ_QGEMM_NR;
     for (int64_t k = 0; k < d->k; k++)
-      tile[(k / 2) * 2 * WQ_QGEMM_NR + c * 2 + (k & 1)] = (int8_t)wq_qgemm_stored_weight(d, k, j);
+      tile[(k / WQ_QGEMM_KR) * WQ_QGEMM_KR * WQ_QGEMM_NR + c * WQ_QGEMM_KR + k % WQ_QGEMM_KR] =
+          (int8_t)wq_qgemm_stored_weight(d, k, j);
   }
   return WQ_OK;
 }
@@ -82,6 +86,7 @@ int64_t wq_simd_qgemm_scratch_bytes(const wq_qgemm_packed *p) {
  * finds work and two threads end within 1/16 of each other. */
 #define QGEMM_MAX_SHARES 16
 
+#ifndef WQ_QGEMM_USDOT
 /* Batch-1 GEMV over column tiles [t, tiles): the widened row is broadcast
  * once per pair and feeds four column tiles (32 columns) at a time. */
 static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y, int64_t t,
@@ -137,7 +142,70 @@ static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y, int64
     store_row8(p, &q, &tp, p->has_w_zero_point, row_sum, c0, c1, y + j0 * y_size, nr);
   }
 }
+#endif
 
+#ifdef WQ_QGEMM_USDOT
+/* The relaxed GEMV: a16 holds the row as bytes A + off (usdot_row). */
+static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y, int64_t t,
+                 int64_t tiles) {
+  const wq_simd_requant q = wq_simd_requant_init(p);
+  const uint8_t *a8 = (const uint8_t *)a16;
+  const int64_t kquads = p->k_padded / 4, tile_bytes = p->k_padded * WQ_QGEMM_NR;
+  const int64_t y_size = p->y_dtype == WQ_DT_FLOAT ? 4 : 1;
+  int32_t row_sum = 0;
+  if (p->has_w_zero_point) {
+    uint32_t s = 0, zp = (uint32_t)(p->a_zero_point + wq_usdot_offset(p->a_dtype));
+    for (int64_t k = 0; k < p->k_padded; k++)
+      s += a8[k] - zp;
+    row_sum = (int32_t)s;
+  }
+  for (; t < tiles; t += 4) {
+    const int64_t group = tiles - t < 4 ? tiles - t : 4;
+    const int8_t *w0 = p->w + t * tile_bytes;
+    /* Past the group's last tile, w1..w3 repeat it (results dropped). */
+    const int8_t *w1 = w0 + (group > 1 ? tile_bytes : 0),
+                 *w2 = w0 + (group > 2 ? 2 : 0) * tile_bytes,
+                 *w3 = w0 + (group > 3 ? 3 : 0) * tile_bytes;
+    v128_t c0 = wasm_i32x4_splat(0), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    for (int64_t kq = 0; kq < kquads; kq++) {
+      v128_t a = wasm_v128_load32_splat(a8 + 4 * kq);
+      c0 = wq_usdot(wasm_v128_load(w0 + 32 * kq), a, c0);
+      c1 = wq_usdot(wasm_v128_load(w0 + 32 * kq + 16), a, c1);
+      c2 = wq_usdot(wasm_v128_load(w1 + 32 * kq), a, c2);
+      c3 = wq_usdot(wasm_v128_load(w1 + 32 * kq + 16), a, c3);
+      c4 = wq_usdot(wasm_v128_load(w2 + 32 * kq), a, c4);
+      c5 = wq_usdot(wasm_v128_load(w2 + 32 * kq + 16), a, c5);
+      c6 = wq_usdot(wasm_v128_load(w3 + 32 * kq), a, c6);
+      c7 = wq_usdot(wasm_v128_load(w3 + 32 * kq + 16), a, c7);
+    }
+    v128_t acc[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+    for (int i = 0; i < group; i++) {
+      int64_t j0 = (t + i) * WQ_QGEMM_NR;
+      int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
+      wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
+      store_row8(p, &q, &tp, p->has_w_zero_point, row_sum, acc[2 * i], acc[2 * i + 1],
+                 y + j0 * y_size, nr);
+    }
+  }
+}
+
+/* The GEMV's row as bytes A + off (k_padded slots, padding at the offset
+ * zero point), in the int16 scratch. */
+static void widen_row(const wq_qgemm_packed *p, const uint8_t *a, int16_t *a16) {
+  uint8_t *a8 = (uint8_t *)a16;
+  const uint8_t flip = (uint8_t)wq_usdot_offset(p->a_dtype);
+  int64_t k = 0;
+  const v128_t vflip = wasm_i8x16_splat((int8_t)flip);
+  for (; k + 16 <= p->k; k += 16)
+    wasm_v128_store(a8 + k, wasm_v128_xor(wasm_v128_load(a + k), vflip));
+  WQ_COLD_LOOP
+  for (; k < p->k; k++)
+    a8[k] = a[k] ^ flip;
+  WQ_COLD_LOOP
+  for (; k < p->k_padded; k++)
+    a8[k] = (uint8_t)(p->a_zero_point + wq_usdot_offset(p->a_dtype));
+}
+#else
 /* Widens one row to int16 (k_padded slots, padding at the zero point). */
 static void widen_row(const wq_qgemm_packed *p, const uint8_t *a, int16_t *a16) {
   int64_t k = 0;
@@ -158,6 +226,7 @@ static void widen_row(const wq_qgemm_packed *p, const uint8_t *a, int16_t *a16) 
   for (; k < p->k_padded; k++)
     a16[k] = (int16_t)p->a_zero_point;
 }
+#endif
 
 /* Rows of a dense A (row stride lda) as panels. */
 typedef struct {
@@ -289,6 +358,9 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
       row_sums[pi] = p->has_w_zero_point
                          ? wq_simd_panel_centered_sums(panel, p->k_padded, p->a_zero_point)
                          : wasm_i32x4_splat(0);
+#ifdef WQ_QGEMM_USDOT
+      wq_usdot_panel_narrow(panel, p->k_padded, wq_usdot_offset(p->a_dtype));
+#endif
     }
     for (int64_t t = t0; t < t1; t++) {
       int64_t j0 = t * WQ_QGEMM_NR;
@@ -298,7 +370,12 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
         int64_t i0 = b0 + pi * WQ_QGEMM_MR;
         int64_t mr = m - i0 < WQ_QGEMM_MR ? m - i0 : WQ_QGEMM_MR;
         v128_t acc[8];
+#ifdef WQ_QGEMM_USDOT
+        wq_usdot_ukernel_4x8(kpairs / 2, (const uint8_t *)(panels + pi * panel_elems),
+                             p->w + t * tile_bytes, acc);
+#else
         wq_simd_ukernel_4x8(kpairs, panels + pi * panel_elems, p->w + t * tile_bytes, acc);
+#endif
         if (p->y_dtype == WQ_DT_FLOAT)
           wq_simd_tile_store_float(&tp, p->has_w_zero_point, p->float_relu, row_sums[pi], acc,
                                    (float *)y + i0 * ldy + j0, ldy, mr, nr);
