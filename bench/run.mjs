@@ -5,6 +5,7 @@
 //
 //   npm run bench [-- --json FILE] [--models REGEX] [--runs N] [--warmup N]
 //                 [--warmup-ms MS] [--rounds N] [--threads N] [--no-build] [--timeout SECONDS]
+//                 [--no-relaxed]
 //
 // Every measurement (one model in one runtime, or the kernel set) runs in a
 // fresh Node process. The cells are measured in --rounds interleaved sweeps
@@ -20,6 +21,8 @@
 // leaves out the time other processes held the CPU.
 // --threads N (N > 1) adds cells of ours on N threads (the threaded build)
 // and onnxruntime-web with numThreads N, and a table comparing them.
+// Last, bench/relaxed.mjs (skipped by --no-relaxed): ours with SIMD128 and
+// with relaxed SIMD beside onnxruntime-web on Node 24, one thread.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -59,7 +62,7 @@ const INPUT_SHAPES = {
 const INT8_LOAD_OPTIONS = {};
 
 function parseArgs(argv) {
-  const opts = { json: null, models: null, runs: 60, warmup: 10, warmupMs: 1000, rounds: 3, threads: 1, build: true, timeout: 600 };
+  const opts = { json: null, models: null, runs: 60, warmup: 10, warmupMs: 1000, rounds: 3, threads: 1, build: true, timeout: 600, relaxed: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -75,6 +78,7 @@ function parseArgs(argv) {
     else if (a === '--threads') opts.threads = Number(value());
     else if (a === '--timeout') opts.timeout = Number(value());
     else if (a === '--no-build') opts.build = false;
+    else if (a === '--no-relaxed') opts.relaxed = false;
     else if (a === '--help' || a === '-h') {
       console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1).filter((l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith('//'))).join('\n').replace(/^\/\/ ?/gm, ''));
       process.exit(0);
@@ -102,6 +106,7 @@ function buildWasm() {
     [[], WASM],
     [['--bench'], join(BENCH_CORE_DIR, 'wasmq.wasm')],
     [['--threads'], THREADED_WASM],
+    [['--relaxed'], join(ROOT, 'wasm_build/out/wasmq-relaxed.wasm')],
   ]) {
     log(`build: wasm core (bash wasm_build/build.sh${args.map((a) => ` ${a}`).join('')})`);
     const r = spawnSync('bash', [join(ROOT, 'wasm_build/build.sh'), ...args], { cwd: ROOT, encoding: 'utf8' });
@@ -538,6 +543,15 @@ async function main() {
       `  threaded variant: ${relative(ROOT, THREADED_WASM)} ${mt.length} bytes (${(mt.length / 1024).toFixed(1)} KB; gzip -9 ${(wasmSize.threaded.gzipBytes / 1024).toFixed(1)} KB)`,
     );
   }
+  for (const [key, file, what] of [
+    ['relaxed', join(ROOT, 'wasm_build/out/wasmq-relaxed.wasm'), 'relaxed-SIMD variant'],
+    ['relaxedThreaded', join(ROOT, 'wasm_build/out/mt/wasmq-relaxed.wasm'), 'relaxed-SIMD threaded variant'],
+  ]) {
+    if (!existsSync(file)) continue;
+    const w = readFileSync(file);
+    wasmSize[key] = { bytes: w.length, gzipBytes: gzipSync(w, { level: 9 }).length };
+    console.log(`  ${what}: ${relative(ROOT, file)} ${w.length} bytes (${(w.length / 1024).toFixed(1)} KB; gzip -9 ${(wasmSize[key].gzipBytes / 1024).toFixed(1)} KB)`);
+  }
   if (existsSync(QUANT_WASM)) {
     const qw = readFileSync(QUANT_WASM);
     wasmSize.quant = { bytes: qw.length, gzipBytes: gzipSync(qw, { level: 9 }).length };
@@ -571,6 +585,10 @@ async function main() {
     };
     writeFileSync(opts.json, `${JSON.stringify(out, null, 2)}\n`);
     log(`wrote ${opts.json}`);
+  }
+  if (opts.relaxed) {
+    spawnSync(process.execPath, [join(BENCH_DIR, 'relaxed.mjs'), '--runs', String(opts.runs), '--rounds', String(opts.rounds),
+      '--warmup', String(opts.warmup), '--warmup-ms', String(opts.warmupMs)], { cwd: ROOT, stdio: 'inherit' });
   }
 }
 

@@ -1,7 +1,8 @@
 // One benchmark measurement in a fresh Node process (sessions sharing a
 // process disturb each other's timings). Started by bench/run.mjs with one
 // JSON argument:
-//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, warmupMs, runs, seed, threads?, coreDir?}
+//   {kind: 'ours' | 'ort', model, inputShapes, loadOptions, warmup, warmupMs, runs, seed, threads?, coreDir?,
+//    forceRelaxed?}   (forceRelaxed: run the relaxed build although the probe refused it: timing only)
 //   {kind: 'kernels', dotPeakWasm, coreDir, reps}   (coreDir: the build.sh --bench variant)
 // and prints its result as the last stdout line: "BENCH_RESULT <json>".
 // Failures are results too ({error}), so the orchestrator keeps going.
@@ -52,6 +53,10 @@ async function timeRuns(runOnce, warmup, runs, warmupMs = 0) {
 /** Our JS API, on the core in spec.coreDir when given (else the shipped build). */
 async function loadWasmq(spec) {
   const wasmq = await import(pathToFileURL(join(ROOT, 'src/js/index.mjs')).href);
+  if (spec.forceRelaxed) {
+    const { setProbeForTest } = await import(pathToFileURL(join(ROOT, 'src/js/relaxed_probe.mjs')).href);
+    setProbeForTest({ ok: true, reason: 'forced by the benchmark (timing only)', answers: [] });
+  }
   if (spec.coreDir) {
     wasmq.configure({
       glueUrl: pathToFileURL(join(spec.coreDir, 'wasmq.mjs')),

@@ -10,7 +10,7 @@
 // corrections, so a bug in those fails here on any engine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { load, configure } from '../../src/js/index.mjs';
 import { probeRelaxed, setProbeForTest } from '../../src/js/relaxed_probe.mjs';
@@ -99,5 +99,18 @@ test('SIMD128 and relaxed-SIMD kernels give identical bytes on every shared int8
     }
   } finally {
     if (!probe.ok) setProbeForTest(null);
+  }
+});
+
+test('the relaxed builds stay within the runtime size budgets', () => {
+  const sizes = [
+    ['wasm_build/out/wasmq-relaxed.wasm', 350000],
+    ['wasm_build/out/mt/wasmq-relaxed.wasm', 370000],
+  ];
+  for (const [file, budget] of sizes) {
+    const full = path.join(REPO, file);
+    assert.ok(existsSync(full), `${file} is missing (bash wasm_build/build.sh --relaxed${file.includes('/mt/') ? ' --threads' : ''})`);
+    const bytes = statSync(full).size;
+    assert.ok(bytes <= budget, `${file}: ${bytes} bytes, over its ${budget}-byte budget`);
   }
 });
