@@ -113,6 +113,34 @@ async function main() {
     console.log('  relaxed build anyway, and its results are wrong on this engine (what the probe detected).');
   }
   for (const [key, c] of results) if (c.info && c.info.kernels !== key.split('|')[1] && key.endsWith('simd128')) console.log(`note: ${key} ran ${c.info.kernels}`);
+
+  // The same rows in a Chromium page (users run in browsers).
+  const { chromiumAvailable } = await import('../tests/browser/chromium.mjs');
+  if (!chromiumAvailable()) {
+    console.log('\nChromium: skipped (no /usr/bin/chromium)');
+    return;
+  }
+  const { runRelaxedPage } = await import('./relaxed_browser.mjs');
+  process.stderr.write('[relaxed] Chromium page ...\n');
+  const page = await runRelaxedPage({ shared: SHARED, models: rows.map((r) => ({ name: r.name, file: r.model, inputShapes: r.inputShapes })),
+    timing: true, runs: Math.max(5, Math.ceil(opts.runs / opts.rounds)), rounds: opts.rounds, warmupMs: opts.warmupMs });
+  if (page.error) {
+    console.log(`\nChromium: error: ${page.error.split('\n')[0]}`);
+    return;
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  console.log(`\nThe same in Chromium (${page.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? '?'}), 1 thread, median of ${opts.rounds} rounds (each the mean of its runs):`);
+  console.log(`relaxed-SIMD probe in the page: ${page.probe.ok ? 'passed' : 'REFUSED'} (${page.probe.reason})`);
+  const ctable = page.models.map((m) => {
+    const cell = (k) => ({ median: median(m.ms[k]) });
+    const [s2, x2, o2] = [cell('simd128'), cell('relaxed'), cell('ort')];
+    return [m.name, fmt(s2), fmt(x2) + (m.identical ? '' : ' (differs)'), fmt(o2), ratio(s2, x2), ratio(o2, x2), ratio(o2, s2)];
+  });
+  const cheader = ['model', 'ours SIMD128', page.probe.ok ? 'ours relaxed' : 'ours relaxed (timing only*)', 'ORT-web (SIMD128)', 'relaxed/SIMD128', 'relaxed vs ORT†', 'SIMD128 vs ORT'];
+  const cw = cheader.map((h, i) => Math.max(h.length, ...ctable.map((t) => t[i].length)));
+  for (const line of [cheader, cw.map((w) => '-'.repeat(w)), ...ctable]) {
+    console.log(line.map((v, i) => (i === 0 ? v.padEnd(cw[i]) : v.padStart(cw[i]))).join('  '));
+  }
 }
 
 main().catch((e) => {

@@ -74,8 +74,8 @@ test('SIMD128 and relaxed-SIMD kernels give identical bytes on every shared int8
   }
   try {
     for (const file of MODEL_FILES) {
-      const simd = await load(file, { kernels: 'simd128' });
-      const relaxed = await load(file, { kernels: 'relaxed' });
+      const simd = await load(file, { kernels: 'simd128', threads: 1 });
+      const relaxed = await load(file, { kernels: 'relaxed', threads: 1 });
       try {
         assert.equal(relaxed.info.kernels, 'relaxed');
         for (const seed of [0, 1]) {
@@ -99,6 +99,28 @@ test('SIMD128 and relaxed-SIMD kernels give identical bytes on every shared int8
     }
   } finally {
     if (!probe.ok) setProbeForTest(null);
+  }
+});
+
+test('threaded relaxed build: identical bytes on 2 threads', { skip: !probe.ok && `the probe refused relaxed SIMD here (${probe.reason}); the threaded relaxed build runs only where it passes` }, async () => {
+  for (const file of [MODEL_FILES[0], MODEL_FILES[4]]) {
+    const simd = await load(file, { kernels: 'simd128', threads: 1 });
+    const relaxed = await load(file, { kernels: 'relaxed', threads: 2 });
+    try {
+      assert.equal(relaxed.info.kernels, 'relaxed');
+      assert.equal(relaxed.info.build, 'simd-threads');
+      const feeds = {};
+      for (const input of simd.inputs) {
+        const dims = input.shape.map((d) => (typeof d === 'number' ? d : 1));
+        feeds[input.name] = { data: randomArray(input.dtype, dims.reduce((a, b) => a * b, 1), 3), dims };
+      }
+      const a = Object.values(await simd.run(feeds))[0].data;
+      const b = Object.values(await relaxed.run(feeds))[0].data;
+      assert.deepEqual(b, a, path.basename(file));
+    } finally {
+      simd.dispose();
+      relaxed.dispose();
+    }
   }
 });
 
