@@ -149,7 +149,7 @@ else
 
   # On Node 24 (relaxed SIMD where its probe passes, else its SIMD128
   # fallback): the suites that exercise the int8 kernels and the loader.
-  "$node24" --test --test-reporter=spec tests/node/kernels.test.mjs tests/node/real_int8.test.mjs \
+  WQ_NATIVE_BUILD=build-asan "$node24" --test --test-reporter=spec tests/node/kernels.test.mjs tests/node/real_int8.test.mjs \
     tests/node/equivalence.test.mjs tests/node/api.test.mjs tests/node/threads.test.mjs 2>&1 |
     tee "$logdir/node24.log" | tail -12
   rc=${PIPESTATUS[0]}

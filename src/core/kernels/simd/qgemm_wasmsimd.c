@@ -145,7 +145,7 @@ static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y, int64
 #endif
 
 #ifdef WQ_QGEMM_USDOT
-/* The relaxed GEMV: a16 holds the row as bytes A + off (usdot_row). */
+/* The relaxed GEMV: a16 holds the row as bytes A + off (widen_row below). */
 static void gemv(const wq_qgemm_packed *p, const int16_t *a16, uint8_t *y, int64_t t,
                  int64_t tiles) {
   const wq_simd_requant q = wq_simd_requant_init(p);
