@@ -10,7 +10,8 @@
 # binaryen (package.json devDependency) first on PATH, and
 # -sWASM_BIGINT=1 keeps the (108) finalize step from rewriting the module.
 
-relaxed_sources=(src/core/kernels/simd/qgemm_wasmsimd.c)
+relaxed_sources=(src/core/kernels/config.c src/core/kernels/simd/qconv_wasmsimd.c
+  src/core/kernels/simd/qgemm_wasmsimd.c)
 relaxed_clang="${CLANG19:-clang-19}"
 
 # Prints the sysroot emcc compiles against.

@@ -30,6 +30,9 @@ const LOAD_NO_LOWERING = 1;
 const LOAD_STRICT_INT8 = 2;
 const LOAD_PARTITION = { 'int+fp': 1 << 2, int: 2 << 2, fp: 3 << 2 };
 const KERNELS = ['auto', 'simd128', 'relaxed'];
+// The relaxed-SIMD probe passed (wasm_exports.c WQX_LOAD_ENGINE_RELAXED):
+// the relaxed core's kernel records may be selected.
+const LOAD_ENGINE_RELAXED = 1 << 4;
 
 /**
  * Loads an ONNX model from bytes (Uint8Array/ArrayBuffer), a file path (Node)
@@ -120,7 +123,8 @@ async function loadChecked(source, options) {
   const kernelInfo = { kernels: relaxed ? 'relaxed' : 'simd128' };
   if (relaxedRefused) kernelInfo.relaxedRefused = relaxedRefused;
   // A trap in here retires the core (WQ_ERR_INTERNAL); the next load() gets a fresh one.
-  return guardCore(core, 'load', () => loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options, kernelInfo));
+  const coreFlags = flags | (relaxed ? LOAD_ENGINE_RELAXED : 0);
+  return guardCore(core, 'load', () => loadOnCore(core, bytes, shapeEntries, coreFlags, threaded, requestedThreads, fallback, options, kernelInfo));
 }
 
 function loadOnCore(core, bytes, shapeEntries, flags, threaded, requestedThreads, fallback, options, kernelInfo) {

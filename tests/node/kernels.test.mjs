@@ -78,6 +78,10 @@ test('SIMD128 and relaxed-SIMD kernels give identical bytes on every shared int8
       const relaxed = await load(file, { kernels: 'relaxed', threads: 1 });
       try {
         assert.equal(relaxed.info.kernels, 'relaxed');
+        // The decision records name the variant each int8 GEMM/conv node runs.
+        const isas = (m) => m.graph().nodes.filter((n) => n.kernel_isa).map((n) => n.kernel_isa);
+        assert.ok(isas(relaxed).length > 0 && isas(relaxed).every((isa) => isa === 'relaxed'), `${file}: ${isas(relaxed)}`);
+        assert.ok(isas(simd).every((isa) => isa === 'simd128'), `${file}: ${isas(simd)}`);
         for (const seed of [0, 1]) {
           const feeds = {};
           for (const input of simd.inputs) {

@@ -103,6 +103,13 @@ wq_status wqx_input_shapes_read(wqx_input_shapes *s, int32_t n_shapes, const cha
   return WQ_OK;
 }
 
+/* wqx_load flag beside wasm_exports.h's: the JS loader executed the
+ * relaxed-SIMD probe and it passed (src/js/relaxed_probe.mjs), so relaxed
+ * kernels may run (kernels/config.c). */
+#define WQX_LOAD_ENGINE_RELAXED (1 << 4)
+#define RELAXED_PROBED_ISAS                                                                        \
+  (WQ_ISA_BIT(WQ_ISA_REF) | WQ_ISA_BIT(WQ_ISA_SIMD128) | WQ_ISA_BIT(WQ_ISA_RELAXED))
+
 WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
                                int32_t n_shapes, const char *const *shape_names,
                                const int32_t *shape_ranks, const int32_t *shape_dims, int32_t flags,
@@ -118,16 +125,17 @@ WQX_EXPORT wqx_model *wqx_load(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_byt
   if (wqx_input_shapes_read(&shapes, n_shapes, shape_names, shape_ranks, shape_dims, "load",
                             &ctx->err) != WQ_OK)
     return NULL;
-  wq_load_options opts = {.input_shapes = shapes.shapes,
-                          .n_input_shapes = shapes.n,
-                          .no_lowering = (flags & WQX_LOAD_NO_LOWERING) != 0,
-                          .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0,
-                          .partition = (wq_partition_mode)((flags & WQX_LOAD_PARTITION_MASK) >>
-                                                           WQX_LOAD_PARTITION_SHIFT),
-                          .max_memory_bytes = !(max_memory_bytes >= 1.0) ? 0
-                                              : max_memory_bytes >= (double)SIZE_MAX
-                                                  ? SIZE_MAX
-                                                  : (size_t)max_memory_bytes};
+  wq_load_options opts = {
+      .input_shapes = shapes.shapes,
+      .n_input_shapes = shapes.n,
+      .no_lowering = (flags & WQX_LOAD_NO_LOWERING) != 0,
+      .lower_strict = (flags & WQX_LOAD_STRICT_INT8) != 0,
+      .partition =
+          (wq_partition_mode)((flags & WQX_LOAD_PARTITION_MASK) >> WQX_LOAD_PARTITION_SHIFT),
+      .engine_isas = (flags & WQX_LOAD_ENGINE_RELAXED) ? RELAXED_PROBED_ISAS : 0,
+      .max_memory_bytes = !(max_memory_bytes >= 1.0)             ? 0
+                          : max_memory_bytes >= (double)SIZE_MAX ? SIZE_MAX
+                                                                 : (size_t)max_memory_bytes};
   wq_model *loaded = NULL;
   wq_status st = wq_model_load(bytes, (size_t)n_bytes, &opts, &loaded, &ctx->err);
   wqx_input_shapes_free(&shapes);

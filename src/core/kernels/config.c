@@ -6,6 +6,12 @@
 #include "simd/qconv_simd.h"
 #include "simd/qgemm_simd.h"
 #endif
+#ifdef WQ_QGEMM_USDOT
+/* The relaxed-SIMD build (wasm_build/relaxed.sh compiles this file, the
+ * GEMM's and the conv's with relaxed SIMD): its records replace SIMD128's. */
+extern const wq_qgemm_config wq_qgemm_config_relaxed;
+extern const wq_qconv_config wq_qconv_config_relaxed;
+#endif
 
 /* The shipped wasm runtime links no reference variant (it never selects
  * one: SIMD128 is there whenever the module runs); native builds and the
@@ -20,7 +26,9 @@ static const wq_qgemm_config *const qgemm_variants[] = {
 #ifdef WITH_REF
     &wq_qgemm_config_ref,
 #endif
-#ifdef __wasm_simd128__
+#if defined(WQ_QGEMM_USDOT)
+    &wq_qgemm_config_relaxed,
+#elif defined(__wasm_simd128__)
     &wq_qgemm_config_simd128,
 #endif
 };
@@ -28,7 +36,9 @@ static const wq_qconv_config *const qconv_variants[] = {
 #ifdef WITH_REF
     &wq_qconv_config_ref,
 #endif
-#ifdef __wasm_simd128__
+#if defined(WQ_QGEMM_USDOT)
+    &wq_qconv_config_relaxed,
+#elif defined(__wasm_simd128__)
     &wq_qconv_config_simd128,
 #endif
 };
@@ -95,14 +105,18 @@ static void select_into(wq_kernel_set *s, unsigned allowed) {
 
 const wq_kernel_set *wq_kernel_set_default(void) {
   static const wq_kernel_set set = {
-#ifdef __wasm_simd128__
-      .isa = WQ_ISA_SIMD128,
-      .qgemm = &wq_qgemm_config_simd128,
-      .qconv = &wq_qconv_config_simd128,
+#if defined(WQ_QGEMM_USDOT)
+    .isa = WQ_ISA_RELAXED,
+    .qgemm = &wq_qgemm_config_relaxed,
+    .qconv = &wq_qconv_config_relaxed,
+#elif defined(__wasm_simd128__)
+    .isa = WQ_ISA_SIMD128,
+    .qgemm = &wq_qgemm_config_simd128,
+    .qconv = &wq_qconv_config_simd128,
 #else
-      .isa = WQ_ISA_REF,
-      .qgemm = &wq_qgemm_config_ref,
-      .qconv = &wq_qconv_config_ref,
+    .isa = WQ_ISA_REF,
+    .qgemm = &wq_qgemm_config_ref,
+    .qconv = &wq_qconv_config_ref,
 #endif
   };
   return &set;

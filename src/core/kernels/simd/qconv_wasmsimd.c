@@ -728,10 +728,20 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
   return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
 }
 
+#ifdef WQ_QGEMM_USDOT
+/* The relaxed-SIMD build: the same convolutions on the relaxed GEMM
+ * (1x1, im2col and grouped run through it; depthwise is SIMD128 code). */
+extern const wq_qgemm_config wq_qgemm_config_relaxed;
+const wq_qconv_config wq_qconv_config_relaxed = {
+    .name = "relaxed_usdot",
+    .isa = WQ_ISA_RELAXED,
+    .gemm = &wq_qgemm_config_relaxed,
+#else
 const wq_qconv_config wq_qconv_config_simd128 = {
     .name = "simd128",
     .isa = WQ_ISA_SIMD128,
     .gemm = &wq_qgemm_config_simd128,
+#endif
     .pack = wq_simd_qconv_pack,
     .run = wq_simd_qconv_run,
     .scratch_bytes = wq_simd_qconv_scratch_bytes,

@@ -426,9 +426,21 @@ int64_t wq_simd_qgemm_split_plan(const wq_qgemm_packed *p, int64_t m, int column
   return s->chunks;
 }
 
+#ifdef WQ_QGEMM_USDOT
+/* The relaxed-SIMD build's record, listed by kernels/config.c in place of
+ * the SIMD128 one (whose code this build does not contain). */
+const wq_qgemm_config wq_qgemm_config_relaxed = {
+#ifdef __wasm_relaxed_simd__
+    .name = "relaxed_usdot_4x8",
+#else
+    .name = "usdot_emulated_4x8",
+#endif
+    .isa = WQ_ISA_RELAXED,
+#else
 const wq_qgemm_config wq_qgemm_config_simd128 = {
     .name = "simd128_4x8",
     .isa = WQ_ISA_SIMD128,
+#endif
     .mr = WQ_QGEMM_MR,
     .nr = WQ_QGEMM_NR,
     .kr = WQ_QGEMM_KR,
