@@ -24,9 +24,11 @@ command -v npm >/dev/null || missing+=(npm)
 command -v python3 >/dev/null || missing+=(python3)
 command -v clang >/dev/null || missing+=(clang) # libFuzzer targets (tests/fuzz)
 # Real photographs for calibration and the accuracy table (scripts/photo_samples.mjs
-# crops them at run time) and speech for the audio models.
+# crops them at run time) and speech for the audio models (tests/node/speech.mjs:
+# espeak-ng speaks, sox resamples to 16 kHz).
 [ -d /usr/lib/python3/dist-packages/skimage/data ] || missing+=(python3-skimage)
 command -v espeak-ng >/dev/null || missing+=(espeak-ng)
+command -v sox >/dev/null || missing+=(sox)
 command -v clang-19 >/dev/null || missing+=(clang-19) # relaxed-SIMD kernels (wasm_build/relaxed.sh)
 command -v wasm-ld-19 >/dev/null || missing+=(lld-19)
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi

@@ -4,6 +4,7 @@
 //
 //   wasmq info | run | inspect | check | quantize | render ...   (HELP below;
 //   `wasmq COMMAND --help` prints one command's usage)
+//   wasmq run MODEL ... --stream --chunk N [--state OUT=IN]...: cli_stream.mjs
 //
 // `run` prints one line per output:
 //   NAME DTYPE [d0,d1,...] [v0 v1 v2 v3 v4 v5 ...] argmax=K
@@ -29,6 +30,7 @@ import { toDrawable, nodeData, parseNodeData } from './graph/data.mjs';
 import { layoutDrawable, renderSvg } from './graph/render.mjs';
 import { renderReport } from './graph/report.mjs';
 import { step, stepUpdate, stepEnd } from './progress.mjs';
+import { runStream } from './cli_stream.mjs';
 
 // Each command's usage: `wasmq COMMAND --help` (stdout, exit 0) and after a
 // usage error (stderr, exit 2). The same text as the native CLI's HELP
@@ -203,7 +205,7 @@ function parseDimsSpec(text, option, whole) {
 
 function parseRunArgs(args) {
   if (args.length < 1 || args[0].startsWith('--')) throw usageError('run: missing MODEL');
-  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null, repeats: 1, loadOptions: {} };
+  const parsed = { model: args[0], inputs: new Map(), shapes: new Map(), outDir: null, repeats: 1, loadOptions: {}, stream: false, chunk: 0, states: new Map() };
   for (let i = 1; i < args.length; i++) {
     const option = args[i];
     const value = args[i + 1];
@@ -234,6 +236,16 @@ function parseRunArgs(args) {
       if (value === undefined) throw usageError('--out expects a directory');
       parsed.outDir = value;
       i++;
+    } else if (option === '--stream') {
+      parsed.stream = true;
+    } else if (option === '--chunk') {
+      if (!/^\d+$/.test(value ?? '') || Number(value) < 1) throw usageError(`--chunk expects a step count >= 1, got ${value}`);
+      parsed.chunk = Number(value);
+      i++;
+    } else if (option === '--state') {
+      const [out, inp] = splitAssignment(option, value, 'OUTPUT=INPUT');
+      parsed.states.set(out, inp);
+      i++;
     } else if (option === '--threads') {
       if (!/^\d+$/.test(value ?? '') || Number(value) < 1 || Number(value) > 256) {
         throw usageError(`--threads expects an integer in 1..256, got ${value}`);
@@ -263,6 +275,8 @@ function parseRunArgs(args) {
       throw unknownOption('run', option);
     }
   }
+  if ((parsed.chunk || parsed.states.size) && !parsed.stream) throw usageError('--chunk and --state go with --stream');
+  if (parsed.stream && !parsed.chunk) throw usageError('--stream needs --chunk N');
   return parsed;
 }
 
@@ -423,7 +437,8 @@ async function cmdRun(args) {
       throw usageError(`${spec.file}: ${e.message} [WQ_ERR_PARSE]`);
     }
     arrays.set(name, array);
-    if (!(name in inputShapes)) inputShapes[name] = array.dims;
+    // A streamed input is cut into chunks: its dims are not the model's.
+    if (!(name in inputShapes) && !opts.stream) inputShapes[name] = array.dims;
   }
   const names = new Set([...opts.inputs.keys(), ...opts.shapes.keys()]);
   const model = await loadModel(opts.model, { inputShapes, ...opts.loadOptions });
@@ -431,6 +446,14 @@ async function cmdRun(args) {
     const declared = model.inputs.map((t) => t.name);
     for (const name of names) {
       if (!declared.includes(name)) throw usageError(`the model has no input named ${name}`);
+    }
+    if (opts.stream) {
+      return await runStream(model, arrays, opts, {
+        formatResultLine,
+        usageError,
+        runError: (what, e) => new CliError(describeError(`run failed at ${what}`, e), 1),
+        outputError: (message) => new CliError(message, 1),
+      });
     }
     const feeds = {};
     for (const info of model.inputs) {

@@ -395,8 +395,36 @@ export interface Model {
    * since profile(true); ms - kernelMs is the executor's fixed cost per node.
    */
   nodeTimes(): Array<{ op: string; name: string; ms: number; kernelMs: number }>;
+  /**
+   * Runs the model chunk after chunk with state outputs bound to the next
+   * chunk's state inputs, e.g. `model.stream({ hn: 'h0', cn: 'c0' })`. The
+   * state stays in wasm memory between chunks.
+   */
+  stream(bindings: Record<string, string>, options?: StreamOptions): ModelStream;
   /** Frees the model's wasm memory. Later calls throw WasmqError 'WQ_ERR_DISPOSED'. Idempotent. */
   dispose(): void;
+}
+
+export interface StreamOptions {
+  /** The state of the first chunk per state input (default zeros of its declared, static shape). */
+  initial?: Record<string, TensorData>;
+}
+
+export interface ModelStream {
+  /** The inputs each chunk feeds: every input not bound to a state output. */
+  readonly inputs: string[];
+  /** Chunks pushed since the start or the last reset(). */
+  readonly chunks: number;
+  /**
+   * Runs one chunk: feeds for the unbound inputs, or a bare TypedArray when
+   * there is one (its symbolic dims are 1 except the last, which takes the
+   * rest). Resolves to the outputs not bound to a state.
+   */
+  push(chunk: TensorData | Record<string, Feed | TensorData>): Promise<RunResults>;
+  /** Copies of the state the next push reads, by input name. */
+  state(): Record<string, { data: TensorData; dims: number[] }>;
+  /** Starts over from the initial state. */
+  reset(): void;
 }
 
 export type WasmqErrorCode =

@@ -6,6 +6,7 @@ import { dtypeFromCode, dtypeNameOfCode, numel, typedArrayByteLength } from './d
 import { heapU8, heap32, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
 import { guardCore, coreRetiredReason } from './core.mjs';
+import { ModelStream } from './stream.mjs';
 
 const MAX_RANK = 8;
 
@@ -36,6 +37,7 @@ export class Model {
   #stagingBytes = [];
   #dimsPtr = 0;
   #timeoutMs = 0; // the core's time limit for this model's runs (0: none)
+  #streams = new Set(); // open streams: their state buffers go with the model
 
   constructor(core, ctx, handle, info) {
     this.#core = core;
@@ -106,7 +108,7 @@ export class Model {
     });
   }
 
-  #runStaged(staged, timeoutMs) {
+  #runStaged(staged, timeoutMs, skip) {
     const core = this.#core;
     if (timeoutMs !== this.#timeoutMs) {
       core._wqx_time_limit(this.#handle, timeoutMs);
@@ -120,9 +122,10 @@ export class Model {
       const s = staged[i];
       // s.bytes is our own view (feeds.mjs); its length from the internal
       // slot is exactly what set() below copies, and the core refuses dims
-      // that need any other count.
-      const bytes = typedArrayByteLength(s.bytes);
-      const dataPtr = this.#stagingFor(i, bytes);
+      // that need any other count. A carried input (stream state) is
+      // already in wasm memory: s.nbytes at s.ptr.
+      const bytes = s.carried ? s.nbytes : typedArrayByteLength(s.bytes);
+      const dataPtr = s.carried ? s.ptr : this.#stagingFor(i, bytes);
       const dimsPtr = this.#dimsPtr + i * MAX_RANK * 4;
       // Views taken after the allocation: growing memory replaces the buffer.
       heap32(core).set(s.dims, dimsPtr >> 2);
@@ -131,12 +134,57 @@ export class Model {
       }
       // After set_input, which only records the view: a threaded core's
       // workers wake up while the data is copied.
-      heapU8(core).set(s.bytes, dataPtr);
+      if (!s.carried) heapU8(core).set(s.bytes, dataPtr);
     }
     if (core._wqx_run(this.#ctx, this.#handle) !== 0) throw errorFromCtx(core, this.#ctx);
     const results = {};
-    for (let i = 0; i < this.outputs.length; i++) results[this.outputs[i].name] = this.#copyResult(i);
+    for (let i = 0; i < this.outputs.length; i++) {
+      if (!skip?.has(i)) results[this.outputs[i].name] = this.#copyResult(i);
+    }
     return results;
+  }
+
+  /**
+   * Runs the model chunk after chunk with state outputs fed back as the
+   * next run's inputs inside wasm memory (src/js/stream.mjs): bindings
+   * {outputName: inputName}, e.g. { hn: 'h0', cn: 'c0' }.
+   */
+  stream(bindings, options = {}) {
+    this.#live();
+    const stream = new ModelStream(this, bindings, options, {
+      validate: (feeds) => this.#validateFeeds(feeds),
+      // staged: validateFeeds' entries, a carried one {info, dtype, dims, carried, bytes, ptr};
+      // carry: [[outputIndex, bufferPtr, capacity]] the outputs are copied to
+      // after the run; skip: output indices not returned.
+      run: (staged, carry, skip) => {
+        this.#live();
+        return this.#call('stream', () => {
+          const results = this.#runStaged(staged, 0, skip);
+          const core = this.#core;
+          const carried = carry.map(([o, ptr, capacity]) => {
+            const src = core._wqx_result_data(this.#handle, o);
+            const bytes = core._wqx_result_nbytes(this.#handle, o);
+            if (bytes > capacity) throw new WasmqError(`stream: output '${this.outputs[o].name}' grew to ${bytes} bytes`, { code: 'WQ_ERR_SHAPE' });
+            const dims = Array.from({ length: core._wqx_result_rank(this.#handle, o) }, (_, d) => core._wqx_result_dim(this.#handle, o, d));
+            heapU8(core).copyWithin(ptr, src, src + bytes);
+            return { dims, bytes };
+          });
+          return { results, carried };
+        });
+      },
+      alloc: (bytes) => {
+        const ptr = this.#core._wqx_malloc(Math.max(1, bytes));
+        if (!ptr) throw new WasmqError('out of wasm memory', { code: 'WQ_ERR_OUT_OF_MEMORY' });
+        return ptr;
+      },
+      free: (ptr) => {
+        if (this.#handle && !coreRetiredReason(this.#core)) this.#core._wqx_free(ptr);
+      },
+      read: (ptr, bytes) => heapU8(this.#core).slice(ptr, ptr + bytes),
+      write: (ptr, bytes) => heapU8(this.#core).set(bytes, ptr),
+    });
+    this.#streams.add(stream);
+    return stream;
   }
 
   // One run keeping every intermediate (the core copies each node's outputs
@@ -363,6 +411,8 @@ export class Model {
       this.#dimsPtr = 0;
       return;
     }
+    for (const st of this.#streams) st.dispose();
+    this.#streams.clear();
     for (const p of this.#stagingPtrs) if (p) this.#core._wqx_free(p);
     if (this.#dimsPtr) this.#core._wqx_free(this.#dimsPtr);
     this.#stagingPtrs = [];

@@ -308,7 +308,11 @@ static int seeded_inputs(const wq_model *m, uint32_t seed, wq_value *in) {
     in[i].rank = t->rank;
     int64_t numel = 1;
     for (int d = 0; d < t->rank; d++) {
-      in[i].dims[d] = t->dims[d] >= 0 ? t->dims[d] : d >= 2 ? 64 : 1;
+      /* [batch, samples] audio: samples enough for an STFT front end. */
+      in[i].dims[d] = t->dims[d] >= 0          ? t->dims[d]
+                      : d >= 2                 ? 64
+                      : t->rank == 2 && d == 1 ? 1536
+                                               : 1;
       numel *= in[i].dims[d];
     }
     in[i].data = calloc((size_t)(numel ? numel : 1), wq_dtype_size(t->dtype));
@@ -706,7 +710,7 @@ static void test_hand_graph(void) {
   free(n->domain);
   n->domain = wq_strdup("test.domain");
   wq_attr_clear(&n->attrs[9]);
-  n->attrs[9] = (wq_attr){.name = wq_strdup("body"), .type = WQ_ATTR_GRAPH, .g = wq_graph_new()};
+  n->attrs[9] = (wq_attr){.name = wq_strdup("body"), .type = WQ_ATTR_GRAPHS};
   CHECK(wq_onnx_export(ir, &out, &out_n, &err) == WQ_ERR_UNSUPPORTED && out == NULL &&
         strcmp(err.node, "custom") == 0 && strstr(err.message, "body"));
   n->n_attrs = 9; /* attribute 9 is cleared below with the rest */

@@ -698,9 +698,12 @@ static void test_attributes_and_subgraphs(void) {
     if (then_a && then_a->g) {
       const wq_graph *sub = then_a->g;
       CHECK(strcmp(sub->nodes[0].name, "inner_relu") == 0 && sub->nodes[0].opset == 17);
-      CHECK(sub->n_outputs == 1 && sub->n_inputs == 0);
+      /* The outer-scope value w is bound to the If's input 1 (ir/subgraph.h). */
       const wq_tensor *w = find_tensor(sub, "w");
-      CHECK(w && !w->is_constant && !w->is_input); /* outer-scope value */
+      CHECK(w && !w->is_constant && !w->is_input);
+      CHECK(sub->n_outputs == 1 && sub->n_inputs == 1 && w && sub->inputs[0] == w - sub->tensors);
+      CHECK(n->n_inputs == 3 && strcmp(gr->tensors[n->inputs[1]].name, "w") == 0 &&
+            strcmp(gr->tensors[n->inputs[2]].name, "x") == 0); /* x: the else branch's */
     }
     wq_model_ir_free(m);
   }

@@ -6,7 +6,7 @@
 
 #include "../onnx/onnx_import.h"
 #include "../ops/op.h"
-#include "../passes/fold_constants.h"
+#include "../passes/fold_control.h"
 #include "../passes/fuse_float.h"
 #include "../passes/layout_int8.h"
 #include "../passes/lower.h"
@@ -237,11 +237,13 @@ static wq_status pass_capture(void *ctx, wq_graph *g, wq_pass_record *rec, wq_er
 
 static wq_status pass_fold(void *ctx, wq_graph *g, wq_pass_record *rec, wq_error *err) {
   const load_ctx *c = ctx;
-  wq_fold_stats stats = {0, 0, 0};
-  wq_status st = wq_pass_fold_constants(g, !(c->opts && c->opts->no_constant_folding), &stats, err);
-  wq_pass_stat_set(rec, "folded", stats.nodes_folded);
-  wq_pass_stat_set(rec, "shapes_inferred", stats.shapes_inferred);
-  wq_pass_stat_set(rec, "shape_reads_rewired", stats.shape_reads_rewired);
+  wq_fold_control_stats stats;
+  wq_status st = wq_pass_fold_control(g, !(c->opts && c->opts->no_constant_folding), &stats, err);
+  wq_pass_stat_set(rec, "folded", stats.fold.nodes_folded);
+  wq_pass_stat_set(rec, "shapes_inferred", stats.fold.shapes_inferred);
+  wq_pass_stat_set(rec, "shape_reads_rewired", stats.fold.shape_reads_rewired);
+  if (stats.ifs_inlined)
+    wq_pass_stat_set(rec, "ifs_inlined", stats.ifs_inlined);
   return st;
 }
 

@@ -20,7 +20,7 @@ enum { GRAPH_NODE = 1, GRAPH_NAME = 2, GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11 }
 enum { GRAPH_OUTPUT = 12 };
 enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5 };
 enum { NODE_DOMAIN = 7 };
-enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_T = 5 };
+enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_T = 5, ATTR_G = 6 };
 enum { ATTR_FLOATS = 7, ATTR_INTS = 8, ATTR_STRINGS = 9, ATTR_TENSORS = 10, ATTR_TYPE = 20 };
 enum { VI_NAME = 1, VI_TYPE = 2 };
 enum { TYPE_TENSOR = 1, TTYPE_ELEM_TYPE = 1, TTYPE_SHAPE = 2 };
@@ -38,6 +38,7 @@ typedef struct {
   wq_pb_writer w;
   int *order;    /* nodes in topological order */
   bool *written; /* per tensor: an initializer to write */
+  bool sub;      /* g is an If branch: it may read the enclosing graph's values */
 } export_ctx;
 
 static wq_status oom(wq_error *err) {
@@ -104,8 +105,17 @@ static wq_status write_value_info(export_ctx *c, uint32_t field, const wq_tensor
   return wq_pb_end(w);
 }
 
+static wq_status write_subgraph(export_ctx *c, const wq_graph *s, wq_error *err);
+
 static wq_status write_attribute(export_ctx *c, const wq_node *n, const wq_attr *a, wq_error *err) {
   wq_pb_writer *w = &c->w;
+  if (a->type == WQ_ATTR_GRAPH && a->g) {
+    WQ_TRY(wq_pb_begin(w, NODE_ATTRIBUTE));
+    WQ_TRY(wq_pb_write_string(w, ATTR_NAME, a->name));
+    WQ_TRY(write_subgraph(c, a->g, err));
+    WQ_TRY(wq_pb_write_int32(w, ATTR_TYPE, (int32_t)a->type));
+    return wq_pb_end(w);
+  }
   if (a->type == WQ_ATTR_GRAPH || a->type == WQ_ATTR_GRAPHS)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, n->name,
                    "node '%s' (%s): attribute '%s' holds a subgraph, which the ONNX writer does "
@@ -167,7 +177,10 @@ static wq_status write_node(export_ctx *c, const wq_node *n, wq_error *err) {
   const wq_graph *g = c->g;
   wq_pb_writer *w = &c->w;
   WQ_TRY(wq_pb_begin(w, GRAPH_NODE));
-  for (int k = 0; k < n->n_inputs; k++)
+  /* The values an If's branches read from outside are its inputs in the
+   * IR (ir/subgraph.h), not in ONNX: only the condition is written. */
+  int n_in = wq_node_attr(n, "then_branch") ? 1 : n->n_inputs;
+  for (int k = 0; k < n_in; k++)
     WQ_TRY(
         wq_pb_write_string(w, NODE_INPUT, n->inputs[k] >= 0 ? g->tensors[n->inputs[k]].name : ""));
   for (int k = 0; k < n->n_outputs; k++)
@@ -217,7 +230,7 @@ static wq_status check_tensors(export_ctx *c, wq_error *err) {
       const wq_tensor *tensor = &g->tensors[t];
       if (tensor->is_constant)
         c->written[t] = true;
-      else if (!tensor->is_input && !produced[t])
+      else if (!tensor->is_input && !produced[t] && !c->sub)
         st = wq_fail(err, WQ_ERR_INVALID_MODEL, n->name,
                      "node '%s' (%s) reads tensor '%s', which is not a graph input, a constant "
                      "or any node's output",
@@ -229,7 +242,7 @@ static wq_status check_tensors(export_ctx *c, wq_error *err) {
     const wq_tensor *tensor = &g->tensors[t];
     if (tensor->is_constant)
       c->written[t] = true;
-    else if (!tensor->is_input && !produced[t])
+    else if (!tensor->is_input && !produced[t] && !c->sub)
       st = wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
                    "graph output '%s' is not produced by any node and is not a graph input or "
                    "constant",
@@ -239,21 +252,47 @@ static wq_status check_tensors(export_ctx *c, wq_error *err) {
   return st;
 }
 
-static wq_status write_graph(export_ctx *c, wq_error *err) {
+static wq_status write_graph(export_ctx *c, int field, wq_error *err) {
   const wq_graph *g = c->g;
   wq_pb_writer *w = &c->w;
-  WQ_TRY(wq_pb_begin(w, MODEL_GRAPH));
+  WQ_TRY(wq_pb_begin(w, field));
   for (int i = 0; i < g->n_nodes; i++)
     WQ_TRY(write_node(c, &g->nodes[c->order[i]], err));
   WQ_TRY(wq_pb_write_string(w, GRAPH_NAME, g->name && g->name[0] ? g->name : "wasmq"));
   for (int t = 0; t < g->n_tensors; t++)
     if (c->written[t])
       WQ_TRY(write_tensor(c, GRAPH_INITIALIZER, &g->tensors[t], NULL, err));
-  for (int i = 0; i < g->n_inputs; i++)
+  for (int i = 0; i < g->n_inputs && !c->sub; i++)
     WQ_TRY(write_value_info(c, GRAPH_INPUT, &g->tensors[g->inputs[i]]));
   for (int i = 0; i < g->n_outputs; i++)
     WQ_TRY(write_value_info(c, GRAPH_OUTPUT, &g->tensors[g->outputs[i]]));
   return wq_pb_end(w);
+}
+
+/* A branch as the GraphProto of a GRAPH attribute: its nodes, the constants
+ * they read and its outputs, with the same checks as the main graph. */
+static wq_status write_subgraph(export_ctx *c, const wq_graph *s, wq_error *err) {
+  const wq_graph *g = c->g;
+  int *order = c->order;
+  bool *written = c->written, sub = c->sub;
+  c->g = s;
+  c->sub = true;
+  c->order = malloc(((size_t)s->n_nodes + 1) * sizeof *c->order);
+  c->written = calloc((size_t)s->n_tensors + 1, sizeof *c->written);
+  wq_status st = c->order && c->written ? WQ_OK : oom(err);
+  if (st == WQ_OK)
+    st = check_tensors(c, err);
+  if (st == WQ_OK)
+    st = wq_graph_topo_order(s, c->order, err);
+  if (st == WQ_OK)
+    st = write_graph(c, ATTR_G, err);
+  free(c->order);
+  free(c->written);
+  c->g = g;
+  c->order = order;
+  c->written = written;
+  c->sub = sub;
+  return st;
 }
 
 static wq_status write_model(export_ctx *c, wq_error *err) {
@@ -264,7 +303,7 @@ static wq_status write_model(export_ctx *c, wq_error *err) {
                            : WQ_ONNX_EXPORT_MIN_IR_VERSION;
   WQ_TRY(wq_pb_write_int64(w, MODEL_IR_VERSION, ir_version));
   WQ_TRY(wq_pb_write_string(w, MODEL_PRODUCER_NAME, "wasmq"));
-  WQ_TRY(write_graph(c, err));
+  WQ_TRY(write_graph(c, MODEL_GRAPH, err));
   for (int i = 0; i < ir->n_opsets; i++) {
     WQ_TRY(wq_pb_begin(w, MODEL_OPSET_IMPORT));
     WQ_TRY(wq_pb_write_string(w, OPSET_DOMAIN, ir->opsets[i].domain));

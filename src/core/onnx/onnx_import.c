@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../ir/format.h"
+#include "../ir/subgraph.h"
 #include "../ir/topo.h"
 #include "onnx_tensor.h"
 #include "pb_reader.h"
@@ -1369,7 +1370,7 @@ static wq_status import_model(const uint8_t *bytes, size_t n, wq_model_ir *m, wq
   m->graph = b.g; /* owned by the model from here on, freed with it on error */
   wq_status st = build_graph(&b, graph, err);
   builder_free(&b);
-  return st;
+  return st == WQ_OK ? wq_graph_bind_captures(m->graph, err) : st;
 }
 
 wq_status wq_onnx_import(const uint8_t *bytes, size_t n, wq_model_ir **out, wq_error *err) {

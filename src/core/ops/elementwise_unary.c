@@ -1,4 +1,4 @@
-/* Unary elementwise ops: Sqrt, Exp, Relu, LeakyRelu, Sigmoid, Tanh,
+/* Unary elementwise ops: Sqrt, Exp, Log, Neg, Relu, LeakyRelu, Sigmoid, Tanh,
  * HardSigmoid, HardSwish, Elu, Softplus, Gelu, Clip, Identity, Cast. Kernels are in
  * kernels/ref/ew_unary.c and ew_cast.c. Attributes are few and cheap to read,
  * so they are read where used (prepare only validates them at load). */
@@ -29,7 +29,9 @@ static wq_status unary_params_of(const wq_node *node, unary_params *p, wq_error 
                {"HardSwish", EW_UNARY_HARD_SWISH},
                {"Elu", EW_UNARY_ELU},
                {"Softplus", EW_UNARY_SOFTPLUS},
-               {"Gelu", EW_UNARY_GELU}};
+               {"Gelu", EW_UNARY_GELU},
+               {"Log", EW_UNARY_LOG},
+               {"Neg", EW_UNARY_NEG}};
   p->kind = EW_UNARY_RELU;
   p->alpha = p->beta = 0.0f;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -120,6 +122,8 @@ EW_UNARY_OP(wq_op_hard_swish, "HardSwish", 14, WQ_QROLE_OWN_OUTPUT)
 EW_UNARY_OP(wq_op_elu, "Elu", 6, WQ_QROLE_OWN_OUTPUT)
 EW_UNARY_OP(wq_op_softplus, "Softplus", 1, WQ_QROLE_OWN_OUTPUT)
 EW_UNARY_OP(wq_op_gelu, "Gelu", 20, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_log, "Log", 1, WQ_QROLE_OWN_OUTPUT)
+EW_UNARY_OP(wq_op_neg, "Neg", 1, WQ_QROLE_OWN_OUTPUT)
 
 /* ---- Clip ---- */
 

@@ -58,6 +58,14 @@ void ew_unary_float(ew_unary_kind kind, float alpha, float beta, const float *x,
     for (int64_t i = 0; i < n; i++)
       y[i] = (x[i] > 0.0f ? x[i] : 0.0f) + log1pf(expf(-fabsf(x[i])));
     break;
+  case EW_UNARY_LOG:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = logf(x[i]);
+    break;
+  case EW_UNARY_NEG:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = -x[i];
+    break;
   case EW_UNARY_GELU:
     for (int64_t i = 0; i < n; i++) {
       float v = x[i];

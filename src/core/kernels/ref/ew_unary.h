@@ -18,7 +18,9 @@ typedef enum {
   EW_UNARY_HARD_SWISH,   /* x * max(0, min(1, x / 6 + 1/2)) */
   EW_UNARY_ELU,          /* x >= 0 ? x : alpha * (e^x - 1) */
   EW_UNARY_SOFTPLUS,     /* ln(1 + e^x), evaluated without overflow */
-  EW_UNARY_GELU          /* x/2 (1 + erf(x / sqrt 2)); beta = 1: the tanh approximation */
+  EW_UNARY_GELU,         /* x/2 (1 + erf(x / sqrt 2)); beta = 1: the tanh approximation */
+  EW_UNARY_LOG,
+  EW_UNARY_NEG
 } ew_unary_kind;
 
 /* Float32 kernel of `kind`; alpha/beta are used by LeakyRelu, HardSigmoid,

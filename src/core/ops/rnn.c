@@ -1,0 +1,184 @@
+/* LSTM (ONNX semantics, opsets 7 and 14): forward, reverse or
+ * bidirectional; optional bias, sequence_lens, initial_h/initial_c and
+ * peepholes; activations (default Sigmoid, Tanh, Tanh) with their
+ * alpha/beta; clip; input_forget; layout 0 ([seq, batch, ...]) or 1
+ * ([batch, seq, ...]). Gates are stored i, o, f, c in W, R and B.
+ * The input projection of every step is one GEMM per direction before the
+ * recurrence; each step then adds H * R^T (kernels/ref/rnn_ref.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/ref/rnn_ref.h"
+#include "op.h"
+
+typedef struct {
+  wq_rnn_params p;
+} lstm_state;
+
+/* The activations the unary kernels have; alpha/beta are taken from
+ * activation_alpha/_beta in order by the ones that use them. */
+static const struct {
+  char name[12];
+  unsigned char kind, params; /* ew_unary_kind; 1 alpha, 2 alpha and beta */
+  float da, db;               /* their defaults */
+} acts[] = {
+    {"Sigmoid", EW_UNARY_SIGMOID, 0, 0, 0},
+    {"Tanh", EW_UNARY_TANH, 0, 0, 0},
+    {"Relu", EW_UNARY_RELU, 0, 0, 0},
+    {"HardSigmoid", EW_UNARY_HARD_SIGMOID, 2, 0.2f, 0.5f},
+    {"LeakyRelu", EW_UNARY_LEAKY_RELU, 1, 0.01f, 0},
+    {"Elu", EW_UNARY_ELU, 1, 1.0f, 0},
+    {"Softplus", EW_UNARY_SOFTPLUS, 0, 0, 0},
+};
+
+static wq_status lstm_prepare(wq_node *node, wq_error *err) {
+  lstm_state *s = calloc(1, sizeof *s);
+  if (!s)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
+  node->op_state = s;
+  wq_rnn_params *p = &s->p;
+  const char *dir;
+  int64_t hidden, layout, input_forget;
+  WQ_TRY(wq_attr_string(node, "direction", "forward", &dir, err));
+  WQ_TRY(wq_attr_int(node, "hidden_size", 0, &hidden, err));
+  WQ_TRY(wq_attr_int(node, "layout", 0, &layout, err));
+  WQ_TRY(wq_attr_int(node, "input_forget", 0, &input_forget, err));
+  WQ_TRY(wq_attr_float(node, "clip", 0.0f, &p->clip, err));
+  if ((strcmp(dir, "forward") && strcmp(dir, "reverse") && strcmp(dir, "bidirectional")) ||
+      hidden < 0 || hidden > (1 << 20) || (layout != 0 && layout != 1) || p->clip < 0)
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                   "LSTM: direction '%s', hidden_size %lld, layout %lld or clip %g is not valid",
+                   dir, (long long)hidden, (long long)layout, (double)p->clip);
+  p->reverse = dir[0] == 'r';
+  p->dirs = dir[0] == 'b' ? 2 : 1;
+  p->hidden = hidden;
+  p->layout = (int)layout;
+  p->input_forget = input_forget != 0;
+  const char **names = NULL;
+  const wq_attr *an = wq_node_attr(node, "activations");
+  size_t n_names = an && an->type == WQ_ATTR_STRINGS ? an->count : 0;
+  if ((an && an->type != WQ_ATTR_STRINGS) || (n_names && n_names != 3 * (size_t)p->dirs))
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "LSTM: activations must be %d strings",
+                   3 * p->dirs);
+  names = an ? (const char **)an->strings : NULL;
+  const float *alpha, *beta;
+  size_t n_alpha, n_beta, ia = 0, ib = 0;
+  WQ_TRY(wq_attr_floats(node, "activation_alpha", &alpha, &n_alpha, err));
+  WQ_TRY(wq_attr_floats(node, "activation_beta", &beta, &n_beta, err));
+  static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+  for (int k = 0; k < 3 * p->dirs; k++) {
+    const char *want = n_names ? names[k] : dflt[k % 3];
+    size_t j = 0;
+    while (j < sizeof acts / sizeof acts[0] && strcmp(acts[j].name, want) != 0)
+      j++;
+    if (j == sizeof acts / sizeof acts[0])
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "LSTM: activation '%s' is not supported",
+                     want);
+    p->act[k].kind = (ew_unary_kind)acts[j].kind;
+    p->act[k].alpha = acts[j].params && ia < n_alpha ? alpha[ia++] : acts[j].da;
+    p->act[k].beta = acts[j].params > 1 && ib < n_beta ? beta[ib++] : acts[j].db;
+  }
+  return WQ_OK;
+}
+
+static void lstm_free(void *state) { free(state); }
+
+static wq_status need(const wq_node *node, const wq_value *v, const char *what, int rank,
+                      const int64_t *dims, wq_dtype dtype, wq_error *err) {
+  if (!wq_value_present(v))
+    return WQ_OK;
+  if (v->dtype != dtype)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "LSTM: %s is %s, not %s", what,
+                   wq_dtype_name(v->dtype), wq_dtype_name(dtype));
+  if (v->rank < 0)
+    return WQ_OK;
+  bool ok = v->rank == rank;
+  for (int d = 0; ok && d < rank; d++)
+    ok = v->dims[d] < 0 || dims[d] < 0 || v->dims[d] == dims[d];
+  if (!ok)
+    return wq_fail(err, WQ_ERR_SHAPE, node->name, "LSTM: %s has rank %d or dims that do not fit",
+                   what, v->rank);
+  return WQ_OK;
+}
+
+static wq_status lstm_infer(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  const wq_rnn_params *p = &((const lstm_state *)node->op_state)->p;
+  const wq_value *x = &in[0], *w = &in[1], *r = &in[2];
+  for (int k = 0; k < node->n_outputs; k++) {
+    out[k].dtype = WQ_DT_FLOAT;
+    out[k].rank = -1;
+  }
+  const int64_t any[3] = {-1, -1, -1};
+  WQ_TRY(need(node, x, "X", 3, any, WQ_DT_FLOAT, err));
+  int64_t hd = p->hidden;
+  if (hd == 0 && r->rank == 3)
+    hd = r->dims[2];
+  const int64_t dirs = p->dirs;
+  int64_t seq = x->rank == 3 ? x->dims[p->layout ? 1 : 0] : -1;
+  int64_t batch = x->rank == 3 ? x->dims[p->layout ? 0 : 1] : -1;
+  int64_t isz = x->rank == 3 ? x->dims[2] : -1;
+  const int64_t wd[3] = {dirs, hd < 0 ? -1 : 4 * hd, isz}, rd[3] = {dirs, 4 * hd, hd};
+  WQ_TRY(need(node, w, "W", 3, wd, WQ_DT_FLOAT, err));
+  WQ_TRY(need(node, r, "R", 3, rd, WQ_DT_FLOAT, err));
+  if (hd <= 0 && w->rank == 3 && w->dims[1] > 0)
+    hd = w->dims[1] / 4;
+  const int64_t bd[2] = {dirs, 8 * hd}, sd[1] = {batch}, pd[2] = {dirs, 3 * hd};
+  const int64_t hdims[3] = {p->layout ? batch : dirs, p->layout ? dirs : batch, hd};
+  if (node->n_inputs > 3)
+    WQ_TRY(need(node, &in[3], "B", 2, bd, WQ_DT_FLOAT, err));
+  if (node->n_inputs > 4)
+    WQ_TRY(need(node, &in[4], "sequence_lens", 1, sd, WQ_DT_INT32, err));
+  for (int k = 5; k < 7 && k < node->n_inputs; k++)
+    WQ_TRY(need(node, &in[k], k == 5 ? "initial_h" : "initial_c", 3, hdims, WQ_DT_FLOAT, err));
+  if (node->n_inputs > 7)
+    WQ_TRY(need(node, &in[7], "P", 2, pd, WQ_DT_FLOAT, err));
+  if (x->rank < 0 || hd <= 0)
+    return WQ_OK;
+  out[0].rank = 4;
+  const int64_t y[4] = {p->layout ? batch : seq, p->layout ? seq : dirs, p->layout ? dirs : batch,
+                        hd};
+  memcpy(out[0].dims, y, sizeof y);
+  for (int k = 1; k < 3; k++) {
+    out[k].rank = 3;
+    memcpy(out[k].dims, hdims, sizeof hdims);
+  }
+  for (int k = 0; k < node->n_outputs; k++)
+    WQ_TRY(wq_shape_check(out[k].dims, out[k].rank, node->name, "LSTM output", err));
+  return WQ_OK;
+}
+
+static const void *opt(const wq_node *node, const wq_value *in, int k) {
+  return k < node->n_inputs && wq_value_present(&in[k]) ? in[k].data : NULL;
+}
+
+static wq_status lstm_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
+  wq_rnn_params p = ((const lstm_state *)node->op_state)->p;
+  p.seq = in[0].dims[p.layout ? 1 : 0];
+  p.batch = in[0].dims[p.layout ? 0 : 1];
+  p.input = in[0].dims[2];
+  p.hidden = in[2].dims[2];
+  const int32_t *lens = opt(node, in, 4);
+  for (int64_t b = 0; lens && b < p.batch; b++)
+    if (lens[b] < 0 || lens[b] > p.seq)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "LSTM: sequence_lens[%lld] = %d is outside 0..%lld", (long long)b, lens[b],
+                     (long long)p.seq);
+  wq_rnn_io io = {in[0].data,       in[1].data,       in[2].data,       opt(node, in, 3),  lens,
+                  opt(node, in, 5), opt(node, in, 6), opt(node, in, 7), {NULL, NULL, NULL}};
+  for (int k = 0; k < node->n_outputs; k++)
+    io.out[k] = out[k].data;
+  wq_status st = wq_lstm_ref(&p, &io);
+  return st == WQ_OK ? WQ_OK : wq_fail(err, st, node->name, "LSTM: out of memory");
+}
+
+const wq_op wq_op_lstm = {.op_type = "LSTM",
+                          .domain = "",
+                          .min_opset = 7,
+                          .min_inputs = 3,
+                          .max_inputs = 8,
+                          .min_outputs = 0,
+                          .max_outputs = 3,
+                          .prepare = lstm_prepare,
+                          .free_state = lstm_free,
+                          .infer = lstm_infer,
+                          .run = lstm_run};

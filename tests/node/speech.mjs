@@ -1,0 +1,77 @@
+// A speech recording for the voice-activity tests (not a test file itself):
+// sentences spoken by Debian's espeak-ng, resampled to 16 kHz mono float by
+// sox, put between silences, with faint noise over everything. Generated
+// into a temporary folder at test time; no audio is kept in the repository.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const RATE = 16000;
+
+const SENTENCES = [
+  'The quick brown fox jumps over the lazy dog.',
+  'Voice activity detection tells speech from silence in every chunk.',
+  'Please call Stella and ask her to bring these things with her from the store.',
+  'Six spoons of fresh snow peas, five thick slabs of blue cheese.',
+];
+
+/** True when espeak-ng and sox are on the PATH. */
+export function haveSpeechTools() {
+  try {
+    execFileSync('espeak-ng', ['--version'], { stdio: 'ignore' });
+    execFileSync('sox', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function speak(dir, text, i) {
+  const wav = path.join(dir, `s${i}.wav`);
+  const raw = path.join(dir, `s${i}.f32`);
+  execFileSync('espeak-ng', ['-s', '150', '-w', wav, text]);
+  execFileSync('sox', ['-V1', wav, '-r', String(RATE), '-c', '1', '-e', 'floating-point', '-b', '32', '-t', 'raw', raw]);
+  const b = readFileSync(raw);
+  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+}
+
+/**
+ * The recording: 1.5 s of silence, then each sentence followed by
+ * 1.2-2 s of silence, with noise of amplitude `noise` (deterministic).
+ * Returns { samples: Float32Array, speech: [[start, end], ...] in samples }.
+ */
+export function synthesizeRecording({ noise = 0.002, seed = 7 } = {}) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-speech-'));
+  try {
+    const parts = [];
+    const speech = [];
+    let at = 0;
+    const silence = (s) => {
+      parts.push(new Float32Array(Math.round(s * RATE)));
+      at += Math.round(s * RATE);
+    };
+    silence(1.5);
+    SENTENCES.forEach((text, i) => {
+      const s = speak(dir, text, i);
+      parts.push(s);
+      speech.push([at, at + s.length]);
+      at += s.length;
+      silence(1.2 + 0.25 * i);
+    });
+    const samples = new Float32Array(at);
+    let o = 0;
+    for (const p of parts) {
+      samples.set(p, o);
+      o += p.length;
+    }
+    let state = seed >>> 0;
+    for (let i = 0; i < samples.length; i++) {
+      state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+      samples[i] += noise * (state / 2 ** 32 - 0.5) * 2;
+    }
+    return { samples, speech };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
