@@ -55,6 +55,9 @@ const INPUT_SHAPES = {
   'super-resolution-10': { input: [1, 1, 224, 224] },
   'pytorch-super-resolution-depthtospace': { input: [1, 1, 224, 224] },
   'mobilenetv2-12-int8': { input: [1, 3, 224, 224] },
+  // One 96 ms chunk of 16 kHz audio (v3.1's h0/c0 are static).
+  'silero-vad-v2-micro': { input: [1, 1536] },
+  'silero-vad-v3.1': { input: [1, 1536] },
 };
 
 // Options for loading the int8 models (the lowering pass, once it has a

@@ -32,6 +32,9 @@ const SEED = 0;
 const SPECS = {
   'ppocr-mobile-v2-cls': { shapes: { x: [1, 3, 48, 192] } },
   'pytorch-super-resolution-depthtospace': { shapes: { input: [1, 1, 224, 224] } },
+  // One 96 ms chunk of 16 kHz audio (tests/node/silero_vad.test.mjs streams real speech).
+  'silero-vad-v2-micro': { shapes: { input: [1, 1536] } },
+  'silero-vad-v3.1': { shapes: { input: [1, 1536] } },
   // Exact int8 semantics in ORT on x86 without VNNI (see shared/TOOLCHAIN.md).
   'mnist-8-dynamic-int8': { ort: { extra: { session: { x64quantprecision: '1' } } } },
 };

@@ -117,3 +117,34 @@ test('silero-vad-v2-micro per chunk (If run at run time), within 1e-4 of onnxrun
   assertDetects(probs, 'v2-micro');
   model.dispose();
 });
+
+test('wasmq run --stream: one line per chunk, stacked outputs equal to model.stream()', { skip }, async () => {
+  recording ??= synthesizeRecording();
+  const { execFileSync } = await import('node:child_process');
+  const { mkdtempSync, writeFileSync, readFileSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const { encodeNpy, parseNpy } = await import('../../src/js/npy.mjs');
+  const { CLI } = await import('./helpers.mjs');
+  const chunks = 12;
+  const x = recording.samples.slice(0, chunks * CHUNK + 100); // a partial chunk at the end is left out
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-stream-'));
+  try {
+    writeFileSync(path.join(dir, 'x.npy'), encodeNpy({ dtype: 'float32', dims: [1, x.length], data: x }));
+    const out = execFileSync(process.execPath, [CLI, 'run', V3, '--stream', '--chunk', String(CHUNK), '--state', 'hn=h0', '--state', 'cn=c0',
+      '--input', `input=${path.join(dir, 'x.npy')}`, '--out', path.join(dir, 'out')], { encoding: 'utf8' });
+    const lines = out.trim().split('\n');
+    assert.equal(lines.length, chunks);
+    assert.match(lines[0], /^chunk 0: output float32 \[1,2,1\] /);
+    const stacked = parseNpy(readFileSync(path.join(dir, 'out', 'output.npy')));
+    assert.deepEqual(stacked.dims, [chunks, 1, 2, 1]);
+    const model = await load(V3);
+    const stream = model.stream({ hn: 'h0', cn: 'c0' });
+    for (let k = 0; k < chunks; k++) {
+      const r = await stream.push(x.subarray(k * CHUNK, (k + 1) * CHUNK));
+      assert.deepEqual(Array.from(stacked.data.subarray(2 * k, 2 * k + 2)), Array.from(r.output.data), `chunk ${k}`);
+    }
+    model.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
