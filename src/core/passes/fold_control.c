@@ -137,9 +137,7 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
     if (if_out[k] < 0 || src == if_out[k])
       continue;
     wq_node *d = wq_graph_add_node(g);
-    int *io = malloc(2 * sizeof *io);
-    if (!d || !io) {
-      free(io);
+    if (!d) {
       st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
       break;
     }
@@ -147,14 +145,16 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
     d->op_type = wq_strdup("Identity");
     d->domain = wq_strdup("");
     d->opset = opset;
-    d->inputs = io;
-    d->outputs = io + 1;
-    io[0] = src;
-    io[1] = if_out[k];
+    d->inputs = malloc(sizeof *d->inputs);
+    d->outputs = malloc(sizeof *d->outputs);
+    if (!d->name || !d->op_type || !d->domain || !d->inputs || !d->outputs) {
+      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+      break;
+    }
+    d->inputs[0] = src;
+    d->outputs[0] = if_out[k];
     d->n_inputs = d->n_outputs = 1;
     d->op = wq_op_registry[WQ_OPID(identity)];
-    if (!d->name || !d->op_type || !d->domain)
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
   }
   free(if_out);
   free(map);
