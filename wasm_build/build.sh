@@ -197,6 +197,8 @@ opt_level() {
   src/core/onnx/* | src/core/ir/* | src/core/passes/* | src/core/api/* | src/core/quant/*) echo -Oz ;;
   # Shape plumbing and data movement (memcpy-bound), op lookup: -Oz too.
   src/core/ops/tensor_*.c | src/core/ops/registry.c | src/core/ops/quant_common.c) echo -Oz ;;
+  # If's branch interpreter: a few nodes per run, rare in models.
+  src/core/ops/control_if.c) echo -Oz ;;
   *) echo -Os ;;
   esac
 }

@@ -39,10 +39,8 @@ static wq_status capture(wq_graph *g, wq_node *n, wq_graph *s, int t, wq_error *
                    "a subgraph of node '%s' (%s) reads tensor '%s', which is never defined",
                    n->name, n->op_type, s->tensors[t].name);
   int k = extra_input(n, p);
-  if (k < 0)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "out of memory");
-  if (k >= s->n_inputs) {
-    int *in = realloc(s->inputs, ((size_t)k + 1) * sizeof *in);
+  if (k < 0 || k >= s->n_inputs) {
+    int *in = k < 0 ? NULL : realloc(s->inputs, ((size_t)k + 1) * sizeof *in);
     if (!in)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "out of memory");
     for (int j = s->n_inputs; j <= k; j++)

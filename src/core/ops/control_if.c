@@ -22,12 +22,10 @@ static const wq_graph *branch(const wq_node *node, bool taken) {
 static wq_status if_prepare(wq_node *node, wq_error *err) {
   for (int b = 0; b < 2; b++) {
     const wq_attr *a = wq_node_attr(node, b ? "then_branch" : "else_branch");
-    if (!a || a->type != WQ_ATTR_GRAPH || !a->g)
-      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "If: attribute %s (a graph) is missing",
+    if (!a || a->type != WQ_ATTR_GRAPH || !a->g || a->g->n_outputs != node->n_outputs)
+      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
+                     "If: %s must be a graph with as many outputs as the node",
                      b ? "then_branch" : "else_branch");
-    if (a->g->n_outputs != node->n_outputs)
-      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "If: %s has %d outputs, the node %d",
-                     b ? "then_branch" : "else_branch", a->g->n_outputs, node->n_outputs);
     WQ_TRY(wq_graph_resolve_ops(a->g, err));
   }
   return WQ_OK;
@@ -133,12 +131,10 @@ static wq_status with_branch(const wq_node *node, const wq_graph *s, const wq_va
 }
 
 static wq_status cond_of(const wq_node *node, const wq_value *c, int *taken, wq_error *err) {
-  if (c->rank >= 0 && wq_value_numel(c) != 1)
+  if ((c->rank >= 0 && wq_value_numel(c) != 1) || c->dtype != WQ_DT_BOOL)
     return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
-                   "If: the condition has %lld elements, not one", (long long)wq_value_numel(c));
-  if (c->dtype != WQ_DT_BOOL)
-    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "If: the condition is %s, not bool",
-                   wq_dtype_name(c->dtype));
+                   "If: the condition must be one bool, not %s of %lld elements",
+                   wq_dtype_name(c->dtype), (long long)wq_value_numel(c));
   *taken = c->data ? *(const unsigned char *)c->data != 0 : -1;
   return WQ_OK;
 }

@@ -54,26 +54,23 @@ static wq_status lstm_prepare(wq_node *node, wq_error *err) {
   p->hidden = hidden;
   p->layout = (int)layout;
   p->input_forget = input_forget != 0;
-  const char **names = NULL;
   const wq_attr *an = wq_node_attr(node, "activations");
   size_t n_names = an && an->type == WQ_ATTR_STRINGS ? an->count : 0;
-  if ((an && an->type != WQ_ATTR_STRINGS) || (n_names && n_names != 3 * (size_t)p->dirs))
-    return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name, "LSTM: activations must be %d strings",
-                   3 * p->dirs);
-  names = an ? (const char **)an->strings : NULL;
   const float *alpha, *beta;
   size_t n_alpha, n_beta, ia = 0, ib = 0;
   WQ_TRY(wq_attr_floats(node, "activation_alpha", &alpha, &n_alpha, err));
   WQ_TRY(wq_attr_floats(node, "activation_beta", &beta, &n_beta, err));
   static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
   for (int k = 0; k < 3 * p->dirs; k++) {
-    const char *want = n_names ? names[k] : dflt[k % 3];
+    const char *want = n_names > (size_t)k ? an->strings[k] : dflt[k % 3];
     size_t j = 0;
     while (j < sizeof acts / sizeof acts[0] && strcmp(acts[j].name, want) != 0)
       j++;
-    if (j == sizeof acts / sizeof acts[0])
-      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "LSTM: activation '%s' is not supported",
-                     want);
+    if (j == sizeof acts / sizeof acts[0] || (an && n_names != 3 * (size_t)p->dirs))
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                     "LSTM: activations must be %d of Sigmoid, Tanh, Relu, HardSigmoid, "
+                     "LeakyRelu, Elu, Softplus (got '%s')",
+                     3 * p->dirs, want);
     p->act[k].kind = (ew_unary_kind)acts[j].kind;
     p->act[k].alpha = acts[j].params && ia < n_alpha ? alpha[ia++] : acts[j].da;
     p->act[k].beta = acts[j].params > 1 && ib < n_beta ? beta[ib++] : acts[j].db;
@@ -83,21 +80,19 @@ static wq_status lstm_prepare(wq_node *node, wq_error *err) {
 
 static void lstm_free(void *state) { free(state); }
 
-static wq_status need(const wq_node *node, const wq_value *v, const char *what, int rank,
-                      const int64_t *dims, wq_dtype dtype, wq_error *err) {
-  if (!wq_value_present(v))
+/* Input k of an LSTM: the dtype and dims (-1: any) it must have. */
+static wq_status need(const wq_node *node, const wq_value *v, int k, int rank, const int64_t *dims,
+                      wq_error *err) {
+  if (k >= node->n_inputs || !wq_value_present(v))
     return WQ_OK;
-  if (v->dtype != dtype)
-    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "LSTM: %s is %s, not %s", what,
-                   wq_dtype_name(v->dtype), wq_dtype_name(dtype));
-  if (v->rank < 0)
-    return WQ_OK;
-  bool ok = v->rank == rank;
-  for (int d = 0; ok && d < rank; d++)
+  bool ok = v->dtype == (k == 4 ? WQ_DT_INT32 : WQ_DT_FLOAT) && (v->rank < 0 || v->rank == rank);
+  for (int d = 0; ok && v->rank >= 0 && d < rank; d++)
     ok = v->dims[d] < 0 || dims[d] < 0 || v->dims[d] == dims[d];
   if (!ok)
-    return wq_fail(err, WQ_ERR_SHAPE, node->name, "LSTM: %s has rank %d or dims that do not fit",
-                   what, v->rank);
+    return wq_fail(
+        err, WQ_ERR_SHAPE, node->name,
+        "LSTM: input %d (%s, rank %d) does not have the dtype or dims the others give it", k,
+        wq_dtype_name(v->dtype), v->rank);
   return WQ_OK;
 }
 
@@ -108,35 +103,31 @@ static wq_status lstm_infer(const wq_node *node, const wq_value *in, wq_value *o
     out[k].dtype = WQ_DT_FLOAT;
     out[k].rank = -1;
   }
-  const int64_t any[3] = {-1, -1, -1};
-  WQ_TRY(need(node, x, "X", 3, any, WQ_DT_FLOAT, err));
+  const bool known = x->rank == 3;
+  const int64_t seq = known ? x->dims[p->layout] : -1, batch = known ? x->dims[!p->layout] : -1;
   int64_t hd = p->hidden;
-  if (hd == 0 && r->rank == 3)
+  if (hd <= 0 && r->rank == 3)
     hd = r->dims[2];
-  const int64_t dirs = p->dirs;
-  int64_t seq = x->rank == 3 ? x->dims[p->layout ? 1 : 0] : -1;
-  int64_t batch = x->rank == 3 ? x->dims[p->layout ? 0 : 1] : -1;
-  int64_t isz = x->rank == 3 ? x->dims[2] : -1;
-  const int64_t wd[3] = {dirs, hd < 0 ? -1 : 4 * hd, isz}, rd[3] = {dirs, 4 * hd, hd};
-  WQ_TRY(need(node, w, "W", 3, wd, WQ_DT_FLOAT, err));
-  WQ_TRY(need(node, r, "R", 3, rd, WQ_DT_FLOAT, err));
   if (hd <= 0 && w->rank == 3 && w->dims[1] > 0)
     hd = w->dims[1] / 4;
-  const int64_t bd[2] = {dirs, 8 * hd}, sd[1] = {batch}, pd[2] = {dirs, 3 * hd};
-  const int64_t hdims[3] = {p->layout ? batch : dirs, p->layout ? dirs : batch, hd};
-  if (node->n_inputs > 3)
-    WQ_TRY(need(node, &in[3], "B", 2, bd, WQ_DT_FLOAT, err));
-  if (node->n_inputs > 4)
-    WQ_TRY(need(node, &in[4], "sequence_lens", 1, sd, WQ_DT_INT32, err));
-  for (int k = 5; k < 7 && k < node->n_inputs; k++)
-    WQ_TRY(need(node, &in[k], k == 5 ? "initial_h" : "initial_c", 3, hdims, WQ_DT_FLOAT, err));
-  if (node->n_inputs > 7)
-    WQ_TRY(need(node, &in[7], "P", 2, pd, WQ_DT_FLOAT, err));
-  if (x->rank < 0 || hd <= 0)
+  const int64_t D = p->dirs, H = hd > 0 ? hd : -1, G = hd > 0 ? 4 * hd : -1;
+  const int64_t hdims[3] = {p->layout ? batch : D, p->layout ? D : batch, H};
+  /* X, W, R, B, sequence_lens, initial_h, initial_c, P */
+  const int64_t dims[8][3] = {{-1, -1, -1},
+                              {D, G, known ? x->dims[2] : -1},
+                              {D, G, H},
+                              {D, hd > 0 ? 8 * hd : -1},
+                              {batch},
+                              {hdims[0], hdims[1], H},
+                              {hdims[0], hdims[1], H},
+                              {D, hd > 0 ? 3 * hd : -1}};
+  static const unsigned char rank[8] = {3, 3, 3, 2, 1, 3, 3, 2};
+  for (int k = 0; k < 8; k++)
+    WQ_TRY(need(node, &in[k], k, rank[k], dims[k], err));
+  if (!known || hd <= 0)
     return WQ_OK;
   out[0].rank = 4;
-  const int64_t y[4] = {p->layout ? batch : seq, p->layout ? seq : dirs, p->layout ? dirs : batch,
-                        hd};
+  const int64_t y[4] = {p->layout ? batch : seq, p->layout ? seq : D, p->layout ? D : batch, hd};
   memcpy(out[0].dims, y, sizeof y);
   for (int k = 1; k < 3; k++) {
     out[k].rank = 3;
@@ -158,17 +149,21 @@ static wq_status lstm_run(const wq_node *node, const wq_value *in, wq_value *out
   p.input = in[0].dims[2];
   p.hidden = in[2].dims[2];
   const int32_t *lens = opt(node, in, 4);
+  wq_status st = WQ_OK;
   for (int64_t b = 0; lens && b < p.batch; b++)
     if (lens[b] < 0 || lens[b] > p.seq)
-      return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
-                     "LSTM: sequence_lens[%lld] = %d is outside 0..%lld", (long long)b, lens[b],
-                     (long long)p.seq);
+      st = WQ_ERR_INVALID_MODEL;
   wq_rnn_io io = {in[0].data,       in[1].data,       in[2].data,       opt(node, in, 3),  lens,
                   opt(node, in, 5), opt(node, in, 6), opt(node, in, 7), {NULL, NULL, NULL}};
   for (int k = 0; k < node->n_outputs; k++)
     io.out[k] = out[k].data;
-  wq_status st = wq_lstm_ref(&p, &io);
-  return st == WQ_OK ? WQ_OK : wq_fail(err, st, node->name, "LSTM: out of memory");
+  if (st == WQ_OK)
+    st = wq_lstm_ref(&p, &io);
+  return st == WQ_OK
+             ? WQ_OK
+             : wq_fail(err, st, node->name, "LSTM: %s",
+                       st == WQ_ERR_OUT_OF_MEMORY ? "out of memory"
+                                                  : "a sequence_lens is outside 0..seq_length");
 }
 
 const wq_op wq_op_lstm = {.op_type = "LSTM",

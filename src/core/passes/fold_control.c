@@ -94,7 +94,7 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
   wq_graph *s = a->g;
   int *map = malloc(((size_t)s->n_tensors + 1) * sizeof *map);
   if (!map)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "out of memory");
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory inlining an If branch");
   for (int t = 0; t < s->n_tensors; t++)
     map[t] = -1;
   for (int j = 0; j < s->n_inputs && j + 1 < n->n_inputs; j++)
@@ -108,19 +108,16 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
   }
   const int first = g->n_nodes, n_out = n->n_outputs, opset = n->opset;
   int *if_out = malloc(((size_t)n_out + 1) * sizeof *if_out);
-  wq_status st = if_out ? WQ_OK : wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "out of memory");
-  for (int k = 0; st == WQ_OK && k < n_out; k++)
+  bool ok = if_out != NULL;
+  for (int k = 0; ok && k < n_out; k++)
     if_out[k] = n->outputs[k];
-  for (int t = 0; st == WQ_OK && t < s->n_tensors; t++)
-    if (map[t] < 0 && (s->tensors[t].is_constant || producer_of(s, t) >= 0) &&
-        (map[t] = adopt_tensor(g, &s->tensors[t])) < 0)
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
-  for (int j = 0; st == WQ_OK && j < s->n_nodes; j++) {
+  for (int t = 0; ok && t < s->n_tensors; t++)
+    if (map[t] < 0 && (s->tensors[t].is_constant || producer_of(s, t) >= 0))
+      ok = (map[t] = adopt_tensor(g, &s->tensors[t])) >= 0;
+  for (int j = 0; ok && j < s->n_nodes; j++) {
     wq_node *d = wq_graph_add_node(g);
-    if (!d) {
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+    if (!(ok = d != NULL))
       break;
-    }
     *d = s->nodes[j];
     memset(&s->nodes[j], 0, sizeof s->nodes[j]);
     for (int k = 0; k < d->n_inputs; k++)
@@ -128,29 +125,25 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
     for (int k = 0; k < d->n_outputs; k++)
       d->outputs[k] = d->outputs[k] >= 0 ? map[d->outputs[k]] : -1;
   }
-  if (st == WQ_OK)
+  if (ok)
     s->n_nodes = 0;
   /* Outputs the branch passes through (an outer value or a constant, or
    * one tensor twice) are copied by an Identity. */
-  for (int k = 0; st == WQ_OK && k < n_out; k++) {
+  for (int k = 0; ok && k < n_out; k++) {
     int src = map[s->outputs[k]];
     if (if_out[k] < 0 || src == if_out[k])
       continue;
     wq_node *d = wq_graph_add_node(g);
-    if (!d) {
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+    if (!(ok = d != NULL))
       break;
-    }
     d->name = wq_strdup(g->tensors[if_out[k]].name);
     d->op_type = wq_strdup("Identity");
     d->domain = wq_strdup("");
     d->opset = opset;
     d->inputs = malloc(sizeof *d->inputs);
     d->outputs = malloc(sizeof *d->outputs);
-    if (!d->name || !d->op_type || !d->domain || !d->inputs || !d->outputs) {
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+    if (!(ok = d->name && d->op_type && d->domain && d->inputs && d->outputs))
       break;
-    }
     d->inputs[0] = src;
     d->outputs[0] = if_out[k];
     d->n_inputs = d->n_outputs = 1;
@@ -158,13 +151,11 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
   }
   free(if_out);
   free(map);
-  if (st != WQ_OK)
-    return st;
   /* Rotate the new nodes into the If's place, then drop the If. */
   int added = g->n_nodes - first;
-  wq_node *tmp = malloc(((size_t)added + 1) * sizeof *tmp);
+  wq_node *tmp = ok ? malloc(((size_t)added + 1) * sizeof *tmp) : NULL;
   if (!tmp)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory inlining an If branch");
   memcpy(tmp, &g->nodes[first], (size_t)added * sizeof *tmp);
   memmove(&g->nodes[i + 1 + added], &g->nodes[i + 1], (size_t)(first - i - 1) * sizeof *tmp);
   memcpy(&g->nodes[i + 1], tmp, (size_t)added * sizeof *tmp);
