@@ -35,9 +35,8 @@ static wq_status capture(wq_graph *g, wq_node *n, wq_graph *s, int t, wq_error *
     return WQ_OK;
   int p = wq_graph_find_tensor(g, s->tensors[t].name);
   if (p < 0)
-    return wq_fail(err, WQ_ERR_INVALID_MODEL, n->name,
-                   "a subgraph of node '%s' (%s) reads tensor '%s', which is never defined",
-                   n->name, n->op_type, s->tensors[t].name);
+    return wq_fail(err, WQ_ERR_INVALID_MODEL, n->name, "a subgraph reads '%s', never defined",
+                   s->tensors[t].name);
   int k = extra_input(n, p);
   if (k < 0 || k >= s->n_inputs) {
     int *in = k < 0 ? NULL : realloc(s->inputs, ((size_t)k + 1) * sizeof *in);

@@ -10,10 +10,6 @@
 #include "../runtime/executor.h"
 #include "op.h"
 
-/* Above this many elements a branch tensor is not evaluated while only
- * shapes are asked for (the shape plumbing of exports is a few integers). */
-#define IF_SHAPE_EVAL_MAX 64
-
 static const wq_graph *branch(const wq_node *node, bool taken) {
   const wq_attr *a = wq_node_attr(node, taken ? "then_branch" : "else_branch");
   return a && a->type == WQ_ATTR_GRAPH ? a->g : NULL;
@@ -32,9 +28,8 @@ static wq_status if_prepare(wq_node *node, wq_error *err) {
 }
 
 /* values/owned: one entry per tensor of s. Binds the captured tensors to
- * in[1..], then runs (run) or infers (shapes only: small integer tensors
- * are evaluated so shape plumbing resolves) every node of s. On a shape
- * pass, a node that cannot be inferred leaves its outputs unknown. */
+ * in[1..], then runs (run) or infers (shapes only) every node of s. On a
+ * shape pass, a node that cannot be inferred leaves its outputs unknown. */
 static wq_status eval_branch(const wq_node *node, const wq_graph *s, const wq_value *in, bool run,
                              wq_value *values, bool *owned, wq_error *err) {
   for (int t = 0; t < s->n_tensors; t++) {
@@ -52,12 +47,11 @@ static wq_status eval_branch(const wq_node *node, const wq_graph *s, const wq_va
     if (!io)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
     wq_value *ni = io, *no = io + n->n_inputs;
-    bool known = true, with_data = true;
+    bool known = true; /* infer is only asked with every present input's rank known */
     for (int k = 0; k < n->n_inputs; k++) {
       ni[k] = n->inputs[k] >= 0 ? values[n->inputs[k]]
                                 : (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
       known = known && (n->inputs[k] < 0 || ni[k].rank >= 0);
-      with_data = with_data && (n->inputs[k] < 0 || ni[k].data);
     }
     for (int k = 0; k < n->n_outputs; k++)
       no[k] = (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
@@ -65,17 +59,9 @@ static wq_status eval_branch(const wq_node *node, const wq_graph *s, const wq_va
       st = wq_run_node(n, ni, no, err);
     } else if (known) {
       wq_error ignored;
-      wq_error_clear(&ignored);
       if (n->op->infer(n, ni, no, &ignored) != WQ_OK)
         for (int k = 0; k < n->n_outputs; k++)
-          no[k] = (wq_value){.dtype = WQ_DT_UNDEFINED, .rank = -1};
-      for (int k = 0; k < n->n_outputs; k++) {
-        int64_t e = wq_value_numel(&no[k]);
-        with_data = with_data && e >= 0 && e <= IF_SHAPE_EVAL_MAX;
-      }
-      if (with_data && wq_run_node(n, ni, no, &ignored) != WQ_OK)
-        for (int k = 0; k < n->n_outputs; k++)
-          no[k].data = NULL;
+          no[k].rank = -1;
     }
     for (int k = 0; k < n->n_outputs && st == WQ_OK; k++) {
       int t = n->outputs[k];

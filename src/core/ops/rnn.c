@@ -1,7 +1,7 @@
 /* LSTM (ONNX semantics, opsets 7 and 14): forward, reverse or
  * bidirectional; optional bias, sequence_lens, initial_h/initial_c and
- * peepholes; activations (default Sigmoid, Tanh, Tanh) with their
- * alpha/beta; clip; input_forget; layout 0 ([seq, batch, ...]) or 1
+ * peepholes; activations Sigmoid, Tanh or Relu (default Sigmoid, Tanh,
+ * Tanh); clip; input_forget; layout 0 ([seq, batch, ...]) or 1
  * ([batch, seq, ...]). Gates are stored i, o, f, c in W, R and B.
  * The input projection of every step is one GEMM per direction before the
  * recurrence; each step then adds H * R^T (kernels/ref/rnn_ref.c). */
@@ -14,22 +14,6 @@
 typedef struct {
   wq_rnn_params p;
 } lstm_state;
-
-/* The activations the unary kernels have; alpha/beta are taken from
- * activation_alpha/_beta in order by the ones that use them. */
-static const struct {
-  char name[12];
-  unsigned char kind, params; /* ew_unary_kind; 1 alpha, 2 alpha and beta */
-  float da, db;               /* their defaults */
-} acts[] = {
-    {"Sigmoid", EW_UNARY_SIGMOID, 0, 0, 0},
-    {"Tanh", EW_UNARY_TANH, 0, 0, 0},
-    {"Relu", EW_UNARY_RELU, 0, 0, 0},
-    {"HardSigmoid", EW_UNARY_HARD_SIGMOID, 2, 0.2f, 0.5f},
-    {"LeakyRelu", EW_UNARY_LEAKY_RELU, 1, 0.01f, 0},
-    {"Elu", EW_UNARY_ELU, 1, 1.0f, 0},
-    {"Softplus", EW_UNARY_SOFTPLUS, 0, 0, 0},
-};
 
 static wq_status lstm_prepare(wq_node *node, wq_error *err) {
   lstm_state *s = calloc(1, sizeof *s);
@@ -54,26 +38,22 @@ static wq_status lstm_prepare(wq_node *node, wq_error *err) {
   p->hidden = hidden;
   p->layout = (int)layout;
   p->input_forget = input_forget != 0;
+  /* Activations without parameters: the default Sigmoid, Tanh, Tanh and
+   * Relu (alpha/beta-taking ones are refused, naming them). */
   const wq_attr *an = wq_node_attr(node, "activations");
   size_t n_names = an && an->type == WQ_ATTR_STRINGS ? an->count : 0;
-  const float *alpha, *beta;
-  size_t n_alpha, n_beta, ia = 0, ib = 0;
-  WQ_TRY(wq_attr_floats(node, "activation_alpha", &alpha, &n_alpha, err));
-  WQ_TRY(wq_attr_floats(node, "activation_beta", &beta, &n_beta, err));
-  static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+  static const char names[3][8] = {"Sigmoid", "Tanh", "Relu"};
+  static const unsigned char kinds[3] = {EW_UNARY_SIGMOID, EW_UNARY_TANH, EW_UNARY_RELU};
   for (int k = 0; k < 3 * p->dirs; k++) {
-    const char *want = n_names > (size_t)k ? an->strings[k] : dflt[k % 3];
-    size_t j = 0;
-    while (j < sizeof acts / sizeof acts[0] && strcmp(acts[j].name, want) != 0)
+    const char *want = n_names > (size_t)k ? an->strings[k] : names[k % 3 != 0];
+    int j = 0;
+    while (j < 3 && strcmp(names[j], want) != 0)
       j++;
-    if (j == sizeof acts / sizeof acts[0] || (an && n_names != 3 * (size_t)p->dirs))
+    if (j == 3 || (an && n_names != 3 * (size_t)p->dirs))
       return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
-                     "LSTM: activations must be %d of Sigmoid, Tanh, Relu, HardSigmoid, "
-                     "LeakyRelu, Elu, Softplus (got '%s')",
-                     3 * p->dirs, want);
-    p->act[k].kind = (ew_unary_kind)acts[j].kind;
-    p->act[k].alpha = acts[j].params && ia < n_alpha ? alpha[ia++] : acts[j].da;
-    p->act[k].beta = acts[j].params > 1 && ib < n_beta ? beta[ib++] : acts[j].db;
+                     "LSTM: activations must be %d of Sigmoid, Tanh, Relu (got '%s')", 3 * p->dirs,
+                     want);
+    p->act[k].kind = (ew_unary_kind)kinds[j];
   }
   return WQ_OK;
 }

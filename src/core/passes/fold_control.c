@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "../ops/op.h"
-#include "../runtime/executor.h"
 
 static int producer_of(const wq_graph *g, int t) {
   for (int i = 0; t >= 0 && i < g->n_nodes; i++)
@@ -14,53 +13,46 @@ static int producer_of(const wq_graph *g, int t) {
   return -1;
 }
 
-/* Gather(Shape(x), constant indices) with every selected dim of x static:
- * the Shape runs on x's dims with each symbolic one set to a marker no real
- * dim reaches, the Gather on that vector, and the result is kept when no
- * marker was picked. */
-#define SYMBOLIC_DIM ((int64_t)1 << 50)
+/* Gather(Shape(x), constant int64 indices) with every selected dim of x
+ * static (a Shape without start/end: opset 15's slice is left alone). */
 static int fold_static_dims(wq_graph *g) {
   int folded = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     wq_node *n = &g->nodes[i];
-    if (!wq_node_is(n, WQ_OPID(gather)) || n->outputs[0] < 0 ||
-        !g->tensors[n->inputs[1]].is_constant)
+    if (!wq_node_is(n, WQ_OPID(gather)) || n->outputs[0] < 0)
       continue;
+    const wq_tensor *ix = &g->tensors[n->inputs[1]];
     int p = producer_of(g, n->inputs[0]);
-    if (p < 0 || !wq_node_is(&g->nodes[p], WQ_OPID(shape)) ||
-        g->tensors[g->nodes[p].inputs[0]].rank < 0)
+    if (!ix->is_constant || ix->dtype != WQ_DT_INT64 || p < 0 ||
+        !wq_node_is(&g->nodes[p], WQ_OPID(shape)) || g->nodes[p].n_attrs)
       continue;
-    wq_value x = wq_tensor_value(&g->tensors[g->nodes[p].inputs[0]]), in[2], out;
-    for (int d = 0; d < x.rank; d++)
-      if (x.dims[d] < 0)
-        x.dims[d] = SYMBOLIC_DIM;
-    wq_error ignored;
-    wq_error_clear(&ignored);
-    if (wq_run_node(&g->nodes[p], &x, &in[0], &ignored) != WQ_OK)
-      continue;
-    in[1] = wq_tensor_value(&g->tensors[n->inputs[1]]);
-    wq_status st = wq_run_node(n, in, &out, &ignored);
-    free(in[0].data);
-    if (st != WQ_OK)
-      continue;
-    bool all_static = out.dtype == WQ_DT_INT64;
-    for (int64_t e = 0; all_static && e < wq_value_numel(&out); e++)
-      all_static = ((const int64_t *)out.data)[e] != SYMBOLIC_DIM;
-    if (!all_static) {
-      free(out.data);
+    const wq_tensor *x = &g->tensors[g->nodes[p].inputs[0]];
+    wq_value v = wq_tensor_value(ix);
+    int64_t count = wq_value_numel(&v);
+    int64_t *dims = malloc(((size_t)count + 1) * sizeof *dims);
+    bool ok = dims && x->rank >= 0;
+    for (int64_t e = 0; ok && e < count; e++) {
+      int64_t d = ((const int64_t *)ix->data)[e];
+      d += d < 0 ? x->rank : 0;
+      ok = d >= 0 && d < x->rank && x->dims[d] >= 0;
+      if (ok)
+        dims[e] = x->dims[d];
+    }
+    if (!ok) {
+      free(dims);
       continue;
     }
     wq_tensor *t = &g->tensors[n->outputs[0]];
-    t->dtype = out.dtype;
-    t->rank = out.rank;
-    for (int d = 0; d < out.rank; d++) {
-      t->dims[d] = out.dims[d];
+    t->dtype = WQ_DT_INT64;
+    t->rank = ix->rank;
+    for (int d = 0; d < ix->rank; d++) {
+      t->dims[d] = ix->dims[d];
       free(t->dim_params[d]);
       t->dim_params[d] = NULL;
     }
     free(t->data);
-    t->data = out.data;
-    t->nbytes = wq_value_nbytes(&out);
+    t->data = dims;
+    t->nbytes = (size_t)count * sizeof *dims;
     t->is_constant = true;
     wq_graph_remove_node(g, i--);
     folded++;
@@ -85,8 +77,11 @@ static int adopt_tensor(wq_graph *g, wq_tensor *t) {
   return idx;
 }
 
-/* Puts the nodes of the taken branch of the If at node i in its place. */
-static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
+/* Puts the nodes of the taken branch of the If at node i in its place.
+ * Leaves the If as it is (*done false) when a branch output is not written
+ * by a node of its own (an outer value or a constant handed through, or
+ * one tensor as two outputs): the If kernel runs that. */
+static wq_status inline_branch(wq_graph *g, int i, bool *done, wq_error *err) {
   wq_node *n = &g->nodes[i];
   const wq_tensor *c = &g->tensors[n->inputs[0]];
   const wq_attr *a =
@@ -100,21 +95,19 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
   for (int j = 0; j < s->n_inputs && j + 1 < n->n_inputs; j++)
     if (s->inputs[j] >= 0)
       map[s->inputs[j]] = n->inputs[j + 1];
-  /* A branch output its own node writes becomes the If's output tensor. */
-  for (int k = 0; k < s->n_outputs; k++) {
+  *done = true;
+  for (int k = 0; k < s->n_outputs && *done; k++) {
     int t = s->outputs[k];
-    if (map[t] < 0 && !s->tensors[t].is_constant && producer_of(s, t) >= 0 && n->outputs[k] >= 0)
-      map[t] = n->outputs[k];
+    *done =
+        map[t] < 0 && n->outputs[k] >= 0 && !s->tensors[t].is_constant && producer_of(s, t) >= 0;
+    map[t] = n->outputs[k];
   }
-  const int first = g->n_nodes, n_out = n->n_outputs, opset = n->opset;
-  int *if_out = malloc(((size_t)n_out + 1) * sizeof *if_out);
-  bool ok = if_out != NULL;
-  for (int k = 0; ok && k < n_out; k++)
-    if_out[k] = n->outputs[k];
-  for (int t = 0; ok && t < s->n_tensors; t++)
+  const int first = g->n_nodes;
+  bool ok = true;
+  for (int t = 0; *done && ok && t < s->n_tensors; t++)
     if (map[t] < 0 && (s->tensors[t].is_constant || producer_of(s, t) >= 0))
       ok = (map[t] = adopt_tensor(g, &s->tensors[t])) >= 0;
-  for (int j = 0; ok && j < s->n_nodes; j++) {
+  for (int j = 0; *done && ok && j < s->n_nodes; j++) {
     wq_node *d = wq_graph_add_node(g);
     if (!(ok = d != NULL))
       break;
@@ -125,32 +118,11 @@ static wq_status inline_branch(wq_graph *g, int i, wq_error *err) {
     for (int k = 0; k < d->n_outputs; k++)
       d->outputs[k] = d->outputs[k] >= 0 ? map[d->outputs[k]] : -1;
   }
+  free(map);
+  if (!*done)
+    return WQ_OK;
   if (ok)
     s->n_nodes = 0;
-  /* Outputs the branch passes through (an outer value or a constant, or
-   * one tensor twice) are copied by an Identity. */
-  for (int k = 0; ok && k < n_out; k++) {
-    int src = map[s->outputs[k]];
-    if (if_out[k] < 0 || src == if_out[k])
-      continue;
-    wq_node *d = wq_graph_add_node(g);
-    if (!(ok = d != NULL))
-      break;
-    d->name = wq_strdup(g->tensors[if_out[k]].name);
-    d->op_type = wq_strdup("Identity");
-    d->domain = wq_strdup("");
-    d->opset = opset;
-    d->inputs = malloc(sizeof *d->inputs);
-    d->outputs = malloc(sizeof *d->outputs);
-    if (!(ok = d->name && d->op_type && d->domain && d->inputs && d->outputs))
-      break;
-    d->inputs[0] = src;
-    d->outputs[0] = if_out[k];
-    d->n_inputs = d->n_outputs = 1;
-    d->op = wq_op_registry[WQ_OPID(identity)];
-  }
-  free(if_out);
-  free(map);
   /* Rotate the new nodes into the If's place, then drop the If. */
   int added = g->n_nodes - first;
   wq_node *tmp = ok ? malloc(((size_t)added + 1) * sizeof *tmp) : NULL;
@@ -183,9 +155,10 @@ wq_status wq_pass_fold_control(wq_graph *g, int fold, wq_fold_control_stats *sta
       if (!wq_node_is(n, WQ_OPID(if)) || !g->tensors[n->inputs[0]].is_constant ||
           g->tensors[n->inputs[0]].dtype != WQ_DT_BOOL || !g->tensors[n->inputs[0]].data)
         continue;
-      st = inline_branch(g, i, err);
-      sum.ifs_inlined++;
-      changed++;
+      bool done = false;
+      st = inline_branch(g, i, &done, err);
+      sum.ifs_inlined += done;
+      changed += done;
     }
     if (!changed)
       break;
