@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SHARED, NATIVE_CLI } from './helpers.mjs';
-import { checkCase } from '../../src/js/index.mjs';
+import { checkCase } from '../../src/js/internal.mjs';
 
 const DIR = path.join(SHARED, 'onnx-node-tests-recurrent');
 // The cases whose ops wasmq implements; the folder holds more (GRU, RNN,
