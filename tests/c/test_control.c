@@ -1,7 +1,6 @@
 /* If: outer-scope values bound as inputs (ir/subgraph.h), folding a constant
- * condition into the taken branch and static dims read through Shape ->
- * Gather (passes/fold_control.h), and the If kernel when the condition is
- * known only at run time. */
+ * condition into the taken branch (passes/fold_control.h), and the If
+ * kernel when the condition is known only at run time. */
 #include "graph_build.h"
 #include "ir/subgraph.h"
 #include "passes/fold_control.h"
@@ -144,36 +143,8 @@ static void test_run_time_condition(void) {
   wq_graph_free(g);
 }
 
-/* Shape(x)[1] of x [?, 1, 5] is 1 while dim 0 stays symbolic. */
-static void test_static_dims(void) {
-  wq_error err;
-  wq_graph *g = wq_graph_new();
-  const int64_t xd[3] = {-1, 1, 5}, one[1] = {1};
-  int x = add_tensor(g, "x", WQ_DT_FLOAT, 3, xd, NULL);
-  g->tensors[x].is_input = true;
-  int s = add_tensor(g, "s", WQ_DT_INT64, 1, one, NULL);
-  int64_t *i1 = malloc(sizeof *i1), *i0 = malloc(sizeof *i0);
-  *i1 = 1;
-  *i0 = 0;
-  int idx1 = add_tensor(g, "i1", WQ_DT_INT64, 1, one, i1);
-  int idx0 = add_tensor(g, "i0", WQ_DT_INT64, 1, one, i0);
-  int d1 = add_tensor(g, "d1", WQ_DT_INT64, 1, one, NULL);
-  int d0 = add_tensor(g, "d0", WQ_DT_INT64, 1, one, NULL);
-  add_node(g, "", "Shape", &x, 1, s, NULL, 13, &err);
-  int in1[2] = {s, idx1}, in0[2] = {s, idx0};
-  add_node(g, "", "Gather", in1, 2, d1, NULL, 13, &err);
-  add_node(g, "", "Gather", in0, 2, d0, NULL, 13, &err);
-  wq_fold_control_stats stats;
-  CHECK(wq_pass_fold_control(g, 1, &stats, &err) == WQ_OK);
-  CHECK(stats.static_dims_read == 1);
-  CHECK(g->tensors[d1].is_constant && *(const int64_t *)g->tensors[d1].data == 1);
-  CHECK(!g->tensors[d0].is_constant);
-  wq_graph_free(g);
-}
-
 int main(void) {
   test_bind_and_fold();
   test_run_time_condition();
-  test_static_dims();
   WQ_TEST_END();
 }

@@ -13,53 +13,6 @@ static int producer_of(const wq_graph *g, int t) {
   return -1;
 }
 
-/* Gather(Shape(x), constant int64 indices) with every selected dim of x
- * static (a Shape without start/end: opset 15's slice is left alone). */
-static int fold_static_dims(wq_graph *g) {
-  int folded = 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    wq_node *n = &g->nodes[i];
-    if (!wq_node_is(n, WQ_OPID(gather)) || n->outputs[0] < 0)
-      continue;
-    const wq_tensor *ix = &g->tensors[n->inputs[1]];
-    int p = producer_of(g, n->inputs[0]);
-    if (!ix->is_constant || ix->dtype != WQ_DT_INT64 || p < 0 ||
-        !wq_node_is(&g->nodes[p], WQ_OPID(shape)) || g->nodes[p].n_attrs)
-      continue;
-    const wq_tensor *x = &g->tensors[g->nodes[p].inputs[0]];
-    wq_value v = wq_tensor_value(ix);
-    int64_t count = wq_value_numel(&v);
-    int64_t *dims = malloc(((size_t)count + 1) * sizeof *dims);
-    bool ok = dims && x->rank >= 0;
-    for (int64_t e = 0; ok && e < count; e++) {
-      int64_t d = ((const int64_t *)ix->data)[e];
-      d += d < 0 ? x->rank : 0;
-      ok = d >= 0 && d < x->rank && x->dims[d] >= 0;
-      if (ok)
-        dims[e] = x->dims[d];
-    }
-    if (!ok) {
-      free(dims);
-      continue;
-    }
-    wq_tensor *t = &g->tensors[n->outputs[0]];
-    t->dtype = WQ_DT_INT64;
-    t->rank = ix->rank;
-    for (int d = 0; d < ix->rank; d++) {
-      t->dims[d] = ix->dims[d];
-      free(t->dim_params[d]);
-      t->dim_params[d] = NULL;
-    }
-    free(t->data);
-    t->data = dims;
-    t->nbytes = (size_t)count * sizeof *dims;
-    t->is_constant = true;
-    wq_graph_remove_node(g, i--);
-    folded++;
-  }
-  return folded;
-}
-
 /* Moves subgraph tensor t into g under a unique name: shape, data and
  * qparams change owner. */
 static int adopt_tensor(wq_graph *g, wq_tensor *t) {
@@ -148,8 +101,7 @@ wq_status wq_pass_fold_control(wq_graph *g, int fold, wq_fold_control_stats *sta
     sum.fold.shape_reads_rewired += f.shape_reads_rewired;
     if (st != WQ_OK || !fold)
       break;
-    int changed = fold_static_dims(g);
-    sum.static_dims_read += changed;
+    int changed = 0;
     for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
       const wq_node *n = &g->nodes[i];
       if (!wq_node_is(n, WQ_OPID(if)) || !g->tensors[n->inputs[0]].is_constant ||
