@@ -145,7 +145,7 @@ function spawnCollect(exe, args, timeoutMs) {
 }
 
 async function wasmRunner() {
-  const api = await import('../../src/js/index.mjs');
+  const api = await import('../../src/js/internal.mjs');
   await api.getCore(); // fail early, once, if the wasm is not built
   return async (c) => {
     const model = await readFile(path.join(c.dir, 'model.onnx'));
