@@ -212,8 +212,9 @@ async function benchKernels(spec) {
   }
   // Our GEMM micro-kernel through the kernel library's exported entries,
   // which only the benchmark variant of the core carries.
-  const wasmq = await loadWasmq(spec);
-  const core = await wasmq.getCore();
+  await loadWasmq(spec); // configures the package to this spec's core
+  const { getCore } = await import(pathToFileURL(join(ROOT, 'src/js/internal.mjs')).href);
+  const core = await getCore();
   const shapes = [
     [256, 256, 256],
     [1, 1024, 1024],
