@@ -158,7 +158,7 @@ cflags=(-msimd128 -std=c11 -Wall -Wextra -Werror -Isrc/core)
 # transitions/pools (simd/qconv_wasmsimd.c, nhwc_wasmsimd.c: -4.8 KB;
 # bench/profile_nodes.mjs A/B, 3 interleaved rounds: mobilenetv2-12-int8
 # 10.86-10.93 ms before, 10.83-10.90 after, smallcnn_qdq 1.895-1.900 both).
-# The float conv's im2col/depthwise (ref/ref_conv_f32.c) at -O2: -O3's loop
+# The float conv's im2col/depthwise (kernels/conv_f32.c) at -O2: -O3's loop
 # unswitching doubled it (+3 KB) for nothing measurable (super-resolution-10
 # Conv 167-168 ms, ppocr-mobile-v2-cls Conv 1.40 ms either way). The float
 # pools (ref/ref_pool.c) too: -1.15 KB, which keeps the shipped .wasm under
@@ -181,7 +181,7 @@ opt_level() {
     src/core/kernels/simd/nhwc_wasmsimd.c | src/core/kernels/simd/qconv_wasmsimd.c)
     echo -O3 -fno-unroll-loops
     ;;
-  src/core/kernels/ref/ref_conv_f32.c | src/core/kernels/ref/ref_pool.c) echo -O2 -fno-unroll-loops ;;
+  src/core/kernels/conv_f32.c | src/core/kernels/ref/ref_pool.c) echo -O2 -fno-unroll-loops ;;
   # Binary ops on the other dtypes (integers, double: index arithmetic, rare
   # in models) instantiate one loop per op and dtype: -Oz halves them.
   src/core/kernels/ref/ew_binary.c) echo -Oz ;;

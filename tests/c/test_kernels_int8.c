@@ -296,8 +296,34 @@ static void conv_huge_geometry(void) {
   CHECK(wq_qconv_padded_copy(&huge, &x, &unpadded) == NULL);
 }
 
+/* The selection is a pure function of the capabilities: natively only the
+ * reference is linked, so every family selects it, forcing it works and
+ * forcing another ISA fails naming it; equal inputs give equal sets. */
+static void kernel_selection(void) {
+  const wq_kernel_set *def = wq_kernel_set_default();
+  CHECK(wq_kernel_isas_linked() == WQ_ISA_BIT(WQ_ISA_REF));
+  CHECK(def->isa == WQ_ISA_REF && def->qgemm->isa == WQ_ISA_REF && def->qconv->isa == WQ_ISA_REF &&
+        def->sgemm->isa == WQ_ISA_REF && def->quantize->isa == WQ_ISA_REF &&
+        def->qeltwise->isa == WQ_ISA_REF && def->nhwc->isa == WQ_ISA_REF);
+  CHECK(strcmp(def->qgemm->name, "ref") == 0 && strcmp(wq_isa_name(def->qconv->isa), "ref") == 0);
+  wq_kernel_set a, b;
+  wq_error err;
+  CHECK(wq_kernel_set_select(&a, 0, -1, &err) == WQ_OK);
+  CHECK(wq_kernel_set_select(&b, WQ_ISA_BIT(WQ_ISA_SIMD128) | WQ_ISA_BIT(WQ_ISA_RELAXED), -1,
+                             &err) == WQ_OK);
+  CHECK(memcmp(&a, def, sizeof a) == 0 && memcmp(&b, def, sizeof b) == 0);
+  CHECK(wq_kernel_set_select(&a, 0, WQ_ISA_REF, &err) == WQ_OK && a.qgemm == def->qgemm);
+  CHECK(wq_kernel_set_select(&a, 0, WQ_ISA_RELAXED, &err) == WQ_ERR_UNSUPPORTED);
+  CHECK_MSG(strstr(err.message, "'relaxed'") && strstr(err.message, "no such variant"), "%s",
+            err.message);
+  CHECK(wq_kernel_set_select(&a, 0, WQ_ISA_COUNT, &err) == WQ_ERR_UNSUPPORTED);
+  const wq_qgemm_config *const *v;
+  CHECK(wq_qgemm_variants(&v) == 1 && v[0] == def->qgemm);
+}
+
 int main(void) {
   exact_values();
+  kernel_selection();
   static const int64_t sizes[] = {1, 2, 3, 5, 8, 9, 17, 33};
   for (int i = 0; i < 8; i++)
     for (int j = 0; j < 8; j++)

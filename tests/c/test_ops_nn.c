@@ -10,7 +10,7 @@
 
 #include "api/wasmq.h"
 #include "kernels/common/conv_geometry.h"
-#include "kernels/ref/ref_conv_f32.h"
+#include "kernels/conv_f32.h"
 #include "kernels/ref/ref_gemm_f32.h"
 #include "kernels/ref/ref_pool.h"
 #include "kernels/ref/ref_resize.h"

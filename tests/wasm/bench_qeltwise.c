@@ -11,6 +11,9 @@
 
 #include "kernels/nhwc.h"
 #include "kernels/qeltwise.h"
+#include "kernels/ref/ref_qeltwise.h"
+#include "kernels/simd/nhwc_simd.h"
+#include "kernels/simd/qeltwise_simd.h"
 
 enum { H = 56, W = 56, C = 64, N_ELEMS = H * W * C };
 

@@ -6,6 +6,7 @@
 
 #include "kernel_test.h"
 #include "kernels/nhwc.h"
+#include "kernels/simd/nhwc_simd.h"
 
 void wq_ktest_nhwc(wq_ktest *t) {
   char what[200];

@@ -13,6 +13,9 @@
 #include "kernels/qeltwise.h"
 #include "kernels/ref/int8_eltwise_ref.h"
 #include "kernels/ref/quant_ref.h"
+#include "kernels/ref/ref_qeltwise.h"
+#include "kernels/simd/nhwc_simd.h"
+#include "kernels/simd/qeltwise_simd.h"
 
 static wq_dtype random_q8(wq_ktest *t) { return wq_ktest_int(t, 0, 1) ? WQ_DT_UINT8 : WQ_DT_INT8; }
 static int32_t q8_lo(wq_dtype d) { return d == WQ_DT_UINT8 ? 0 : -128; }

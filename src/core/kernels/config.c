@@ -1,10 +1,18 @@
 #include "config.h"
 
+#include "ref/ref_gemm_f32.h"
+#include "ref/ref_nhwc.h"
 #include "ref/ref_qconv_nhwc.h"
+#include "ref/ref_qeltwise.h"
 #include "ref/ref_qgemm.h"
+#include "ref/ref_quantize.h"
 #ifdef __wasm_simd128__
+#include "simd/nhwc_simd.h"
 #include "simd/qconv_simd.h"
+#include "simd/qeltwise_simd.h"
 #include "simd/qgemm_simd.h"
+#include "simd/quantize_simd.h"
+#include "simd/sgemm_simd.h"
 #endif
 #ifdef WQ_QGEMM_USDOT
 /* The relaxed-SIMD build (wasm_build/relaxed.sh compiles this file, the
@@ -43,6 +51,42 @@ static const wq_qconv_config *const qconv_variants[] = {
 #endif
 };
 
+static const wq_sgemm_config *const sgemm_variants[] = {
+#ifdef WITH_REF
+    &wq_sgemm_config_ref,
+#endif
+#ifdef __wasm_simd128__
+    &wq_sgemm_config_simd128,
+#endif
+};
+
+static const wq_quantize_config *const quantize_variants[] = {
+#ifdef WITH_REF
+    &wq_quantize_config_ref,
+#endif
+#ifdef __wasm_simd128__
+    &wq_quantize_config_simd128,
+#endif
+};
+
+static const wq_qeltwise_config *const qeltwise_variants[] = {
+#ifdef WITH_REF
+    &wq_qeltwise_config_ref,
+#endif
+#ifdef __wasm_simd128__
+    &wq_qeltwise_config_simd128,
+#endif
+};
+
+static const wq_nhwc_config *const nhwc_variants[] = {
+#ifdef WITH_REF
+    &wq_nhwc_config_ref,
+#endif
+#ifdef __wasm_simd128__
+    &wq_nhwc_config_simd128,
+#endif
+};
+
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ISAs that a module running at all proves: the reference and the
@@ -66,6 +110,26 @@ int wq_qgemm_variants(const wq_qgemm_config *const **out) {
 int wq_qconv_variants(const wq_qconv_config *const **out) {
   *out = qconv_variants;
   return COUNT(qconv_variants);
+}
+
+int wq_sgemm_variants(const wq_sgemm_config *const **out) {
+  *out = sgemm_variants;
+  return COUNT(sgemm_variants);
+}
+
+int wq_quantize_variants(const wq_quantize_config *const **out) {
+  *out = quantize_variants;
+  return COUNT(quantize_variants);
+}
+
+int wq_qeltwise_variants(const wq_qeltwise_config *const **out) {
+  *out = qeltwise_variants;
+  return COUNT(qeltwise_variants);
+}
+
+int wq_nhwc_variants(const wq_nhwc_config *const **out) {
+  *out = nhwc_variants;
+  return COUNT(nhwc_variants);
 }
 
 unsigned wq_kernel_isas_linked(void) {
@@ -101,26 +165,37 @@ static void select_into(wq_kernel_set *s, unsigned allowed) {
   s->isa = WQ_ISA_REF;
   PICK(qgemm, allowed);
   PICK(qconv, allowed);
+  PICK(sgemm, allowed);
+  PICK(quantize, allowed);
+  PICK(nhwc, allowed);
+  PICK(qeltwise, allowed);
 }
 
-const wq_kernel_set *wq_kernel_set_default(void) {
-  static const wq_kernel_set set = {
+const wq_kernel_set wq_kernel_set_build = {
+#if defined(__wasm_simd128__)
 #if defined(WQ_QGEMM_USDOT)
     .isa = WQ_ISA_RELAXED,
     .qgemm = &wq_qgemm_config_relaxed,
     .qconv = &wq_qconv_config_relaxed,
-#elif defined(__wasm_simd128__)
+#else
     .isa = WQ_ISA_SIMD128,
     .qgemm = &wq_qgemm_config_simd128,
     .qconv = &wq_qconv_config_simd128,
+#endif
+    .sgemm = &wq_sgemm_config_simd128,
+    .quantize = &wq_quantize_config_simd128,
+    .nhwc = &wq_nhwc_config_simd128,
+    .qeltwise = &wq_qeltwise_config_simd128,
 #else
     .isa = WQ_ISA_REF,
     .qgemm = &wq_qgemm_config_ref,
     .qconv = &wq_qconv_config_ref,
+    .sgemm = &wq_sgemm_config_ref,
+    .quantize = &wq_quantize_config_ref,
+    .nhwc = &wq_nhwc_config_ref,
+    .qeltwise = &wq_qeltwise_config_ref,
 #endif
-  };
-  return &set;
-}
+};
 
 wq_status wq_kernel_set_select(wq_kernel_set *out, unsigned engine_isas, int force, wq_error *err) {
   const unsigned linked = wq_kernel_isas_linked();

@@ -17,6 +17,12 @@ typedef struct wq_kernel_set {
   int isa; /* the most capable wq_isa any family selected */
   const wq_qgemm_config *qgemm;
   const wq_qconv_config *qconv;
+  /* Families without a per-model choice (no variant needs a probe): their
+   * dispatchers use the default set's record. */
+  const wq_sgemm_config *sgemm;
+  const wq_quantize_config *quantize;
+  const wq_qeltwise_config *qeltwise;
+  const wq_nhwc_config *nhwc;
 } wq_kernel_set;
 
 /* ISAs the build links (WQ_ISA_BIT mask; always has WQ_ISA_REF). */
@@ -25,7 +31,8 @@ unsigned wq_kernel_isas_linked(void);
 /* The build's default selection: per family the most capable linked
  * variant whose ISA needs no probe (SIMD128 in the wasm build, the
  * reference natively). */
-const wq_kernel_set *wq_kernel_set_default(void);
+extern const wq_kernel_set wq_kernel_set_build;
+static inline const wq_kernel_set *wq_kernel_set_default(void) { return &wq_kernel_set_build; }
 
 /* The selection a graph's plan hooks use: the graph's, else the default. */
 static inline const wq_kernel_set *wq_kernels_of(const wq_kernel_set *chosen) {
@@ -42,5 +49,9 @@ wq_status wq_kernel_set_select(wq_kernel_set *out, unsigned engine_isas, int for
 /* Every linked variant of a family, in list order. */
 int wq_qgemm_variants(const wq_qgemm_config *const **out);
 int wq_qconv_variants(const wq_qconv_config *const **out);
+int wq_sgemm_variants(const wq_sgemm_config *const **out);
+int wq_quantize_variants(const wq_quantize_config *const **out);
+int wq_nhwc_variants(const wq_nhwc_config *const **out);
+int wq_qeltwise_variants(const wq_qeltwise_config *const **out);
 
 #endif

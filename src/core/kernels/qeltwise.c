@@ -3,15 +3,15 @@
 #include <string.h>
 
 #include "../runtime/parallel.h"
+#include "config.h"
 #include "simd/cold_loop.h"
+
+/* The build's variant (the family has no per-model choice). */
+static const wq_qeltwise_config *eltwise(void) { return wq_kernel_set_default()->qeltwise; }
 
 void wq_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step, const void *b,
                     int b_step, void *y) {
-#ifdef __wasm_simd128__
-  wq_simd_qbinary_row(p, n, a, a_step, b, b_step, y);
-#else
-  wq_ref_qbinary_row(p, n, a, a_step, b, b_step, y);
-#endif
+  eltwise()->binary_row(p, n, a, a_step, b, b_step, y);
 }
 
 /* Short runs make per-call overhead dominate (a per-channel operand on
@@ -177,35 +177,19 @@ void wq_qbinary(const wq_qbinary_params *p, const wq_value *a, const wq_value *b
 }
 
 void wq_lookup_q8(const uint8_t *table, bool x_signed, int64_t n, const void *x, void *y) {
-#ifdef __wasm_simd128__
-  wq_simd_lookup_q8(table, x_signed, n, x, y);
-#else
-  wq_ref_lookup_q8(table, x_signed, n, x, y);
-#endif
+  eltwise()->lookup(table, x_signed, n, x, y);
 }
 
 void wq_copy_rows_q8(int64_t rows, int64_t row_len, int64_t x_stride, int64_t y_stride,
                      const uint8_t *table, bool x_signed, const void *x, void *y) {
-#ifdef __wasm_simd128__
-  wq_simd_copy_rows_q8(rows, row_len, x_stride, y_stride, table, x_signed, x, y);
-#else
-  wq_ref_copy_rows_q8(rows, row_len, x_stride, y_stride, table, x_signed, x, y);
-#endif
+  eltwise()->copy_rows(rows, row_len, x_stride, y_stride, table, x_signed, x, y);
 }
 
 void wq_resize_nearest_nhwc_q8(const wq_resize_nhwc *r, const void *x, void *y) {
-#ifdef __wasm_simd128__
-  wq_simd_resize_nearest_nhwc_q8(r, x, y);
-#else
-  wq_ref_resize_nearest_nhwc_q8(r, x, y);
-#endif
+  eltwise()->resize_nearest(r, x, y);
 }
 
 void wq_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t block,
                                bool crd, const void *x, void *y) {
-#ifdef __wasm_simd128__
-  wq_simd_depth_to_space_nhwc_q8(batch, h, w, c, block, crd, x, y);
-#else
-  wq_ref_depth_to_space_nhwc_q8(batch, h, w, c, block, crd, x, y);
-#endif
+  eltwise()->depth_to_space(batch, h, w, c, block, crd, x, y);
 }

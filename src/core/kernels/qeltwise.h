@@ -9,8 +9,8 @@
  *            clamped to [y_min, y_max] — no parameter combination needs a
  *            scalar fallback: f32x4 performs the same IEEE operations;
  *   lookup   y = table[q + 128] (int8 x) or table[q] (uint8 x).
- * The wasm build dispatches to simd/qeltwise_wasmsimd.c, native builds to
- * the references. */
+ * Through the build's wq_qeltwise_config (kernels/config.h: SIMD128 in the
+ * wasm build, simd/qeltwise_wasmsimd.c; the references natively). */
 #ifndef WQ_KERNELS_QELTWISE_H
 #define WQ_KERNELS_QELTWISE_H
 
@@ -18,14 +18,7 @@
 #include <stdint.h>
 
 #include "../ir/value.h"
-
-typedef struct {
-  bool mul; /* QMul, else QAdd */
-  wq_dtype a_dtype, b_dtype, y_dtype;
-  float a_scale, b_scale, y_scale;
-  int32_t a_zero_point, b_zero_point, y_zero_point;
-  int32_t y_min, y_max; /* fused clamp within y's range */
-} wq_qbinary_params;
+#include "common/kernel_config.h"
 
 /* One run: y[i] = a[i * a_step] op b[i * b_step] for i < n, steps 0
  * (broadcast one code) or 1. */
@@ -49,13 +42,6 @@ void wq_lookup_q8(const uint8_t *table, bool x_signed, int64_t n, const void *x,
 void wq_copy_rows_q8(int64_t rows, int64_t row_len, int64_t x_stride, int64_t y_stride,
                      const uint8_t *table, bool x_signed, const void *x, void *y);
 
-/* Nearest-neighbour resize of 8-bit NHWC data: output pixel (oh, ow) is
- * input pixel (src_h[oh], src_w[ow]) (indices within the input). */
-typedef struct {
-  int64_t batch, in_h, in_w, out_h, out_w, channels;
-  const int32_t *src_h, *src_w;
-} wq_resize_nhwc;
-
 void wq_resize_nearest_nhwc_q8(const wq_resize_nhwc *r, const void *x, void *y);
 
 /* DepthToSpace of 8-bit NHWC data: x [N, H, W, C] -> y [N, H*b, W*b, C/b²];
@@ -63,25 +49,5 @@ void wq_resize_nearest_nhwc_q8(const wq_resize_nhwc *r, const void *x, void *y);
  * channel (i*b + j) * C/b² + c, CRD from c*b² + i*b + j. */
 void wq_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t block,
                                bool crd, const void *x, void *y);
-
-/* The scalar references and, in wasm, the SIMD versions. */
-void wq_ref_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step,
-                        const void *b, int b_step, void *y);
-void wq_ref_lookup_q8(const uint8_t *table, bool x_signed, int64_t n, const void *x, void *y);
-void wq_ref_copy_rows_q8(int64_t rows, int64_t row_len, int64_t x_stride, int64_t y_stride,
-                         const uint8_t *table, bool x_signed, const void *x, void *y);
-void wq_ref_resize_nearest_nhwc_q8(const wq_resize_nhwc *r, const void *x, void *y);
-void wq_ref_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t block,
-                                   bool crd, const void *x, void *y);
-#ifdef __wasm_simd128__
-void wq_simd_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step,
-                         const void *b, int b_step, void *y);
-void wq_simd_lookup_q8(const uint8_t *table, bool x_signed, int64_t n, const void *x, void *y);
-void wq_simd_copy_rows_q8(int64_t rows, int64_t row_len, int64_t x_stride, int64_t y_stride,
-                          const uint8_t *table, bool x_signed, const void *x, void *y);
-void wq_simd_resize_nearest_nhwc_q8(const wq_resize_nhwc *r, const void *x, void *y);
-void wq_simd_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t block,
-                                    bool crd, const void *x, void *y);
-#endif
 
 #endif

@@ -1,33 +1,13 @@
 #include "quantize.h"
 
-#include "ref/quant_ref.h"
-
-void wq_ref_quantize_f32_q8(const float *x, int64_t n, float scale, int32_t zero_point,
-                            wq_dtype dtype, int32_t qmin, int32_t qmax, void *y) {
-  for (int64_t i = 0; i < n; i++)
-    wq_ref_q_store(y, dtype, i, wq_ref_quantize_value(x[i], scale, zero_point, qmin, qmax));
-}
-
-void wq_ref_dequantize_q8_f32(const void *x, int64_t n, float scale, int32_t zero_point,
-                              wq_dtype dtype, float *y) {
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (float)(wq_ref_q_load(x, dtype, i) - zero_point) * scale;
-}
+#include "config.h"
 
 void wq_quantize_f32_q8(const float *x, int64_t n, float scale, int32_t zero_point, wq_dtype dtype,
                         int32_t qmin, int32_t qmax, void *y) {
-#ifdef __wasm_simd128__
-  wq_simd_quantize_f32_q8(x, n, scale, zero_point, dtype, qmin, qmax, y);
-#else
-  wq_ref_quantize_f32_q8(x, n, scale, zero_point, dtype, qmin, qmax, y);
-#endif
+  wq_kernel_set_default()->quantize->quantize(x, n, scale, zero_point, dtype, qmin, qmax, y);
 }
 
 void wq_dequantize_q8_f32(const void *x, int64_t n, float scale, int32_t zero_point, wq_dtype dtype,
                           float *y) {
-#ifdef __wasm_simd128__
-  wq_simd_dequantize_q8_f32(x, n, scale, zero_point, dtype, y);
-#else
-  wq_ref_dequantize_q8_f32(x, n, scale, zero_point, dtype, y);
-#endif
+  wq_kernel_set_default()->quantize->dequantize(x, n, scale, zero_point, dtype, y);
 }

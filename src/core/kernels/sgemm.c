@@ -5,20 +5,10 @@
 
 #include "../ir/checked.h"
 #include "../runtime/parallel.h"
-#include "ref/ref_gemm_f32.h"
+#include "config.h"
 
-static wq_status sgemm_one_thread(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                                  int64_t a_row_stride, int64_t a_col_stride, const float *b,
-                                  int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
-                                  int64_t ldc) {
-#ifdef __wasm_simd128__
-  return wq_simd_sgemm(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride, b_col_stride,
-                       beta, c, ldc);
-#else
-  return wq_ref_sgemm(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride, b_col_stride,
-                      beta, c, ldc);
-#endif
-}
+/* The build's float GEMM variant. */
+static const wq_sgemm_config *sgemm_config(void) { return wq_kernel_set_default()->sgemm; }
 
 /* Products smaller than this many multiply-adds run on one thread: waking
  * the workers costs more than they save (at 2^19, mnist-8 float and the
@@ -29,7 +19,7 @@ typedef struct {
   int64_t m, k;
   float alpha, beta;
   const float *a, *b;
-  const float *a_packed; /* wasm: A packed once for every slice, or NULL */
+  const float *a_packed; /* A packed once for every slice (variants with pack_a), or NULL */
   int64_t a_row_stride, a_col_stride, b_row_stride, b_col_stride, ldc;
   float *c;
   atomic_int status;
@@ -39,32 +29,28 @@ typedef struct {
  * whichever slice it is in, so the split changes no bit. */
 static void sgemm_columns(void *ctx, int64_t j0, int64_t j1) {
   sgemm_job *job = ctx;
+  const wq_sgemm_config *cfg = sgemm_config();
   wq_status st;
-#ifdef __wasm_simd128__
   if (job->a_packed)
-    st = wq_simd_sgemm_packed_a(job->m, j1 - j0, job->k, job->alpha, job->a_packed,
-                                job->b + j0 * job->b_col_stride, job->b_row_stride,
-                                job->b_col_stride, job->beta, job->c + j0, job->ldc);
+    st = cfg->gemm_packed_a(job->m, j1 - j0, job->k, job->alpha, job->a_packed,
+                            job->b + j0 * job->b_col_stride, job->b_row_stride, job->b_col_stride,
+                            job->beta, job->c + j0, job->ldc);
   else
-#endif
-    st = sgemm_one_thread(job->m, j1 - j0, job->k, job->alpha, job->a, job->a_row_stride,
-                          job->a_col_stride, job->b + j0 * job->b_col_stride, job->b_row_stride,
-                          job->b_col_stride, job->beta, job->c + j0, job->ldc);
+    st = cfg->gemm(job->m, j1 - j0, job->k, job->alpha, job->a, job->a_row_stride,
+                   job->a_col_stride, job->b + j0 * job->b_col_stride, job->b_row_stride,
+                   job->b_col_stride, job->beta, job->c + j0, job->ldc);
   if (st != WQ_OK)
     atomic_store(&job->status, (int)st);
 }
 
 int64_t wq_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
-#ifdef __wasm_simd128__
-  int64_t bytes = wq_simd_sgemm_scratch_bytes(m, n, k);
+  const wq_sgemm_config *cfg = sgemm_config();
+  int64_t bytes = cfg->scratch_bytes(m, n, k);
   const int64_t mnk[3] = {m, n, k};
   int64_t macs;
-  if (m >= 4 && !(wq_product_within(mnk, 3, SGEMM_PARALLEL_MIN_MACS - 1, &macs)))
-    bytes += WQ_SIMD_SGEMM_PACKED_A_FLOATS(m, k) * (int64_t)sizeof(float); /* threads only */
+  if (cfg->pack_a && m >= 4 && !(wq_product_within(mnk, 3, SGEMM_PARALLEL_MIN_MACS - 1, &macs)))
+    bytes += cfg->packed_a_floats(m, k) * (int64_t)sizeof(float); /* threads only */
   return bytes;
-#else
-  return wq_ref_sgemm_scratch_bytes(m, n, k);
-#endif
 }
 
 wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
@@ -72,6 +58,7 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t b_col_stride, float beta, float *c, int64_t ldc) {
   /* Column slices of at least 64 (a multiple of the 8-column tile), at most
    * 8 of them: the split depends on n alone. */
+  const wq_sgemm_config *cfg = sgemm_config();
   int64_t grain = (n / 8 + 7) / 8 * 8;
   if (grain < 64)
     grain = 64;
@@ -89,27 +76,23 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                      .ldc = ldc,
                      .c = c};
     atomic_init(&job.status, (int)WQ_OK);
-#ifdef __wasm_simd128__
     /* Every slice reads all of A: packed here once, not once per slice (a
      * 256^3 product's 4 slices packed it 4 times). */
     float *packed = NULL;
-    if (m >= 4) {
+    if (cfg->pack_a && m >= 4) {
       size_t bytes;
-      if (!wq_bytes_size(WQ_SIMD_SGEMM_PACKED_A_FLOATS(m, k), (int64_t)sizeof(float), &bytes) ||
+      if (!wq_bytes_size(cfg->packed_a_floats(m, k), (int64_t)sizeof(float), &bytes) ||
           !(packed = malloc(bytes)))
         return WQ_ERR_OUT_OF_MEMORY;
-      wq_simd_sgemm_pack_a(m, k, a, a_row_stride, a_col_stride, packed);
+      cfg->pack_a(m, k, a, a_row_stride, a_col_stride, packed);
       job.a_packed = packed;
     }
-#endif
     wq_parallel_for(n, grain, sgemm_columns, &job);
-#ifdef __wasm_simd128__
     free(packed);
-#endif
     return (wq_status)atomic_load(&job.status);
   }
-  return sgemm_one_thread(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride,
-                          b_col_stride, beta, c, ldc);
+  return cfg->gemm(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride, b_col_stride,
+                   beta, c, ldc);
 }
 
 /* Load time only: cold (optimized for size). */
@@ -126,15 +109,5 @@ __attribute__((cold)) float *wq_sgemv_pack(int64_t n, int64_t k, const float *b,
 
 void wq_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride, const float *bp,
                      float *c) {
-#ifdef __wasm_simd128__
-  wq_simd_sgemv_packed(n, k, a, a_col_stride, bp, c);
-#else
-  for (int64_t j = 0; j < n; j++) {
-    const float *panel = bp + j / WQ_SGEMV_NR * k * WQ_SGEMV_NR + j % WQ_SGEMV_NR;
-    float s = 0.0f;
-    for (int64_t p = 0; p < k; p++)
-      s += a[p * a_col_stride] * panel[p * WQ_SGEMV_NR];
-    c[j] = s;
-  }
-#endif
+  sgemm_config()->gemv_packed(n, k, a, a_col_stride, bp, c);
 }

@@ -2,7 +2,7 @@
  * dilations, auto_pad, optional bias; kernel from kernel_shape or W. */
 #include <stdlib.h>
 
-#include "../kernels/ref/ref_conv_f32.h"
+#include "../kernels/conv_f32.h"
 #include "nn_window.h"
 #include "op.h"
 

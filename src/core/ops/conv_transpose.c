@@ -5,7 +5,7 @@
  * a negative derived padding is clamped to 0 so the extra rows are at the end). */
 #include <stdlib.h>
 
-#include "../kernels/ref/ref_conv_f32.h"
+#include "../kernels/conv_f32.h"
 #include "nn_window.h"
 #include "op.h"
 

@@ -1,7 +1,7 @@
 #include "int8_pool_ref.h"
 
-#include "../nhwc.h"
 #include "quant_ref.h"
+#include "ref_nhwc.h"
 
 static void store_mean(const wq_int8_pool_quant *q, int64_t sum, int64_t count, void *y,
                        int64_t i) {

@@ -8,14 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../ir/dtype.h"
 #include "../common/conv_geometry.h"
-
-typedef struct {
-  wq_dtype x_dtype, y_dtype;
-  float x_scale, y_scale;
-  int32_t x_zero_point, y_zero_point, y_min, y_max;
-} wq_int8_pool_quant;
+#include "../common/nhwc_types.h"
 
 /* Divisor rules as wq_ref_avgpool_f32 (count_include_pad counts taps inside
  * the padded extent); an empty window gives quantize(0). */

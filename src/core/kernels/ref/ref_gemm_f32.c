@@ -166,3 +166,24 @@ wq_status wq_ref_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float
   free(b_pack);
   return WQ_OK;
 }
+
+/* c[j] = sum_p a[p * a_col_stride] * B(p, j) over the packed panels, in p
+ * order. */
+static void ref_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
+                             const float *bp, float *c) {
+  for (int64_t j = 0; j < n; j++) {
+    const float *panel = bp + j / WQ_SGEMV_NR * k * WQ_SGEMV_NR + j % WQ_SGEMV_NR;
+    float s = 0.0f;
+    for (int64_t p = 0; p < k; p++)
+      s += a[p * a_col_stride] * panel[p * WQ_SGEMV_NR];
+    c[j] = s;
+  }
+}
+
+const wq_sgemm_config wq_sgemm_config_ref = {
+    .name = "ref",
+    .isa = WQ_ISA_REF,
+    .gemm = wq_ref_sgemm,
+    .scratch_bytes = wq_ref_sgemm_scratch_bytes,
+    .gemv_packed = ref_sgemv_packed,
+};

@@ -4,9 +4,10 @@
 #ifndef WQ_KERNELS_REF_GEMM_F32_H
 #define WQ_KERNELS_REF_GEMM_F32_H
 
-#include <stdint.h>
+#include "../common/kernel_config.h"
 
-#include "../../ir/status.h"
+/* The reference variant's record (named "ref"). */
+extern const wq_sgemm_config wq_sgemm_config_ref;
 
 /* C = alpha * A * B + beta * C for an m x k matrix A, a k x n matrix B and a
  * row-major m x n matrix C with row stride ldc. Element strides describe any

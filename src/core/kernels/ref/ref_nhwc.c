@@ -1,8 +1,8 @@
 /* Scalar NHWC transitions and pools (kernels/nhwc.h). */
 #include <string.h>
 
-#include "../nhwc.h"
 #include "quant_ref.h"
+#include "ref_nhwc.h"
 
 void wq_ref_nchw_to_nhwc(int64_t n, int64_t c, int64_t s, size_t elem_size, const void *x,
                          void *y) {
@@ -113,3 +113,21 @@ void wq_ref_maxpool_nhwc_q8(const wq_pool2d *p, bool is_unsigned, const void *x,
           wq_ref_q_store(y, dt, ((b * p->out_h + oh) * p->out_w + ow) * C + c, best);
         }
 }
+
+static void ref_nchw_to_nhwc_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y) {
+  wq_ref_nchw_to_nhwc(n, c, s, 1, x, y);
+}
+
+static void ref_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y) {
+  wq_ref_nhwc_to_nchw(n, c, s, 1, x, y);
+}
+
+const wq_nhwc_config wq_nhwc_config_ref = {
+    .name = "ref",
+    .isa = WQ_ISA_REF,
+    .nchw_to_nhwc = ref_nchw_to_nhwc_u8,
+    .nhwc_to_nchw = ref_nhwc_to_nchw_u8,
+    .qgap = wq_ref_qgap_nhwc,
+    .qavgpool = wq_ref_qavgpool_nhwc,
+    .maxpool = wq_ref_maxpool_nhwc_q8,
+};

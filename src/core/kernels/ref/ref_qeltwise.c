@@ -1,8 +1,8 @@
 /* Scalar int8 elementwise and data-movement kernels (kernels/qeltwise.h). */
 #include <string.h>
 
-#include "../qeltwise.h"
 #include "quant_ref.h"
+#include "ref_qeltwise.h"
 
 void wq_ref_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, int a_step,
                         const void *b, int b_step, void *y) {
@@ -64,3 +64,13 @@ void wq_ref_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t 
               in[((n * h + yh / block) * w + yw / block) * c + src_c];
         }
 }
+
+const wq_qeltwise_config wq_qeltwise_config_ref = {
+    .name = "ref",
+    .isa = WQ_ISA_REF,
+    .binary_row = wq_ref_qbinary_row,
+    .lookup = wq_ref_lookup_q8,
+    .copy_rows = wq_ref_copy_rows_q8,
+    .resize_nearest = wq_ref_resize_nearest_nhwc_q8,
+    .depth_to_space = wq_ref_depth_to_space_nhwc_q8,
+};

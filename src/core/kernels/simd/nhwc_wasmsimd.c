@@ -3,8 +3,9 @@
 #include <wasm_simd128.h>
 
 #include "../../runtime/parallel.h"
-#include "../nhwc.h"
 #include "../ref/quant_ref.h"
+#include "../ref/ref_nhwc.h"
+#include "nhwc_simd.h"
 
 /* dst (cols x rows) = transpose of src (rows x cols), bytes: 16x16 blocks
  * by four rounds of byte interleaves, scalar edges. */
@@ -41,14 +42,18 @@ static void transpose_u8(int64_t rows, int64_t cols, const uint8_t *src, uint8_t
       dst[c * rows + r0] = src[r0 * cols + c];
 }
 
-void wq_simd_nchw_to_nhwc_u8(int64_t n, int64_t c, int64_t s, const uint8_t *x, uint8_t *y) {
+void wq_simd_nchw_to_nhwc_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y) {
+  const uint8_t *x8 = x;
+  uint8_t *y8 = y;
   for (int64_t b = 0; b < n; b++)
-    transpose_u8(c, s, x + b * c * s, y + b * c * s);
+    transpose_u8(c, s, x8 + b * c * s, y8 + b * c * s);
 }
 
-void wq_simd_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const uint8_t *x, uint8_t *y) {
+void wq_simd_nhwc_to_nchw_u8(int64_t n, int64_t c, int64_t s, const void *x, void *y) {
+  const uint8_t *x8 = x;
+  uint8_t *y8 = y;
   for (int64_t b = 0; b < n; b++)
-    transpose_u8(s, c, x + b * c * s, y + b * c * s);
+    transpose_u8(s, c, x8 + b * c * s, y8 + b * c * s);
 }
 
 typedef struct {
@@ -301,3 +306,13 @@ void wq_simd_qavgpool_nhwc(const wq_pool2d *p, bool count_include_pad, const wq_
         }
       }
 }
+
+const wq_nhwc_config wq_nhwc_config_simd128 = {
+    .name = "simd128",
+    .isa = WQ_ISA_SIMD128,
+    .nchw_to_nhwc = wq_simd_nchw_to_nhwc_u8,
+    .nhwc_to_nchw = wq_simd_nhwc_to_nchw_u8,
+    .qgap = wq_simd_qgap_nhwc,
+    .qavgpool = wq_simd_qavgpool_nhwc,
+    .maxpool = wq_simd_maxpool_nhwc_q8,
+};

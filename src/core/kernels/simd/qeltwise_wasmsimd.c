@@ -3,7 +3,8 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
-#include "../qeltwise.h"
+#include "../ref/ref_qeltwise.h"
+#include "qeltwise_simd.h"
 
 /* ---- QAdd / QMul ------------------------------------------------------- */
 
@@ -180,3 +181,13 @@ void wq_simd_depth_to_space_nhwc_q8(int64_t batch, int64_t h, int64_t w, int64_t
         }
       }
 }
+
+const wq_qeltwise_config wq_qeltwise_config_simd128 = {
+    .name = "simd128",
+    .isa = WQ_ISA_SIMD128,
+    .binary_row = wq_simd_qbinary_row,
+    .lookup = wq_simd_lookup_q8,
+    .copy_rows = wq_simd_copy_rows_q8,
+    .resize_nearest = wq_simd_resize_nearest_nhwc_q8,
+    .depth_to_space = wq_simd_depth_to_space_nhwc_q8,
+};

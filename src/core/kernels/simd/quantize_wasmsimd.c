@@ -1,10 +1,11 @@
 /* f32x4 QuantizeLinear / DequantizeLinear (kernels/quantize.h). */
 #include <wasm_simd128.h>
 
-#include "../quantize.h"
+#include "../ref/ref_quantize.h"
+#include "quantize_simd.h"
 
-void wq_simd_quantize_f32_q8(const float *x, int64_t n, float scale, int32_t zero_point,
-                             wq_dtype dtype, int32_t qmin, int32_t qmax, void *y) {
+static void simd_quantize(const float *x, int64_t n, float scale, int32_t zero_point,
+                          wq_dtype dtype, int32_t qmin, int32_t qmax, void *y) {
   /* Clamp x / scale to [qmin - zp, qmax - zp] first (pmax maps NaN to the
    * low end, like the reference), then round half to even by adding
    * 1.5 * 2^23, exact once |v| < 2^22. */
@@ -30,8 +31,8 @@ void wq_simd_quantize_f32_q8(const float *x, int64_t n, float scale, int32_t zer
   wq_ref_quantize_f32_q8(x + i, n - i, scale, zero_point, dtype, qmin, qmax, out + i);
 }
 
-void wq_simd_dequantize_q8_f32(const void *x, int64_t n, float scale, int32_t zero_point,
-                               wq_dtype dtype, float *y) {
+static void simd_dequantize(const void *x, int64_t n, float scale, int32_t zero_point,
+                            wq_dtype dtype, float *y) {
   const uint8_t *in = x;
   const v128_t vscale = wasm_f32x4_splat(scale), zp = wasm_i32x4_splat(zero_point);
   const int is_unsigned = dtype == WQ_DT_UINT8;
@@ -47,3 +48,10 @@ void wq_simd_dequantize_q8_f32(const void *x, int64_t n, float scale, int32_t ze
   }
   wq_ref_dequantize_q8_f32(in + i, n - i, scale, zero_point, dtype, y + i);
 }
+
+const wq_quantize_config wq_quantize_config_simd128 = {
+    .name = "simd128",
+    .isa = WQ_ISA_SIMD128,
+    .quantize = simd_quantize,
+    .dequantize = simd_dequantize,
+};

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
-#include "../sgemm.h"
 #include "cold_loop.h"
+#include "sgemm_simd.h"
 
 enum { MR = 4, NR = 8, KC = 256, MC = 96, NC = 512 };
 
@@ -207,8 +207,8 @@ static void gemv_rows(int64_t n, int64_t k, float alpha, const float *a, int64_t
 /* Four accumulators hold a panel's 16 columns while all of its k rows
  * stream by (one contiguous read of B); 1x1024x1024: 0.066 ms against
  * 0.098 ms for gemv_rows on unpacked B (best of 5, 100 runs each). */
-void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
-                          const float *bp, float *c) {
+static void simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_stride,
+                              const float *bp, float *c) {
   for (int64_t j = 0; j < n; j += WQ_SGEMV_NR, bp += k * WQ_SGEMV_NR) {
     v128_t c0 = wasm_f32x4_splat(0.0f), c1 = c0, c2 = c0, c3 = c0;
     const float *q = bp;
@@ -229,9 +229,9 @@ void wq_simd_sgemv_packed(int64_t n, int64_t k, const float *a, int64_t a_col_st
   }
 }
 
-void wq_simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w, int64_t kh,
-                      int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *w,
-                      float bias, float *y) {
+static void simd_dw_plane(const float *xp, int64_t pw, int64_t out_h, int64_t out_w, int64_t kh,
+                          int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                          const float *w, float bias, float *y) {
   if (kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && out_w >= 4) {
     /* 3x3 stride 1: the nine weights stay in registers for the plane. */
     const v128_t w0 = wasm_f32x4_splat(w[0]), w1 = wasm_f32x4_splat(w[1]),
@@ -337,7 +337,7 @@ static void gemv_dots(int64_t n, int64_t k, float alpha, const float *a, const f
   }
 }
 
-/* The blocked product; a_full (packed by wq_simd_sgemm_pack_a: threads'
+/* The blocked product; a_full (packed by simd_sgemm_pack_a: threads'
  * column shares read one copy) or NULL: each block packs its own. */
 static wq_status sgemm_blocked(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                                int64_t a_row_stride, int64_t a_col_stride, const float *a_full,
@@ -400,7 +400,7 @@ static wq_status sgemm_blocked(int64_t m, int64_t n, int64_t k, float alpha, con
   return WQ_OK;
 }
 
-int64_t wq_simd_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
+static int64_t simd_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
   const int64_t kc_max = k < KC ? k : KC, mc_max = (m < MC ? m : MC) + MR;
@@ -408,16 +408,16 @@ int64_t wq_simd_sgemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
   return kc_max * (mc_max + nc_max) * (int64_t)sizeof(float);
 }
 
-wq_status wq_simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                        int64_t a_row_stride, int64_t a_col_stride, const float *b,
-                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
-                        int64_t ldc) {
+static wq_status simd_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                            int64_t a_row_stride, int64_t a_col_stride, const float *b,
+                            int64_t b_row_stride, int64_t b_col_stride, float beta, float *c,
+                            int64_t ldc) {
   return sgemm_blocked(m, n, k, alpha, a, a_row_stride, a_col_stride, NULL, b, b_row_stride,
                        b_col_stride, beta, c, ldc);
 }
 
-void wq_simd_sgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t a_row_stride,
-                          int64_t a_col_stride, float *a_full) {
+static void simd_sgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t a_row_stride,
+                              int64_t a_col_stride, float *a_full) {
   const int64_t m_pad = (m + MR - 1) / MR * MR;
   for (int64_t p0 = 0; p0 < k; p0 += KC) {
     int64_t kc = k - p0 < KC ? k - p0 : KC;
@@ -427,9 +427,23 @@ void wq_simd_sgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t a_row_st
   }
 }
 
-wq_status wq_simd_sgemm_packed_a(int64_t m, int64_t n, int64_t k, float alpha, const float *a_full,
-                                 const float *b, int64_t b_row_stride, int64_t b_col_stride,
-                                 float beta, float *c, int64_t ldc) {
+static wq_status simd_sgemm_packed_a(int64_t m, int64_t n, int64_t k, float alpha,
+                                     const float *a_full, const float *b, int64_t b_row_stride,
+                                     int64_t b_col_stride, float beta, float *c, int64_t ldc) {
   return sgemm_blocked(m, n, k, alpha, NULL, 0, 0, a_full, b, b_row_stride, b_col_stride, beta, c,
                        ldc);
 }
+
+static int64_t packed_a_floats(int64_t m, int64_t k) { return (m + MR - 1) / MR * MR * k; }
+
+const wq_sgemm_config wq_sgemm_config_simd128 = {
+    .name = "simd128_4x8",
+    .isa = WQ_ISA_SIMD128,
+    .gemm = simd_sgemm,
+    .scratch_bytes = simd_sgemm_scratch_bytes,
+    .gemv_packed = simd_sgemv_packed,
+    .packed_a_floats = packed_a_floats,
+    .pack_a = simd_sgemm_pack_a,
+    .gemm_packed_a = simd_sgemm_packed_a,
+    .dw_plane = simd_dw_plane,
+};

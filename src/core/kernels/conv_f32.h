@@ -2,14 +2,14 @@
  * for the general case, a direct loop for depthwise (one input channel per
  * group), and col2im for ConvTranspose. Geometry (pads, output sizes) comes
  * resolved from conv_geometry.h; these functions trust it. */
-#ifndef WQ_KERNELS_REF_CONV_F32_H
-#define WQ_KERNELS_REF_CONV_F32_H
+#ifndef WQ_KERNELS_CONV_F32_H
+#define WQ_KERNELS_CONV_F32_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../ir/status.h"
-#include "../common/conv_geometry.h"
+#include "../ir/status.h"
+#include "common/conv_geometry.h"
 
 /* Y[N, M, out...] = conv(X[N, C, in...], W[M, C/group, kernel...]) + bias[M]
  * (bias may be NULL), then with `relu` max(y, 0) as the Relu op computes it

@@ -1,13 +1,14 @@
-#include "ref_conv_f32.h"
+#include "conv_f32.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ir/checked.h"
-#include "../../runtime/parallel.h"
-#include "../sgemm.h" /* SIMD f32x4 GEMM in wasm, wq_ref_sgemm natively */
+#include "../ir/checked.h"
+#include "../runtime/parallel.h"
+#include "config.h"
+#include "sgemm.h"
 
 /* im2col/col2im scratch is processed in column chunks of at most this many
  * floats (4 MiB), so a 224x224 image with 576-row columns never needs the
@@ -165,37 +166,33 @@ static void depthwise_planes(void *ctx, int64_t c0, int64_t c1) {
   int64_t in_plane = p->in_h * p->in_w, out_plane = p->out_h * p->out_w;
   int64_t ksize = p->k_h * p->k_w;
   float *xp = NULL;
-#ifdef __wasm_simd128__
-  /* Strided and 3x3 stride-1: each plane copied once with its zero padding,
-   * so the taps need no bounds and accumulate in registers, one store per
-   * output (teams' 72-channel 3x3 stride-2 conv on 48x80: 0.51 -> 0.25 ms;
-   * smallcnn's 32-channel 3x3 on 112x112: 0.87 -> 0.43 ms). Other stride-1
-   * kernels keep the passes below, which vectorize as they are (ppocr's
-   * 5x5 depthwise convs ran 3x slower through the generic taps). One copy
-   * per share. */
+  const wq_sgemm_config *sg = wq_kernel_set_default()->sgemm;
+  /* With the variant's plane kernel (dw_plane), strided and 3x3 stride-1:
+   * each plane copied once with its zero padding, so the taps need no
+   * bounds and accumulate in registers, one store per output (teams' 72-channel 3x3 stride-2 conv
+   * on 48x80: 0.51 -> 0.25 ms; smallcnn's 32-channel 3x3 on 112x112: 0.87 -> 0.43 ms). Other
+   * stride-1 kernels keep the passes below, which vectorize as they are (ppocr's 5x5 depthwise
+   * convs ran 3x slower through the generic taps). One copy per share. */
   const int64_t ph = wq_conv_padded_extent(p->out_h, p->s_h, p->k_h, p->d_h, p->p_h, p->in_h);
   const int64_t pw = wq_conv_padded_extent(p->out_w, p->s_w, p->k_w, p->d_w, p->p_w, p->in_w);
   bool k3s1 = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
               p->d_w == 1 && p->out_w >= 4;
-  if ((p->s_w > 1 || k3s1) && ph * pw <= SMALL_CONV_FLOATS)
+  if (sg->dw_plane && (p->s_w > 1 || k3s1) && ph * pw <= SMALL_CONV_FLOATS)
     xp = calloc((size_t)(ph * pw + 8), sizeof(float));
-#endif
   for (int64_t nc = c0; nc < c1; nc++) {
     const int64_t n = nc / channels, c = nc % channels;
     const float *xc = j->x + nc * in_plane;
-#ifdef __wasm_simd128__
     if (xp) {
       for (int64_t ih = 0; ih < p->in_h; ih++)
         memcpy(xp + (ih + p->p_h) * pw + p->p_w, xc + ih * p->in_w,
                sizeof(float) * (size_t)p->in_w);
       for (int64_t mm = 0; mm < multiplier; mm++) {
         int64_t m = c * multiplier + mm;
-        wq_simd_dw_plane(xp, pw, p->out_h, p->out_w, p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w,
-                         j->w + m * ksize, j->bias ? j->bias[m] : 0.0f,
-                         j->y + (n * channels * multiplier + m) * out_plane);
+        sg->dw_plane(xp, pw, p->out_h, p->out_w, p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w,
+                     j->w + m * ksize, j->bias ? j->bias[m] : 0.0f,
+                     j->y + (n * channels * multiplier + m) * out_plane);
       }
     }
-#endif
     if (!xp) {
       for (int64_t mm = 0; mm < multiplier; mm++) {
         int64_t m = c * multiplier + mm;
@@ -431,14 +428,14 @@ int64_t wq_ref_conv_f32_scratch_bytes(const wq_conv_geometry *g, int64_t batch, 
   plane_geometry p = {0};
   /* The paths of wq_ref_conv_f32, each with what it allocates. */
   if (cg == 1 && mg < 4 && as_plane(g, &p)) { /* depthwise_planes: one padded plane */
-#ifdef __wasm_simd128__
+    if (!wq_kernel_set_default()->sgemm->dw_plane)
+      return 0;
     const int64_t ph = wq_conv_padded_extent(p.out_h, p.s_h, p.k_h, p.d_h, p.p_h, p.in_h);
     const int64_t pw = wq_conv_padded_extent(p.out_w, p.s_w, p.k_w, p.d_w, p.p_w, p.in_w);
     const bool k3s1 = p.k_h == 3 && p.k_w == 3 && p.s_h == 1 && p.s_w == 1 && p.d_h == 1 &&
                       p.d_w == 1 && p.out_w >= 4;
     if ((p.s_w > 1 || k3s1) && ph * pw <= SMALL_CONV_FLOATS)
       return (ph * pw + 8) * (int64_t)sizeof(float);
-#endif
     return 0;
   }
   bool pointwise = true;
