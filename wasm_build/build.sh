@@ -192,6 +192,8 @@ opt_level() {
   # What every variant shares (validation, geometry, packing helpers) and
   # the variant selection: load time only.
   src/core/kernels/common/* | src/core/kernels/config.c) echo -Os ;;
+  # The recurrent cells' loops around the float GEMM (moved from ref/).
+  src/core/kernels/rnn.c) echo -Os ;;
   src/core/kernels/*) echo -O3 ;;
   # Load-time only (import, IR, passes, API glue, reports): smallest code.
   src/core/onnx/* | src/core/ir/* | src/core/passes/* | src/core/api/* | src/core/quant/*) echo -Oz ;;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/ref/rnn_ref.h"
+#include "../kernels/rnn.h"
 #include "op.h"
 
 typedef struct {

@@ -1,9 +1,9 @@
-#include "rnn_ref.h"
+#include "rnn.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sgemm.h"
+#include "sgemm.h"
 
 /* Gate pre-activations are clipped to [-clip, clip] before activation. */
 static void gate(const wq_rnn_activation *a, float clip, float *v, int64_t n) {

@@ -1,12 +1,12 @@
 /* Reference kernel of the float LSTM (ops/rnn.c has the ONNX contract). */
-#ifndef WQ_KERNELS_REF_RNN_REF_H
-#define WQ_KERNELS_REF_RNN_REF_H
+#ifndef WQ_KERNELS_RNN_H
+#define WQ_KERNELS_RNN_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../ir/status.h"
-#include "ew_unary.h"
+#include "../ir/status.h"
+#include "ref/ew_unary.h"
 
 /* An activation of the gates: one of the unary kernels with its alpha and
  * beta (ew_unary.h). */
