@@ -11,6 +11,17 @@ export const MODELS = path.join(SHARED, 'models');
 export const CLI = path.join(REPO, 'src/js/cli.mjs');
 export const NATIVE_CLI = path.resolve(REPO, process.env.WQ_NATIVE_BUILD ?? 'build', 'wasmq');
 
+// Concrete shapes for the shared models whose inputs have symbolic dims that
+// a generic guess would get wrong (an audio chunk shorter than the model's
+// reflect padding, a text strip of a fixed height), by model folder name.
+export const MODEL_INPUT_SHAPES = {
+  'ppocr-mobile-v2-cls': { x: [1, 3, 48, 192] },
+  'pytorch-super-resolution-depthtospace': { input: [1, 1, 224, 224] },
+  // One 96 ms chunk of 16 kHz audio.
+  'silero-vad-v2-micro': { input: [1, 1536] },
+  'silero-vad-v3.1': { input: [1, 1536] },
+};
+
 // TensorProto decoding is the package's own.
 export { decodeTensorProto };
 

@@ -25,7 +25,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { randomArray } from '../../src/js/random.mjs';
-import { NATIVE_CLI, SHARED } from './helpers.mjs';
+import { MODEL_INPUT_SHAPES, NATIVE_CLI, SHARED } from './helpers.mjs';
 
 const ort = createRequire(import.meta.url)('onnxruntime-node');
 const EXACT = { logSeverityLevel: 3, graphOptimizationLevel: 'disabled', intraOpNumThreads: 1, extra: { session: { disable_prepacking: '1' } } };
@@ -58,11 +58,11 @@ function rewrite(model, out, ...flags) {
 }
 
 /** Seeded feeds from the session's input metadata. */
-function seededFeeds(session) {
+function seededFeeds(session, shapes = {}) {
   const feeds = {};
   session.inputMetadata.forEach((meta, i) => {
     assert.ok(meta.isTensor && ['float32', 'uint8', 'int8'].includes(meta.type), `input ${meta.name}: ${meta.type}`);
-    const dims = meta.shape.map((d, k) => (typeof d === 'number' && d >= 0 ? d : k >= 2 ? 64 : 1));
+    const dims = shapes[meta.name] ?? meta.shape.map((d, k) => (typeof d === 'number' && d >= 0 ? d : k >= 2 ? 64 : 1));
     const count = dims.reduce((a, b) => a * b, 1);
     feeds[meta.name] = new ort.Tensor(meta.type, randomArray(meta.type, count, SEED + i), dims);
   });
@@ -82,7 +82,7 @@ async function runOrt(file, feeds, options = EXACT) {
 /** The original's seeded feeds and its outputs (op by op). */
 async function reference(model) {
   const session = await ort.InferenceSession.create(model, EXACT);
-  const feeds = seededFeeds(session);
+  const feeds = seededFeeds(session, MODEL_INPUT_SHAPES[path.basename(path.dirname(model))]);
   await session.release();
   return { feeds, want: await runOrt(model, feeds) };
 }

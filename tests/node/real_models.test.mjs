@@ -20,7 +20,7 @@ import { encodeNpy, parseNpy } from '../../src/js/npy.mjs';
 import { randomArray } from '../../src/js/random.mjs';
 import { numel } from '../../src/js/dtypes.mjs';
 import { safeFileName } from '../../src/js/cli.mjs';
-import { MODELS, NATIVE_CLI, readDataSet, dataSetDirs, compareClose } from './helpers.mjs';
+import { MODELS, MODEL_INPUT_SHAPES, NATIVE_CLI, readDataSet, dataSetDirs, compareClose } from './helpers.mjs';
 
 const ort = createRequire(import.meta.url)('onnxruntime-node');
 
@@ -29,12 +29,9 @@ const SEED = 0;
 
 // Per-model settings for models without reference data: concrete input shapes
 // for symbolic dims, and onnxruntime session options.
+// (tests/node/silero_vad.test.mjs streams real speech through the VAD models.)
 const SPECS = {
-  'ppocr-mobile-v2-cls': { shapes: { x: [1, 3, 48, 192] } },
-  'pytorch-super-resolution-depthtospace': { shapes: { input: [1, 1, 224, 224] } },
-  // One 96 ms chunk of 16 kHz audio (tests/node/silero_vad.test.mjs streams real speech).
-  'silero-vad-v2-micro': { shapes: { input: [1, 1536] } },
-  'silero-vad-v3.1': { shapes: { input: [1, 1536] } },
+  ...Object.fromEntries(Object.entries(MODEL_INPUT_SHAPES).map(([name, shapes]) => [name, { shapes }])),
   // Exact int8 semantics in ORT on x86 without VNNI (see shared/TOOLCHAIN.md).
   'mnist-8-dynamic-int8': { ort: { extra: { session: { x64quantprecision: '1' } } } },
 };
