@@ -91,6 +91,15 @@ static void test_binary_rows(wq_ktest *t) {
     snprintf(shape, sizeof shape, "row n=%lld steps %d,%d", (long long)n, a_step, b_step);
     describe_binary(&p, what, sizeof what, shape);
     wq_ktest_case(t, memcmp(yr, ys, (size_t)n) == 0, what);
+    /* In place (y is a's buffer, as the arena may place it). */
+    if (a_step) {
+      memcpy(ys, a, (size_t)n);
+      wq_simd_qbinary_row(&p, n, ys, a_step, b, b_step, ys);
+      snprintf(shape, sizeof shape, "row n=%lld steps %d,%d in place", (long long)n, a_step,
+               b_step);
+      describe_binary(&p, what, sizeof what, shape);
+      wq_ktest_case(t, memcmp(yr, ys, (size_t)n) == 0, what);
+    }
     free(a), free(b), free(yr), free(ys);
   }
 }

@@ -63,66 +63,80 @@ typedef struct {
   void *y;
 } qgap_job;
 
-/* Groups [g0, g1) of the flattened (image, 16-channel group) space; an
- * image's last group holds its channels past the last full 16. */
+/* Sums of `lanes` (16, or 8 through 8-byte loads) channels from c0 over
+ * every pixel of one image, stored as codes for the lanes from `first`. */
+static void qgap_lanes(const qgap_job *j, int64_t b, int64_t c0, int lanes, int first) {
+  const int64_t pixels = j->pixels, channels = j->channels;
+  const wq_int8_pool_quant *q = j->q;
+  const uint8_t *xb = (const uint8_t *)j->x + b * pixels * channels + c0;
+  const int is_unsigned = q->x_dtype == WQ_DT_UINT8;
+  v128_t s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+  /* int16 partial sums are exact for 128 pixels of 8-bit codes. */
+  for (int64_t p0 = 0; p0 < pixels; p0 += 128) {
+    int64_t p1 = pixels - p0 < 128 ? pixels : p0 + 128;
+    v128_t lo = wasm_i16x8_splat(0), hi = lo;
+    for (int64_t p = p0; p < p1; p++) {
+      v128_t v = lanes == 16 ? wasm_v128_load(xb + p * channels)
+                             : wasm_v128_load64_zero(xb + p * channels);
+      if (is_unsigned) {
+        lo = wasm_i16x8_add(lo, wasm_u16x8_extend_low_u8x16(v));
+        hi = wasm_i16x8_add(hi, wasm_u16x8_extend_high_u8x16(v));
+      } else {
+        lo = wasm_i16x8_add(lo, wasm_i16x8_extend_low_i8x16(v));
+        hi = wasm_i16x8_add(hi, wasm_i16x8_extend_high_i8x16(v));
+      }
+    }
+    if (is_unsigned) {
+      s0 = wasm_i32x4_add(s0, wasm_u32x4_extend_low_u16x8(lo));
+      s1 = wasm_i32x4_add(s1, wasm_u32x4_extend_high_u16x8(lo));
+      s2 = wasm_i32x4_add(s2, wasm_u32x4_extend_low_u16x8(hi));
+      s3 = wasm_i32x4_add(s3, wasm_u32x4_extend_high_u16x8(hi));
+    } else {
+      s0 = wasm_i32x4_add(s0, wasm_i32x4_extend_low_i16x8(lo));
+      s1 = wasm_i32x4_add(s1, wasm_i32x4_extend_high_i16x8(lo));
+      s2 = wasm_i32x4_add(s2, wasm_i32x4_extend_low_i16x8(hi));
+      s3 = wasm_i32x4_add(s3, wasm_i32x4_extend_high_i16x8(hi));
+    }
+  }
+  int32_t sums[16];
+  wasm_v128_store(sums, s0);
+  wasm_v128_store(sums + 4, s1);
+  wasm_v128_store(sums + 8, s2);
+  wasm_v128_store(sums + 12, s3);
+  for (int i = first; i < lanes; i++) {
+    /* int32 lane sums are exact below 2^23 pixels; widen before the
+     * zero-point correction. */
+    int64_t sum = (is_unsigned ? (int64_t)(uint32_t)sums[i] : (int64_t)sums[i]) -
+                  (int64_t)q->x_zero_point * pixels;
+    wq_ref_q_store(j->y, q->y_dtype, b * channels + c0 + i, wq_qpool_mean_code(q, sum, pixels));
+  }
+}
+
+/* Groups [g0, g1) of the flattened (image, 16-channel group) space. A last
+ * partial group of C >= 16 channels reads the 16 ending at C (storing only
+ * its new channels), 8 <= C < 16 runs as two 8-lane halves; only C < 8
+ * sums one channel at a time. */
 static void qgap_groups(void *ctx, int64_t g0, int64_t g1) {
   const qgap_job *j = ctx;
   const int64_t pixels = j->pixels, channels = j->channels;
   const wq_int8_pool_quant *q = j->q;
-  const void *x = j->x;
-  void *y = j->y;
-  const uint8_t *x8 = x;
-  const int is_unsigned = q->x_dtype == WQ_DT_UINT8;
-  const int64_t full = channels - channels % 16, groups = (channels + 15) / 16;
+  const int64_t groups = (channels + 15) / 16;
   for (int64_t g = g0; g < g1; g++) {
     const int64_t b = g / groups, c0 = g % groups * 16;
-    const uint8_t *xb = x8 + b * pixels * channels;
-    if (c0 < full) {
-      v128_t s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
-      /* int16 partial sums are exact for 128 pixels of 8-bit codes. */
-      for (int64_t p0 = 0; p0 < pixels; p0 += 128) {
-        int64_t p1 = pixels - p0 < 128 ? pixels : p0 + 128;
-        v128_t lo = wasm_i16x8_splat(0), hi = lo;
-        for (int64_t p = p0; p < p1; p++) {
-          v128_t v = wasm_v128_load(xb + p * channels + c0);
-          if (is_unsigned) {
-            lo = wasm_i16x8_add(lo, wasm_u16x8_extend_low_u8x16(v));
-            hi = wasm_i16x8_add(hi, wasm_u16x8_extend_high_u8x16(v));
-          } else {
-            lo = wasm_i16x8_add(lo, wasm_i16x8_extend_low_i8x16(v));
-            hi = wasm_i16x8_add(hi, wasm_i16x8_extend_high_i8x16(v));
-          }
-        }
-        if (is_unsigned) {
-          s0 = wasm_i32x4_add(s0, wasm_u32x4_extend_low_u16x8(lo));
-          s1 = wasm_i32x4_add(s1, wasm_u32x4_extend_high_u16x8(lo));
-          s2 = wasm_i32x4_add(s2, wasm_u32x4_extend_low_u16x8(hi));
-          s3 = wasm_i32x4_add(s3, wasm_u32x4_extend_high_u16x8(hi));
-        } else {
-          s0 = wasm_i32x4_add(s0, wasm_i32x4_extend_low_i16x8(lo));
-          s1 = wasm_i32x4_add(s1, wasm_i32x4_extend_high_i16x8(lo));
-          s2 = wasm_i32x4_add(s2, wasm_i32x4_extend_low_i16x8(hi));
-          s3 = wasm_i32x4_add(s3, wasm_i32x4_extend_high_i16x8(hi));
-        }
-      }
-      int32_t sums[16];
-      wasm_v128_store(sums, s0);
-      wasm_v128_store(sums + 4, s1);
-      wasm_v128_store(sums + 8, s2);
-      wasm_v128_store(sums + 12, s3);
-      for (int i = 0; i < 16; i++) {
-        /* int32 lane sums are exact below 2^23 pixels; widen before the
-         * zero-point correction. */
-        int64_t sum = (is_unsigned ? (int64_t)(uint32_t)sums[i] : (int64_t)sums[i]) -
-                      (int64_t)q->x_zero_point * pixels;
-        wq_ref_q_store(y, q->y_dtype, b * channels + c0 + i, wq_qpool_mean_code(q, sum, pixels));
-      }
+    if (c0 + 16 <= channels) {
+      qgap_lanes(j, b, c0, 16, 0);
+    } else if (channels >= 16) {
+      qgap_lanes(j, b, channels - 16, 16, (int)(c0 - (channels - 16)));
+    } else if (channels >= 8) {
+      qgap_lanes(j, b, 0, 8, 0);
+      if (channels > 8)
+        qgap_lanes(j, b, channels - 8, 8, (int)(16 - channels));
     } else {
-      for (int64_t c = full; c < channels; c++) {
+      for (int64_t c = 0; c < channels; c++) {
         int64_t sum = 0;
         for (int64_t p = 0; p < pixels; p++)
-          sum += wq_ref_q_load(x, q->x_dtype, (b * pixels + p) * channels + c) - q->x_zero_point;
-        wq_ref_q_store(y, q->y_dtype, b * channels + c, wq_qpool_mean_code(q, sum, pixels));
+          sum += wq_ref_q_load(j->x, q->x_dtype, (b * pixels + p) * channels + c) - q->x_zero_point;
+        wq_ref_q_store(j->y, q->y_dtype, b * channels + c, wq_qpool_mean_code(q, sum, pixels));
       }
     }
   }

@@ -44,12 +44,19 @@ void wq_simd_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, i
     dequant16(wasm_v128_xor(wasm_i8x16_splat((int8_t)a8[0]), a_flip), a_zp, a_scale, fa);
   if (!b_step)
     dequant16(wasm_v128_xor(wasm_i8x16_splat((int8_t)b8[0]), b_flip), b_zp, b_scale, fb);
-  int64_t i = 0;
+  /* A run of n > 16 ending mid-vector finishes with the 16 codes ending at
+   * n, computed first (i = -16: y may be an operand's buffer) and stored
+   * last: the per-channel runs of channels-last data (88, 200, ...) would
+   * otherwise spend a third of their time in the scalar tail. */
+  v128_t last = wasm_i32x4_splat(0);
+  const bool overlap = n > 16 && n % 16 != 0;
+  int64_t i = overlap ? -16 : 0;
   for (; i + 16 <= n; i += 16) {
+    const int64_t at = i < 0 ? n - 16 : i;
     if (a_step)
-      dequant16(wasm_v128_xor(wasm_v128_load(a8 + i), a_flip), a_zp, a_scale, fa);
+      dequant16(wasm_v128_xor(wasm_v128_load(a8 + at), a_flip), a_zp, a_scale, fa);
     if (b_step)
-      dequant16(wasm_v128_xor(wasm_v128_load(b8 + i), b_flip), b_zp, b_scale, fb);
+      dequant16(wasm_v128_xor(wasm_v128_load(b8 + at), b_flip), b_zp, b_scale, fb);
     v128_t q[4];
     for (int j = 0; j < 4; j++) {
       v128_t v = p->mul ? wasm_f32x4_mul(fa[j], fb[j]) : wasm_f32x4_add(fa[j], fb[j]);
@@ -58,10 +65,16 @@ void wq_simd_qbinary_row(const wq_qbinary_params *p, int64_t n, const void *a, i
       q[j] = wasm_i32x4_sub(wasm_f32x4_add(v, magic), magic_less_zp);
     }
     v128_t q01 = wasm_i16x8_narrow_i32x4(q[0], q[1]), q23 = wasm_i16x8_narrow_i32x4(q[2], q[3]);
-    wasm_v128_store(y8 + i, y_unsigned ? wasm_u8x16_narrow_i16x8(q01, q23)
-                                       : wasm_i8x16_narrow_i16x8(q01, q23));
+    v128_t bytes =
+        y_unsigned ? wasm_u8x16_narrow_i16x8(q01, q23) : wasm_i8x16_narrow_i16x8(q01, q23);
+    if (i < 0)
+      last = bytes;
+    else
+      wasm_v128_store(y8 + i, bytes);
   }
-  if (i < n)
+  if (overlap)
+    wasm_v128_store(y8 + n - 16, last);
+  else if (i < n)
     wq_ref_qbinary_row(p, n - i, a8 + i * a_step, a_step, b8 + i * b_step, b_step, y8 + i);
 }
 
