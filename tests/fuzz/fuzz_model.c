@@ -3,9 +3,9 @@
  * inputs (tests/c/seeded_run.h), under ASan + UBSan. Any crash, sanitizer
  * report, leak or timeout is a bug: bad input must end in a wq_error.
  *
- * Built twice by tests/fuzz/build.sh: fuzz_load takes libFuzzer's byte
- * mutations; fuzz_structured (WQ_FUZZ_STRUCTURED) adds pb_mutator.h's
- * protobuf-aware mutator, which edits a valid model's attributes, dims,
+ * Built three times (CMakeLists.txt, WQ_FUZZ): fuzz_load takes libFuzzer's
+ * byte mutations; fuzz_structured adds fuzz_mutator.c (pb_mutator.h's
+ * protobuf-aware mutator), which edits a valid model's attributes, dims,
  * initializers and qparams so inputs get past the parser into the kernels.
  * fuzz_export (WQ_FUZZ_EXPORT, with the same mutator) loads for export
  * (no lowering, no float fusion) and checks the ONNX writer's round trip:
@@ -20,10 +20,6 @@
 #include "api/wasmq.h"
 #include "onnx/onnx_export.h"
 #include "seeded_run.h"
-
-#ifdef WQ_FUZZ_STRUCTURED
-#include "pb_mutator.h"
-#endif
 
 /* Bounded work per input: inputs up to 4096 elements, arenas up to 16 MiB,
  * everything a load and a run hold (weights, graph outputs, arena,
@@ -97,17 +93,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   wq_model_free(m);
   return 0;
-}
-#endif
-
-#ifdef WQ_FUZZ_STRUCTURED
-size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
-
-size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed) {
-  /* One in eight: plain byte mutations (they find parser bugs). */
-  if (seed % 8 == 0)
-    return LLVMFuzzerMutate(data, size, max_size);
-  size_t n = wq_pb_mutate(data, size, max_size, seed);
-  return n ? n : LLVMFuzzerMutate(data, size, max_size);
 }
 #endif
