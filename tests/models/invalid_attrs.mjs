@@ -2,10 +2,12 @@
 // disagreeing with a weight), each one that onnxruntime refuses: wasmq must
 // refuse it too, naming the node and the attribute. Used by
 // tests/node/invalid_attrs.test.mjs, which checks both sides on every run;
-// `node tests/models/invalid_attrs.mjs DIR` writes them as .onnx files.
+// `node tests/models/invalid_attrs.mjs [DIR]` writes them as .onnx files
+// (--help: usage).
 import { writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { encodeModel } from './qdq_builder.mjs';
 
 const ones = (n) => new Float32Array(n).fill(1);
@@ -76,8 +78,25 @@ export function invalidAttributeCases() {
   return cases;
 }
 
+const USAGE = 'usage: node tests/models/invalid_attrs.mjs [DIR]   writes each model as DIR/NAME.onnx (default DIR: invalid_attrs)';
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const dir = process.argv[2] ?? 'invalid_attrs';
+  let args;
+  try {
+    args = parseArgs({ options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  } catch (e) {
+    console.error(`${e.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (args.values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  if (args.positionals.length > 1) {
+    console.error(`one output folder at most, got ${args.positionals.length}\n${USAGE}`);
+    process.exit(2);
+  }
+  const dir = args.positionals[0] ?? 'invalid_attrs';
   mkdirSync(dir, { recursive: true });
   for (const c of invalidAttributeCases()) writeFileSync(path.join(dir, `${c.name}.onnx`), c.model);
   console.log(`wrote ${invalidAttributeCases().length} models to ${dir}`);

@@ -7,6 +7,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { load, WasmqError } from '../../src/js/index.mjs';
 import { invalidAttributeCases } from '../models/invalid_attrs.mjs';
 import { encodeModel } from '../models/qdq_builder.mjs';
@@ -87,5 +92,28 @@ test('SAME padding: a negative begin pad is refused naming auto_pad; a negative 
     model.dispose();
     assert.deepEqual(got.dims, want.dims.map(Number));
     assert.deepEqual(Array.from(got.data), Array.from(want.data), `${n}/${stride} ${autoPad}`);
+  }
+});
+
+test('invalid_attrs.mjs as a script: --help prints usage and writes nothing; options are not folders', () => {
+  const script = fileURLToPath(new URL('../models/invalid_attrs.mjs', import.meta.url));
+  const cwd = mkdtempSync(path.join(tmpdir(), 'wq-invalid-attrs-'));
+  try {
+    const run = (...args) => spawnSync(process.execPath, [script, ...args], { cwd, encoding: 'utf8' });
+    for (const flag of ['--help', '-h']) {
+      const r = run(flag);
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /^usage: /);
+    }
+    const unknown = run('--out', 'x');
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /Unknown option '--out'[\s\S]*usage: /);
+    assert.equal(run('a', 'b').status, 2);
+    assert.deepEqual(readdirSync(cwd), [], 'nothing written');
+    const r = run('models');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(readdirSync(path.join(cwd, 'models')).length, invalidAttributeCases().length);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
   }
 });
