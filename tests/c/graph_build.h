@@ -100,7 +100,11 @@ static inline int add_node(wq_graph *g, const char *domain, const char *op, cons
 /* Runs the op's plan step (int8 ops read qparams and weights there). */
 static inline wq_status plan(wq_graph *g, int node, wq_error *err) {
   wq_node *n = &g->nodes[node];
-  return n->op->plan ? n->op->plan(n, g, err) : WQ_OK;
+  wq_op_kernel k = {NULL, NULL};
+  wq_status st = n->op->plan ? n->op->plan(n, g, &k, err) : WQ_OK;
+  n->rec.kernel = k.name;
+  n->rec.kernel_isa = k.isa;
+  return st;
 }
 
 #endif

@@ -197,7 +197,7 @@ static void test_seed003(void) {
   /* The concat moves codes: inputs and output share parameters. */
   const wq_node *cat = find_node(m, "Concat_cat");
   CHECK(cat && strcmp(cat->op_type, "Concat") == 0 && why_has(cat, "int8 data"));
-  CHECK(c1 && c1->reason == WQ_REASON_INT8 && cat && cat->reason == WQ_REASON_INT8);
+  CHECK(c1 && c1->rec.reason == WQ_REASON_INT8 && cat && cat->rec.reason == WQ_REASON_INT8);
   wq_model_free(m);
   double worst = compare_lowered(path, 1.0);
   printf("seed003: lowered vs op-by-op QDQ: %.3f steps\n", worst);
@@ -217,9 +217,10 @@ static void test_every_op(void) {
     CHECK_MSG(count_ops(m, "wasmq", ops[k]) > 0, "%s missing", ops[k]);
   const wq_graph *g = wq_model_get_ir(m)->graph;
   for (int i = 0; i < g->n_nodes; i++)
-    CHECK_MSG(g->nodes[i].reason == WQ_REASON_INT8 || g->nodes[i].reason == WQ_REASON_BOUNDARY ||
-                  g->nodes[i].reason == WQ_REASON_TRANSITION,
-              "%s: %s", g->nodes[i].name, wq_reason_name(g->nodes[i].reason));
+    CHECK_MSG(g->nodes[i].rec.reason == WQ_REASON_INT8 ||
+                  g->nodes[i].rec.reason == WQ_REASON_BOUNDARY ||
+                  g->nodes[i].rec.reason == WQ_REASON_TRANSITION,
+              "%s: %s", g->nodes[i].name, wq_reason_name(g->nodes[i].rec.reason));
   for (int i = 0; i < g->n_nodes; i++)
     CHECK_MSG(!why_has(&g->nodes[i], "stays float"), "%s: %s", g->nodes[i].name,
               wq_lower_why(&g->nodes[i]));
@@ -252,14 +253,15 @@ static void test_edge_cases(void) {
     /* A conv whose result is not quantized stays float, saying why. */
     const wq_node *c1 = find_node(m, "Conv_c1");
     CHECK(c1 && strcmp(c1->op_type, "Conv") == 0 && why_has(c1, "Softmax"));
-    CHECK(c1 && c1->reason == WQ_REASON_OUTPUT_NOT_QUANTIZED);
+    CHECK(c1 && c1->rec.reason == WQ_REASON_OUTPUT_NOT_QUANTIZED);
     /* A relu after a conv that has its own QuantizeLinear: its own QLookup. */
     const wq_node *c2 = find_node(m, "Conv_c2"), *r2 = find_node(m, "Relu_r2");
     CHECK(c2 && op_is(c2->op_type, "QConv") && !wq_node_attr(c2, "act_min"));
     CHECK(r2 && strcmp(r2->op_type, "QLookup") == 0);
     /* Codes read back with another scale: the reader stays float. */
     CHECK(why_has(find_node(m, "Conv_c3"), "differ"));
-    CHECK(find_node(m, "Conv_c3") && find_node(m, "Conv_c3")->reason == WQ_REASON_QPARAMS_MISMATCH);
+    CHECK(find_node(m, "Conv_c3") &&
+          find_node(m, "Conv_c3")->rec.reason == WQ_REASON_QPARAMS_MISMATCH);
     /* Seed 004: each chained linear's input parameters are its own
      * DequantizeLinear's — mm2 reads mm1's output scale, not fl's. */
     CHECK(count_ops(m, "wasmq", "QGemm") == 3);

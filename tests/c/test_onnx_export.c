@@ -732,8 +732,8 @@ static void test_hand_graph(void) {
 
 /* A model loaded with int8 lowering holds wasmq-domain ops: refused, naming
  * one; the same file loaded for export goes through. Float nodes the
- * lowering leaves carry a "wasmq.lowering" note, which never reaches the
- * file. */
+ * lowering leaves carry a decision record (its detail sentence), which
+ * never reaches the file. */
 static void test_lowered_graphs(void) {
   size_t n;
   uint8_t *bytes = read_shared("models/synthetic/smallcnn_qdq.onnx", &n);
@@ -753,7 +753,7 @@ static void test_lowered_graphs(void) {
   if (bytes && wq_model_load(bytes, n, &lower_only, &m, &err) == WQ_OK) {
     const wq_graph *g = wq_model_get_ir(m)->graph;
     for (int i = 0; i < g->n_nodes; i++)
-      notes += wq_node_attr(&g->nodes[i], "wasmq.lowering") != NULL;
+      notes += g->nodes[i].rec.detail != NULL;
     CHECK(wq_onnx_export(wq_model_get_ir(m), &out, &out_n, &err) == WQ_OK);
     CHECK(out && !has_internal_name(out, out_n));
     free(out);

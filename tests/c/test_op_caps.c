@@ -218,7 +218,7 @@ static void test_int_mode_check(void) {
   CHECK(g->n_nodes == 4 && strcmp(g->nodes[p].op_type, "Pow") == 0 && g->nodes[p].inputs[0] == 4);
   CHECK(strcmp(g->nodes[1].op_type, "Relu") == 0 && g->nodes[1].outputs[0] == 4);
   for (int i = 0; i < g->n_nodes; i++)
-    CHECK(g->nodes[i].reason == WQ_REASON_NONE && wq_lower_why(&g->nodes[i]) == NULL);
+    CHECK(g->nodes[i].rec.reason == WQ_REASON_NONE && wq_lower_why(&g->nodes[i]) == NULL);
   for (int t = 0; t < g->n_tensors; t++)
     CHECK(g->tensors[t].qparams == NULL);
   wq_graph_free(g);
@@ -332,7 +332,7 @@ static char *graph_snapshot(const wq_graph *g) {
   for (int i = 0; i < g->n_nodes && len < cap - 256; i++) {
     const wq_node *n = &g->nodes[i];
     len += (size_t)snprintf(s + len, cap - len, "%s %s %p %d attrs r%d:", n->name, n->op_type,
-                            (const void *)n->op, n->n_attrs, n->reason);
+                            (const void *)n->op, n->n_attrs, n->rec.reason);
     for (int k = 0; k < n->n_inputs; k++)
       len += (size_t)snprintf(s + len, cap - len, " %d", n->inputs[k]);
     len += (size_t)snprintf(s + len, cap - len, " ->");

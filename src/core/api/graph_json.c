@@ -30,7 +30,7 @@ static const char *tensor_kind(const wq_tensor *x) {
 }
 
 static const char *node_role(const wq_node *n) {
-  switch (n->reason) {
+  switch (n->rec.reason) {
   case WQ_REASON_TRANSITION: return "transition";
   case WQ_REASON_SHAPE: return "data";
   case WQ_REASON_BOUNDARY: return n->op_type[0] == 'D' ? "dequantize" : "quantize";
@@ -82,7 +82,9 @@ static void put_qparams(wq_text *t, const wq_qparams *q) {
 
 /* A layout decision record: the label ("NCHW", "NHWC" or null), whether
  * the planner could choose it, and why it is that one (WQ_LWHY_*). */
-static void put_layout_why(wq_text *t, int why, bool last, int64_t flip) {
+static void put_layout_why(wq_text *t, const wq_decision *d) {
+  const int why = d->layout_why;
+  const bool last = d->layout_last;
   const bool none = why == WQ_LWHY_NOT_PLANNED || why == WQ_LWHY_AS_WRITTEN;
   const bool free_label = why == WQ_LWHY_PLANNED || why == WQ_LWHY_FUSED_BOUNDARY;
   wq_text_put(t, "{\"label\":%s,\"fixed\":%s,\"why\":\"%s\",\"other_bytes\":",
@@ -90,7 +92,7 @@ static void put_layout_why(wq_text *t, int why, bool last, int64_t flip) {
               : last ? "\"NHWC\""
                      : "\"NCHW\"",
               free_label ? "false" : "true", wq_layout_why_name(why));
-  wq_text_put(t, free_label ? "%lld}" : "null}", (long long)flip);
+  wq_text_put(t, free_label ? "%lld}" : "null}", (long long)d->layout_flip);
 }
 
 static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
@@ -103,25 +105,24 @@ static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *
     wq_text_json_string(t, n->op_type);
     wq_text_put(t, ",\"domain\":");
     wq_text_json_string(t, n->domain);
-    const wq_attr *src = wq_node_attr(n, WQ_LOWER_SOURCES_ATTR);
-    size_t n_src = src && src->type == WQ_ATTR_STRINGS ? src->count / 2 : 0;
+    const wq_decision *d = &n->rec;
     for (int part = 0; part < 2; part++) {
       wq_text_put(t, part ? ",\"source_nodes\":[" : ",\"source_ops\":[");
-      for (size_t k = 0; k < n_src; k++) {
+      for (int k = 0; k + 1 < d->n_sources; k += 2) {
         wq_text_put(t, k ? "," : "");
-        wq_text_json_string(t, src->strings[2 * k + (size_t)part]);
+        wq_text_json_string(t, d->sources[k + part]);
       }
       wq_text_put(t, "]");
     }
     wq_text_put(t, ",\"backend\":\"%s\",\"role\":\"%s\"", wq_backend_name(r->backend[i]),
                 node_role(n));
     wq_text_put(t, ",\"region\":%d,\"reason\":{\"code\":\"%s\",\"detail\":", r->region[i],
-                wq_reason_name(n->reason));
-    wq_text_json_string(t, wq_lower_why(n) ? wq_lower_why(n) : "");
-    wq_text_put(t, "},\"kernel\":\"%s\",\"kernel_isa\":\"%s\"", n->kernel ? n->kernel : "",
-                n->kernel_isa ? n->kernel_isa : "");
+                wq_reason_name(n->rec.reason));
+    wq_text_json_string(t, d->detail ? d->detail : "");
+    wq_text_put(t, "},\"kernel\":\"%s\",\"kernel_isa\":\"%s\"", d->kernel ? d->kernel : "",
+                d->kernel_isa ? d->kernel_isa : "");
     wq_text_put(t, ",\"layout\":");
-    put_layout_why(t, n->layout_why, n->layout_last, n->layout_flip);
+    put_layout_why(t, d);
     wq_text_put(t, ",\"inputs\":");
     put_ints(t, n->inputs, n->n_inputs);
     wq_text_put(t, ",\"outputs\":");
@@ -202,7 +203,7 @@ static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report
       if (first < 0)
         first = i;
       transitions += wq_fused_boundary(g, &g->nodes[i]);
-      if (g->nodes[i].reason == WQ_REASON_TRANSITION) {
+      if (g->nodes[i].rec.reason == WQ_REASON_TRANSITION) {
         transitions++;
         bytes += wq_transition_bytes(&g->tensors[g->nodes[i].outputs[0]]);
       }
@@ -232,16 +233,14 @@ static void put_transition_why(wq_text *t, const wq_graph *g, const wq_node *tr,
     const wq_node *n = &g->nodes[i];
     bool needs = false;
     for (int k = 0; k < n->n_inputs && !needs; k++)
-      needs = n->inputs[k] == y && !(n->layout_as_is && n->layout_as_is[k]);
+      needs = n->inputs[k] == y && !(n->rec.layout_as_is && n->rec.layout_as_is[k]);
     if (needs)
       wq_text_put(t, "%s%d", listed++ ? "," : "", i);
   }
   wq_text_put(t, "],\"graph_output\":%s,\"producer\":%d,\"producer_layout\":",
               g->tensors[y].is_output ? "true" : "false", p);
-  if (p >= 0)
-    put_layout_why(t, g->nodes[p].layout_why, g->nodes[p].layout_last, g->nodes[p].layout_flip);
-  else
-    put_layout_why(t, WQ_LWHY_DECLARED, false, 0);
+  const wq_decision declared = {.layout_why = WQ_LWHY_DECLARED};
+  put_layout_why(t, p >= 0 ? &g->nodes[p].rec : &declared);
 }
 
 static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_report *r,
@@ -251,7 +250,7 @@ static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_re
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
     bool fused = wq_fused_boundary(g, n);
-    if ((n->reason != WQ_REASON_TRANSITION && !fused) || n->n_inputs < 1 || n->n_outputs < 1)
+    if ((n->rec.reason != WQ_REASON_TRANSITION && !fused) || n->n_inputs < 1 || n->n_outputs < 1)
       continue;
     const wq_tensor *y = &g->tensors[n->outputs[0]];
     bool to_nhwc = wq_layout_channels_last(y->layout, y->rank);

@@ -161,7 +161,10 @@ static wq_status plan_nodes(wq_graph *g, int *planned, wq_error *err) {
     wq_node *node = &g->nodes[i];
     if (!node->op->plan)
       continue;
-    wq_status st = node->op->plan(node, g, err);
+    wq_op_kernel k = {NULL, NULL};
+    wq_status st = node->op->plan(node, g, &k, err);
+    node->rec.kernel = k.name;
+    node->rec.kernel_isa = k.isa;
     if (st != WQ_OK) {
       wq_error_set_node(err, node->name);
       return st;

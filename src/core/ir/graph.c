@@ -64,6 +64,24 @@ void wq_attr_clear(wq_attr *a) {
   memset(a, 0, sizeof *a);
 }
 
+void wq_decision_clear(wq_decision *d) {
+  free(d->detail);
+  for (int k = 0; k < d->n_sources; k++)
+    free(d->sources[k]);
+  free(d->sources);
+  free(d->layout_as_is);
+  memset(d, 0, sizeof *d);
+}
+
+wq_status wq_node_set_detail(wq_node *node, const char *detail, wq_error *err) {
+  char *copy = wq_strdup(detail);
+  if (!copy)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "out of memory");
+  free(node->rec.detail);
+  node->rec.detail = copy;
+  return WQ_OK;
+}
+
 void wq_node_clear(wq_node *n) {
   if (n->op && n->op->free_state && n->op_state)
     n->op->free_state(n->op_state);
@@ -72,7 +90,7 @@ void wq_node_clear(wq_node *n) {
   free(n->domain);
   free(n->inputs);
   free(n->outputs);
-  free(n->layout_as_is);
+  wq_decision_clear(&n->rec);
   for (int i = 0; i < n->n_attrs; i++)
     wq_attr_clear(&n->attrs[i]);
   free(n->attrs);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decision.h"
 #include "dtype.h"
 #include "status.h"
 #include "value.h"
@@ -76,18 +77,7 @@ typedef struct {
   int n_attrs;
   const struct wq_op *op; /* registry entry, resolved by wq_graph_resolve_ops */
   void *op_state;         /* op->prepare's parsed attributes, freed by op->free_state */
-  int reason;             /* partitioning decision (passes/partition.h wq_reason), 0 undecided */
-  /* The layout pass's decision record (passes/layout_int8.h): why code
-   * (WQ_LWHY_*, 0 not planned), label (1 channels-last), and per input 1
-   * when it was read as its producer wrote it (owned, [n_inputs], NULL
-   * when none was). */
-  unsigned char layout_why, layout_last;
-  unsigned char *layout_as_is;
-  int64_t layout_flip; /* free label: what the other label alone would add to the planned bytes */
-  /* The plan hook's kernel record (static strings, NULL before planning or
-   * for nodes without one): the kernel it runs ("im2col_gemm", "gemv")
-   * and the ISA of the variant that runs it ("ref", "simd128", ...). */
-  const char *kernel, *kernel_isa;
+  wq_decision rec;        /* what the pipeline decided for it (ir/decision.h) */
 } wq_node;
 
 typedef struct {
@@ -141,6 +131,8 @@ wq_node *wq_graph_add_node(wq_graph *g);
 /* Removes node i (frees its contents) keeping order. */
 void wq_graph_remove_node(wq_graph *g, int i);
 void wq_node_clear(wq_node *n);
+/* Sets the decision record's detail sentence (a copy, replacing any). */
+wq_status wq_node_set_detail(wq_node *node, const char *detail, wq_error *err);
 void wq_tensor_clear(wq_tensor *t);
 void wq_attr_clear(wq_attr *a);
 

@@ -27,8 +27,9 @@ enum { TYPE_TENSOR = 1, TTYPE_ELEM_TYPE = 1, TTYPE_SHAPE = 2 };
 enum { SHAPE_DIM = 1, DIM_VALUE = 1, DIM_PARAM = 2 };
 enum { TP_DIMS = 1, TP_DATA_TYPE = 2, TP_NAME = 8, TP_RAW_DATA = 9 };
 
-/* Attributes the toolkit stores on nodes for itself (the lowering's
- * "wasmq.lowering" note) start with this and are never written. */
+/* Attributes named for the toolkit itself start with this and are never
+ * written (the pipeline's decisions live in each node's record, not in
+ * attributes). */
 #define INTERNAL_ATTR_PREFIX "wasmq."
 #define INTERNAL_DOMAIN "wasmq"
 

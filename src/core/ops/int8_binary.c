@@ -45,7 +45,9 @@ static wq_status qbinary_infer(const wq_node *node, const wq_value *in, wq_value
   return wq_broadcast_shapes(&in[0], &in[1], &out[0].rank, out[0].dims, node->name, err);
 }
 
-static wq_status qbinary_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qbinary_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
+                              wq_error *err) {
+  (void)kernel;
   qbinary_state *s = node->op_state;
   const wq_qparams *qa, *qb, *qy;
   wq_qbinary_params *p = &s->params;

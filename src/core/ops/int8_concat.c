@@ -104,7 +104,9 @@ static bool same_per_tensor(float s1, int32_t z1, wq_dtype d1, float s2, int32_t
   return s1 == s2 && z1 == z2 && d1 == d2;
 }
 
-static wq_status qconcat_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qconcat_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
+                              wq_error *err) {
+  (void)kernel;
   qconcat_state *s = node->op_state;
   const wq_qparams *qy;
   float sy;

@@ -10,7 +10,7 @@
  * channels-first runs wq_int8_conv_ref on weights prepacked zero-point-free
  * with the bias and per-channel multipliers; channels-last (the layout pass
  * makes int8 regions so) runs the SIMD algorithms of kernels/qconv.h, the
- * one chosen appended to the node's lowering note. y has x's layout. */
+ * one chosen returned as the plan's kernel. y has x's layout. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +18,6 @@
 #include "../kernels/qconv.h"
 #include "../kernels/ref/int8_conv_ref.h"
 #include "../kernels/ref/quant_ref.h"
-#include "../passes/layout_int8.h"
 #include "int8_common.h"
 #include "nn_window.h"
 
@@ -117,7 +116,8 @@ static wq_status qconv_shape(const wq_node *node, const wq_value *x, const wq_va
   return WQ_OK;
 }
 
-static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
+                                 wq_error *err) {
   qconv_state *s = node->op_state;
   if (s->y_dtype == WQ_DT_INT32)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
@@ -212,8 +212,8 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *err
   for (int i = 0; i < geo.n_spatial; i++)
     s->y_item *= geo.out[i];
   s->planned = true;
-  node->kernel = wq_qconv_algo_name(s->plan.algo);
-  node->kernel_isa = wq_isa_name(s->plan.config->isa);
+  kernel->name = wq_qconv_algo_name(s->plan.algo);
+  kernel->isa = wq_isa_name(s->plan.config->isa);
   return WQ_OK;
 }
 
@@ -285,12 +285,12 @@ static wq_status qconv_ref_plan(wq_node *node, const wq_graph *g, wq_error *err)
 }
 
 /* The kernel follows x's layout (the tensor's, as the layout pass left it). */
-static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qconv_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel, wq_error *err) {
   qconv_state *s = node->op_state;
   const wq_tensor *x = &g->tensors[node->inputs[0]];
   s->planned = false;
   s->channels_last = wq_layout_channels_last(x->layout, x->rank);
-  return s->channels_last ? qconv_nhwc_plan(node, g, err) : qconv_ref_plan(node, g, err);
+  return s->channels_last ? qconv_nhwc_plan(node, g, kernel, err) : qconv_ref_plan(node, g, err);
 }
 
 static int64_t qconv_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {

@@ -131,7 +131,7 @@ static wq_status qgemm_infer(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel, wq_error *err) {
   qgemm_state *s = node->op_state;
   const wq_tensor *w;
   WQ_TRY(wq_int8_constant_input(node, g, 1, "w", &w, err));
@@ -196,8 +196,8 @@ static wq_status qgemm_plan(wq_node *node, const wq_graph *g, wq_error *err) {
   }
   /* The decision record: the packed variant, else the reference loop. */
   const wq_value av = wq_tensor_value(&g->tensors[node->inputs[0]]);
-  node->kernel = wq_qgemm_kernel_name(wq_value_shape_known(&av) ? wq_value_numel(&av) / K : 0);
-  node->kernel_isa = wq_isa_name(s->has_packed ? s->packed.config->isa : WQ_ISA_REF);
+  kernel->name = wq_qgemm_kernel_name(wq_value_shape_known(&av) ? wq_value_numel(&av) / K : 0);
+  kernel->isa = wq_isa_name(s->has_packed ? s->packed.config->isa : WQ_ISA_REF);
   s->planned = true;
   return WQ_OK;
 }

@@ -85,7 +85,8 @@ static wq_status qpool_infer(const wq_node *node, const wq_value *in, wq_value *
   return WQ_OK;
 }
 
-static wq_status qpool_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status qpool_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel, wq_error *err) {
+  (void)kernel;
   qpool_state *s = node->op_state;
   const wq_qparams *qx, *qy;
   WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));

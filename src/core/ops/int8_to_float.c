@@ -155,7 +155,8 @@ static wq_status channel_floats(const wq_node *node, const wq_graph *g, int k, i
   return WQ_OK;
 }
 
-static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
+                               wq_error *err) {
   to_float_state *s = node->op_state;
   const wq_tensor *w;
   WQ_TRY(wq_int8_constant_input(node, g, 1, "w", &w, err));
@@ -246,11 +247,11 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_error *err) 
   s->y_last = s->conv && wq_layout_channels_last(y->layout, y->rank);
   s->planned = true;
   if (s->conv) {
-    node->kernel = wq_qconv_algo_name(s->conv_plan.algo);
-    node->kernel_isa = wq_isa_name(s->conv_plan.config->isa);
+    kernel->name = wq_qconv_algo_name(s->conv_plan.algo);
+    kernel->isa = wq_isa_name(s->conv_plan.config->isa);
   } else {
-    node->kernel = wq_qgemm_kernel_name(wq_value_shape_known(&xv) ? wq_value_numel(&xv) / s->K : 0);
-    node->kernel_isa = wq_isa_name(s->gemm.config->isa);
+    kernel->name = wq_qgemm_kernel_name(wq_value_shape_known(&xv) ? wq_value_numel(&xv) / s->K : 0);
+    kernel->isa = wq_isa_name(s->gemm.config->isa);
   }
   return WQ_OK;
 }

@@ -145,7 +145,9 @@ static wq_status matmul_run(const wq_node *node, const wq_value *in, wq_value *o
   return WQ_OK;
 }
 
-static wq_status matmul_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status matmul_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
+                             wq_error *err) {
+  (void)kernel;
   const wq_tensor *a = &g->tensors[node->inputs[0]], *b = &g->tensors[node->inputs[1]];
   int64_t rows = 1;
   for (int d = 0; d + 1 < a->rank; d++)

@@ -134,6 +134,13 @@ typedef enum wq_quant_role {
   WQ_QROLE_SHARED,
 } wq_quant_role;
 
+/* A plan hook's kernel choice: its name ("im2col_gemm", "gemv") and the
+ * ISA of the variant that runs it ("ref", "simd128", ...); static strings,
+ * NULL when the op has no choice. */
+typedef struct {
+  const char *name, *isa;
+} wq_op_kernel;
+
 typedef struct wq_op {
   const char *op_type;
   const char *domain; /* "" for ai.onnx */
@@ -179,8 +186,10 @@ typedef struct wq_op {
    * passes), before the first run, with the graph for context: an int8 op
    * reads its tensors' qparams and constant weights here and keeps what it
    * needs (requantization multipliers, prepacked weights, lookup tables) in
-   * node->op_state. */
-  wq_status (*plan)(wq_node *node, const wq_graph *g, wq_error *err);
+   * node->op_state. An op that chooses between kernels says which in
+   * *kernel (zeroed by the caller; the pipeline stores it in the node's
+   * decision record, ir/decision.h). */
+  wq_status (*plan)(wq_node *node, const wq_graph *g, wq_op_kernel *kernel, wq_error *err);
 
   /* Optional, after plan: the bytes the node's plan holds beyond the
    * graph's tensors (packed or widened weights) and, in *scratch, the most

@@ -606,7 +606,9 @@ static wq_status resize_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *er
 }
 
 /* A channels-last X (the layout pass's choice) is planned here. */
-static wq_status resize_plan_hook(wq_node *node, const wq_graph *g, wq_error *err) {
+static wq_status resize_plan_hook(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
+                                  wq_error *err) {
+  (void)kernel;
   const wq_tensor *x = &g->tensors[node->inputs[0]];
   if (!wq_layout_channels_last(x->layout, x->rank))
     return WQ_OK;

@@ -22,10 +22,6 @@ typedef struct {
   wq_layout_stats stats;
 } layout_ctx;
 
-wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err) {
-  return lower_set_why(node, note, err);
-}
-
 const char *wq_layout_why_name(int why) {
   static const char *const names[] = {"NOT_PLANNED", "DECLARED",       "KERNEL_CHANNELS_LAST",
                                       "PLANNED",     "FUSED_BOUNDARY", "AS_WRITTEN",
@@ -132,12 +128,12 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
   if (st == WQ_OK) {
     n.inputs[0] = from;
     n.n_inputs = 1;
-    n.reason = WQ_REASON_TRANSITION;
+    n.rec.reason = WQ_REASON_TRANSITION;
     n.outputs[0] = to;
     n.n_outputs = 1;
-    n.layout_why = WQ_LWHY_TRANSITION;
-    n.layout_last = to_nhwc;
-    st = wq_layout_set_note(&n, note, err);
+    n.rec.layout_why = WQ_LWHY_TRANSITION;
+    n.rec.layout_last = to_nhwc;
+    st = wq_node_set_detail(&n, note, err);
   }
   if (st == WQ_OK)
     st = push_node(c, &n, err);
@@ -517,9 +513,9 @@ static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool la
   for (int k = 0; k < n->n_inputs; k++) {
     const int t = n->inputs[k];
     if (reads_as_is(c->g, r, i, n, k)) {
-      if (!n->layout_as_is && !(n->layout_as_is = calloc((size_t)n->n_inputs, 1)))
+      if (!n->rec.layout_as_is && !(n->rec.layout_as_is = calloc((size_t)n->n_inputs, 1)))
         return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
-      n->layout_as_is[k] = 1; /* the transitions' needed_by leave it out */
+      n->rec.layout_as_is[k] = 1; /* the transitions' needed_by leave it out */
       n->inputs[k] = as_written(c, t);
     } else if (last && arg_follows(c->g, r, i, n, k)) {
       WQ_TRY(nhwc_of(c, t, &n->inputs[k], err)); /* converts it when not yet channels-last */
@@ -531,17 +527,17 @@ static wq_status place_node(layout_ctx *c, const layout_roles *r, int i, bool la
   /* The decision record: the label and why it is that one. */
   for (int k = 0; k < n->n_outputs; k++)
     declared = declared || movable(c->g, n->outputs[k]);
-  n->layout_last = last;
+  n->rec.layout_last = last;
   if (role_free(role))
-    n->layout_why = last && (role == ROLE_QUANTIZE || role == ROLE_DEQUANTIZE)
-                        ? WQ_LWHY_FUSED_BOUNDARY
-                        : WQ_LWHY_PLANNED;
+    n->rec.layout_why = last && (role == ROLE_QUANTIZE || role == ROLE_DEQUANTIZE)
+                            ? WQ_LWHY_FUSED_BOUNDARY
+                            : WQ_LWHY_PLANNED;
   else if (role != ROLE_PLAIN)
-    n->layout_why = WQ_LWHY_KERNEL_LAST;
+    n->rec.layout_why = WQ_LWHY_KERNEL_LAST;
   else
-    n->layout_why = declared          ? WQ_LWHY_DECLARED
-                    : n->layout_as_is ? WQ_LWHY_AS_WRITTEN
-                                      : WQ_LWHY_NOT_PLANNED;
+    n->rec.layout_why = declared              ? WQ_LWHY_DECLARED
+                        : n->rec.layout_as_is ? WQ_LWHY_AS_WRITTEN
+                                              : WQ_LWHY_NOT_PLANNED;
   if (last && role == ROLE_QUANTIZE) {
     WQ_TRY(twin_output(c, n, err));
     c->stats.transitions++; /* fused: it writes channels-last codes from channels-first floats */
@@ -600,7 +596,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
     wq_node n = g->nodes[i];
     memset(&g->nodes[i], 0, sizeof g->nodes[i]);
     const bool last = r.var[i] >= 0 ? r.labels[r.var[i]] : r.role[i] != ROLE_PLAIN;
-    n.layout_flip = r.var[i] >= 0 ? flip[r.var[i]] : 0;
+    n.rec.layout_flip = r.var[i] >= 0 ? flip[r.var[i]] : 0;
     st = place_node(&c, &r, i, last, &n, err);
     if (st != WQ_OK && push_node(&c, &n, NULL) != WQ_OK)
       wq_node_clear(&n);

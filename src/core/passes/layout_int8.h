@@ -40,7 +40,7 @@ typedef struct {
   int free_labels;       /* nodes whose label the planner chose */
 } wq_layout_stats;
 
-/* Why a node got its layout label (wq_node.layout_why; the JSON's
+/* Why a node got its layout label (wq_node.rec.layout_why; the JSON's
  * node.layout.why names them, docs/graph-json.md). Stable: append only. */
 enum {
   WQ_LWHY_NOT_PLANNED = 0,    /* no activation of it may move: no label */
@@ -65,9 +65,5 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
  * g->n_nodes entries, may be NULL), one group per tensor that may move. p
  * is initialized here; free it with wq_lplan_free. */
 wq_status wq_layout_problem(const wq_graph *g, wq_lplan *p, int *node_var, wq_error *err);
-
-/* Replaces the node's lowering note (the text `wasmq info --lowered`
- * prints as "why"). */
-wq_status wq_layout_set_note(wq_node *node, const char *note, wq_error *err);
 
 #endif

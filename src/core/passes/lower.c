@@ -237,7 +237,7 @@ static bool reads(const wq_node *n, int t) {
   return false;
 }
 
-/* Gives each lowered node the attribute WQ_LOWER_SOURCES_ATTR: op type and
+/* Gives each lowered node's record its sources: op type and
  * name of what it replaced, in order: itself as written, the
  * DequantizeLinear nodes it no longer reads through, the nodes it absorbed. */
 static wq_status sources_attach(const lower_sources *s, lower_ctx *c, const bool *lowered,
@@ -268,7 +268,7 @@ static wq_status sources_attach(const lower_sources *s, lower_ctx *c, const bool
         list[count++] = s->op_type[j];
         list[count++] = g->nodes[j].name;
       }
-    st = lower_set_strings(n, WQ_LOWER_SOURCES_ATTR, (const char *const *)list, count, err);
+    st = lower_set_sources(n, (const char *const *)list, count, err);
   }
   free(list);
   return st;
@@ -310,7 +310,7 @@ static wq_status lower_run(lower_ctx *c, wq_error *err) {
       if (st == WQ_OK && done && !c->absorbed[i]) {
         lowered[i] = true;
         c->stats.nodes_lowered++;
-        g->nodes[i].reason = WQ_REASON_INT8;
+        g->nodes[i].rec.reason = WQ_REASON_INT8;
         st = lower_note(c, i, c->why, err);
       }
       continue; /* otherwise explained once the others are done */
@@ -323,7 +323,7 @@ static wq_status lower_run(lower_ctx *c, wq_error *err) {
     lowered[i] = done;
     if (done)
       c->stats.nodes_lowered++;
-    g->nodes[i].reason = done ? WQ_REASON_INT8 : c->reason;
+    g->nodes[i].rec.reason = done ? WQ_REASON_INT8 : c->reason;
     char buf[WQ_LOWER_WHY_MAX + 16];
     wq_format(buf, sizeof buf, "%s%s", done ? "" : "stays float: ", c->why);
     st = lower_note(c, i, buf, err);
@@ -338,7 +338,7 @@ static wq_status lower_run(lower_ctx *c, wq_error *err) {
       continue;
     char buf[WQ_LOWER_WHY_MAX];
     boundary_why(c, i, buf, sizeof buf);
-    st = lower_set_why(n, buf, err);
+    st = wq_node_set_detail(n, buf, err);
   }
   /* Nodes on the quantized path that stayed float (counted only). */
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
@@ -402,7 +402,7 @@ wq_status wq_lower_answers_verify(const wq_graph *g, const wq_lower_answer *answ
     const char *differs = NULL;
     if (a->absorbed != (node == NULL))
       differs = a->absorbed ? "absorbed, but it is still there" : "kept, but it is gone";
-    else if (node && node->reason != a->reason)
+    else if (node && node->rec.reason != a->reason)
       differs = "a different reason code";
     else if (node && node->op != want)
       differs = "a different op";
@@ -417,7 +417,7 @@ wq_status wq_lower_answers_verify(const wq_graph *g, const wq_lower_answer *answ
                      "[%s]: %s",
                      wq_reason_name(a->reason), op_name(want), a->why ? a->why : "no note",
                      node ? op_name(node->op) : "nothing",
-                     node ? wq_reason_name(node->reason) : "-", differs);
+                     node ? wq_reason_name(node->rec.reason) : "-", differs);
   }
   return WQ_OK;
 }
@@ -487,7 +487,7 @@ wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, boo
       int id = c.node_id[i];
       a[id].name = wq_strdup(g->nodes[id].name);
       a[id].op = g->nodes[id].op;
-      a[id].reason = c.g->nodes[i].reason;
+      a[id].reason = c.g->nodes[i].rec.reason;
       a[id].absorbed = c.absorbed[i];
       a[id].as = c.dry_as[id];
       a[id].why = c.dry_why[id] ? wq_strdup(c.dry_why[id]) : NULL;

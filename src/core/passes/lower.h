@@ -4,9 +4,10 @@
  * MatMulInteger) become wasmq's own int8 ops (domain "wasmq": QConv, QGemm,
  * QAdd, QMul, QAveragePool, QGlobalAveragePool, QConcat, QLookup) plus the
  * data-movement ops run directly on int8 data. Quantization parameters go on
- * the int8 tensors (wq_tensor.qparams); every node keeps a "why" string
- * (wq_lower_why) saying what it became or why it stayed float, and its
- * code in wq_node.reason (passes/partition.h).
+ * the int8 tensors (wq_tensor.qparams); every node's decision record
+ * (wq_node.rec, ir/decision.h) gets the reason code, the sentence saying
+ * what it became or why it stayed float (wq_lower_why) and, when lowered,
+ * the nodes it replaced.
  *
  * Rules (DESIGN.md "Lowering", seeds 003/004):
  *  - an op's input parameters are those of the DequantizeLinear feeding it,
@@ -83,15 +84,8 @@ void wq_lower_answers_free(wq_lower_answer *a, int n);
 wq_status wq_lower_answers_verify(const wq_graph *g, const wq_lower_answer *answers, int n,
                                   wq_error *err);
 
-/* The attribute holding a node's lowering explanation. */
-#define WQ_LOWER_WHY_ATTR "wasmq.lowering"
-
-/* A lowered node's origin (strings attribute): op type and name of each
- * node it replaced, in pairs: itself as written, the DequantizeLinear nodes
- * it read through, the nodes it absorbed (QuantizeLinear, Relu, ...). */
-#define WQ_LOWER_SOURCES_ATTR "wasmq.sources"
-
-/* The node's lowering explanation, or NULL when the pass did not run. */
+/* The node's decision detail (what it became or why it stayed float), or
+ * NULL when no pass explained it. */
 const char *wq_lower_why(const wq_node *node);
 
 /* One line per node: the op it runs (int8 op with the qparams of its

@@ -216,70 +216,29 @@ wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error 
   return WQ_OK;
 }
 
-wq_status lower_set_why(wq_node *node, const char *why, wq_error *err) {
-  char *copy = wq_strdup(why);
-  if (!copy)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "lowering: out of memory");
-  for (int i = 0; i < node->n_attrs; i++)
-    if (strcmp(node->attrs[i].name, WQ_LOWER_WHY_ATTR) == 0) {
-      free(node->attrs[i].s);
-      node->attrs[i].s = copy;
-      node->attrs[i].s_len = strlen(copy);
-      return WQ_OK;
-    }
-  wq_attr *attrs = realloc(node->attrs, (size_t)(node->n_attrs + 1) * sizeof *attrs);
-  char *name = wq_strdup(WQ_LOWER_WHY_ATTR);
-  if (!attrs || !name) {
-    if (attrs)
-      node->attrs = attrs;
-    free(copy);
-    free(name);
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "lowering: out of memory");
-  }
-  node->attrs = attrs;
-  wq_attr *a = &attrs[node->n_attrs++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = WQ_ATTR_STRING;
-  a->s = copy;
-  a->s_len = strlen(copy);
-  return WQ_OK;
-}
-
-wq_status lower_set_strings(wq_node *node, const char *name, const char *const *s, int n,
-                            wq_error *err) {
+wq_status lower_set_sources(wq_node *node, const char *const *s, int n, wq_error *err) {
   char **copy = calloc((size_t)n + 1, sizeof *copy);
-  char *attr_name = wq_strdup(name);
-  bool ok = copy && attr_name;
+  bool ok = copy != NULL;
   for (int k = 0; ok && k < n; k++)
     ok = (copy[k] = wq_strdup(s[k])) != NULL;
-  wq_attr *attrs = ok ? realloc(node->attrs, (size_t)(node->n_attrs + 1) * sizeof *attrs) : NULL;
-  if (!attrs) {
+  if (!ok) {
     for (int k = 0; copy && k < n; k++)
       free(copy[k]);
     free(copy);
-    free(attr_name);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "lowering: out of memory");
   }
-  node->attrs = attrs;
-  for (int i = 0; i < node->n_attrs; i++)
-    if (strcmp(node->attrs[i].name, name) == 0) {
-      wq_attr_clear(&node->attrs[i]);
-      node->attrs[i] = node->attrs[--node->n_attrs];
-      break;
-    }
-  wq_attr *a = &node->attrs[node->n_attrs++];
-  memset(a, 0, sizeof *a);
-  a->name = attr_name;
-  a->type = WQ_ATTR_STRINGS;
-  a->strings = copy;
-  a->count = (size_t)n;
+  wq_decision *d = &node->rec;
+  for (int k = 0; k < d->n_sources; k++)
+    free(d->sources[k]);
+  free(d->sources);
+  d->sources = copy;
+  d->n_sources = n;
   return WQ_OK;
 }
 
 wq_status lower_note(lower_ctx *c, int i, const char *why, wq_error *err) {
   if (!c->dry)
-    return lower_set_why(&c->g->nodes[i], why, err);
+    return wq_node_set_detail(&c->g->nodes[i], why, err);
   char *copy = wq_strdup(why);
   if (!copy)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, c->g->nodes[i].name, "lowering: out of memory");
@@ -372,10 +331,7 @@ wq_graph *lower_shadow_new(const wq_graph *g) {
   return NULL;
 }
 
-const char *wq_lower_why(const wq_node *node) {
-  const wq_attr *a = wq_node_attr(node, WQ_LOWER_WHY_ATTR);
-  return a && a->type == WQ_ATTR_STRING ? a->s : NULL;
-}
+const char *wq_lower_why(const wq_node *node) { return node->rec.detail; }
 
 /* ---- cleanup --------------------------------------------------------------- */
 

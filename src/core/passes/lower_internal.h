@@ -83,9 +83,7 @@ int lower_add_constant(lower_ctx *c, const char *base, const char *suffix, wq_dt
 /* Gives tensor t its own copy of qp (replacing any). */
 wq_status lower_set_qparams(lower_ctx *c, int t, const wq_qparams *qp, wq_error *err);
 
-/* Sets the node's why attribute (replacing a previous one). */
-wq_status lower_set_why(wq_node *node, const char *why, wq_error *err);
-/* Node i's note: its why attribute, or in a check the note recorded for it. */
+/* Node i's note: its record's detail, or in a check the note recorded for it. */
 wq_status lower_note(lower_ctx *c, int i, const char *why, wq_error *err);
 const char *lower_note_of(const lower_ctx *c, int i);
 /* Node i's op type as the lowering has left it so far (in a check, the op
@@ -99,9 +97,8 @@ const char *lower_op_type(const lower_ctx *c, int i);
 wq_graph *lower_shadow_new(const wq_graph *g);
 /* Frees what the shadow owns; `borrowed` is g's tensor count when it was made. */
 void lower_shadow_free(wq_graph *s, int borrowed);
-/* Sets a strings attribute (copies of s[0..n), replacing a previous one). */
-wq_status lower_set_strings(wq_node *node, const char *name, const char *const *s, int n,
-                            wq_error *err);
+/* Sets the record's sources (copies of s[0..n), replacing previous ones). */
+wq_status lower_set_sources(wq_node *node, const char *const *s, int n, wq_error *err);
 
 /* Removes absorbed nodes, then DequantizeLinear nodes nobody reads, and
  * releases the data of constants nothing reads any more. */

@@ -85,14 +85,15 @@ char *wq_lower_describe(const wq_graph *g) {
     const char *why = wq_lower_why(n);
     if (why)
       wq_text_put(&t, "      why: %s\n", why);
-    if (n->kernel)
-      wq_text_put(&t, "      kernel: %s (%s)\n", n->kernel, n->kernel_isa ? n->kernel_isa : "");
-    if (n->layout_why) /* the layout pass's decision record */
+    if (n->rec.kernel)
+      wq_text_put(&t, "      kernel: %s (%s)\n", n->rec.kernel,
+                  n->rec.kernel_isa ? n->rec.kernel_isa : "");
+    if (n->rec.layout_why) /* the layout pass's decision record */
       wq_text_put(&t, "      layout: %s %s\n",
-                  n->layout_why == WQ_LWHY_AS_WRITTEN ? "any"
-                  : n->layout_last                    ? "NHWC"
-                                                      : "NCHW",
-                  wq_layout_why_name(n->layout_why));
+                  n->rec.layout_why == WQ_LWHY_AS_WRITTEN ? "any"
+                  : n->rec.layout_last                    ? "NHWC"
+                                                          : "NCHW",
+                  wq_layout_why_name(n->rec.layout_why));
   }
   return wq_text_take(&t);
 }

@@ -93,7 +93,7 @@ static bool moves_int8(const wq_graph *g, const wq_node *n) {
 }
 
 static wq_backend backend_of(const wq_graph *g, const wq_node *n) {
-  if (n->reason == WQ_REASON_MODE_FP || n->reason == WQ_REASON_SHAPE)
+  if (n->rec.reason == WQ_REASON_MODE_FP || n->rec.reason == WQ_REASON_SHAPE)
     return is_quantized_file_op(n) ? WQ_BACKEND_INT8_REF : WQ_BACKEND_FLOAT;
   if (kind_of(n) == WQ_INT8_KERNEL || is_boundary(n))
     return WQ_BACKEND_INT8_SIMD;
@@ -161,17 +161,18 @@ static wq_status walk(wq_graph *g, wq_partition_mode mode, wq_partition_stats *s
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     wq_node *n = &g->nodes[i];
     if (computes_shapes(g, n) && !is_boundary(n))
-      n->reason = WQ_REASON_SHAPE;
+      n->rec.reason = WQ_REASON_SHAPE;
     else if (mode == WQ_PARTITION_FP)
-      n->reason = WQ_REASON_MODE_FP;
+      n->rec.reason = WQ_REASON_MODE_FP;
     else if (is_boundary(n))
-      n->reason = WQ_REASON_BOUNDARY;
-    else if (n->reason == WQ_REASON_NONE)
-      n->reason = backend_of(g, n) == WQ_BACKEND_FLOAT ? WQ_REASON_NOT_QUANTIZED : WQ_REASON_INT8;
+      n->rec.reason = WQ_REASON_BOUNDARY;
+    else if (n->rec.reason == WQ_REASON_NONE)
+      n->rec.reason =
+          backend_of(g, n) == WQ_BACKEND_FLOAT ? WQ_REASON_NOT_QUANTIZED : WQ_REASON_INT8;
     wq_backend b = backend_of(g, n);
-    if (n->reason == WQ_REASON_SHAPE) {
+    if (n->rec.reason == WQ_REASON_SHAPE) {
       s.shape++;
-    } else if (n->reason == WQ_REASON_BOUNDARY) {
+    } else if (n->rec.reason == WQ_REASON_BOUNDARY) {
       s.boundary++;
     } else if (b != WQ_BACKEND_FLOAT) {
       s.int8++;
@@ -180,14 +181,14 @@ static wq_status walk(wq_graph *g, wq_partition_mode mode, wq_partition_stats *s
       if (mode == WQ_PARTITION_FP)
         continue;
       if (!on_quantized_path(g, n, producer, quantized_by)) {
-        n->reason = WQ_REASON_NOT_QUANTIZED;
+        n->rec.reason = WQ_REASON_NOT_QUANTIZED;
         continue;
       }
-      if (n->reason == WQ_REASON_NOT_QUANTIZED || n->reason == WQ_REASON_INT8)
-        n->reason = WQ_REASON_UNSUPPORTED_OP;
+      if (n->rec.reason == WQ_REASON_NOT_QUANTIZED || n->rec.reason == WQ_REASON_INT8)
+        n->rec.reason = WQ_REASON_UNSUPPORTED_OP;
       s.on_path++;
       if (mode == WQ_PARTITION_INT)
-        st = fail_int_mode(n, n->reason, wq_lower_why(n), err);
+        st = fail_int_mode(n, n->rec.reason, wq_lower_why(n), err);
     }
   }
   free(producer);
@@ -227,7 +228,7 @@ wq_status wq_partition_check_int(const wq_graph *g, const bool *gone, const bool
     if (gone[i] || rewritten[i] || is_boundary(n) || computes_shapes(g, n) ||
         backend_of(g, n) != WQ_BACKEND_FLOAT || !on_quantized_path(g, n, producer, quantized_by))
       continue;
-    int code = n->reason;
+    int code = n->rec.reason;
     if (code == WQ_REASON_NONE || code == WQ_REASON_NOT_QUANTIZED || code == WQ_REASON_INT8)
       code = WQ_REASON_UNSUPPORTED_OP;
     st = fail_int_mode(n, code, why[i], err);
@@ -259,7 +260,8 @@ static int find_root(int *parent, int i) {
 
 /* Node i computes shapes only (counted apart from the float nodes). */
 static bool shape_node(const wq_graph *g, const wq_node *n) {
-  return n->reason == WQ_REASON_SHAPE || (n->reason == WQ_REASON_NONE && computes_shapes(g, n));
+  return n->rec.reason == WQ_REASON_SHAPE ||
+         (n->rec.reason == WQ_REASON_NONE && computes_shapes(g, n));
 }
 
 /* Node i is one of the report's float nodes (r->floats). */
@@ -293,7 +295,7 @@ wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, w
       r->int8++;
     else
       r->floats++;
-    if (n->reason == WQ_REASON_TRANSITION) {
+    if (n->rec.reason == WQ_REASON_TRANSITION) {
       r->transitions++;
       r->transition_bytes += n->n_outputs > 0 && n->outputs[0] >= 0
                                  ? wq_transition_bytes(&g->tensors[n->outputs[0]])
@@ -353,16 +355,16 @@ char *wq_partition_summary(const wq_graph *g, const wq_partition_report *r) {
       continue;
     bool seen = false;
     for (int j = 0; j < i && !seen; j++)
-      seen = counted_float(g, r, j) && g->nodes[j].reason == n->reason &&
+      seen = counted_float(g, r, j) && g->nodes[j].rec.reason == n->rec.reason &&
              strcmp(g->nodes[j].op_type, n->op_type) == 0;
     if (seen)
       continue;
     int count = 0;
     for (int j = i; j < g->n_nodes; j++)
-      count += counted_float(g, r, j) && g->nodes[j].reason == n->reason &&
+      count += counted_float(g, r, j) && g->nodes[j].rec.reason == n->rec.reason &&
                strcmp(g->nodes[j].op_type, n->op_type) == 0;
     wq_text_put(&t, "%s%s x%d %s", listed ? ", " : " (", n->op_type, count,
-                wq_reason_name(n->reason));
+                wq_reason_name(n->rec.reason));
     listed++;
   }
   if (listed)

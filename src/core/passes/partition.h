@@ -1,14 +1,14 @@
 /* Partitioning: which backend runs each node, why, and the int8 regions.
  *
- * Every node carries a reason code (wq_node.reason, one of wq_reason): the
+ * Every node carries a reason code (wq_node.rec.reason, one of wq_reason): the
  * int8 lowering sets it on each node it tries (INT8 when it rewrote the
  * node onto an int8 kernel, otherwise the first condition that kept it
  * float), and the partition pass, right after lowering, gives every other
  * node one (BOUNDARY for the Quantize/DequantizeLinear left at a region's
  * edge, SHAPE for integer shape plumbing, NOT_QUANTIZED for a float node
  * off the quantized path, MODE_FP in fp mode); the layout pass marks its
- * transitions TRANSITION. The human sentence stays in the node's lowering
- * note (wq_lower_why).
+ * transitions TRANSITION. The human sentence is the record's detail
+ * (wq_lower_why).
  *
  * Modes (wq_load_options.partition):
  *  - int+fp (default): int8 where the lowering can, float islands with
