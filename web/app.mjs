@@ -2,7 +2,7 @@
 // same data/render modules as `wasmq render`; layout in a Worker), the side
 // panel, search, overlays, memory lanes, export, and runs in a Worker.
 import svgPanZoom from 'svg-pan-zoom';
-import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum, LAYOUT_WHY, layoutLabel, layoutMargin, transitionAt, transitionWhy } from '../src/js/graph/data.mjs';
+import { toDrawable, nodeData, parseNodeData, memoryLanes, tensorLabel, capabilityLabel, colourKey, BACKEND_COLOURS, fmtBytes, fmtNum, LAYOUT_WHY, layoutLabel, layoutMargin, transitionAt, transitionWhy, transitionBytes } from '../src/js/graph/data.mjs';
 import { renderSvg, renderLanesSvg, legendHtml, escapeXml } from '../src/js/graph/render.mjs';
 import { randomArray } from '../src/js/random.mjs';
 import { readOnnxNodes, weightStats } from '../src/js/graph/onnx_nodes.mjs';
@@ -282,12 +282,12 @@ function layoutHtml(g, n) {
   let html = `<dt>layout</dt><dd data-layout-why="${escapeXml(n.layout.why)}"><code>${escapeXml(layoutLabel(n))}</code><br>${escapeXml(LAYOUT_WHY[n.layout.why] ?? '')}${layoutMargin(n) ? `<br><span data-other-bytes="${n.layout.other_bytes}">${escapeXml(layoutMargin(n))}</span>` : ''}</dd>`;
   const t = transitionAt(g, n.id);
   if (t) {
-    html += `<dt>transition</dt><dd class="why" data-needed-by="${t.needed_by.join(' ')}" data-bytes="${t.bytes}" data-producer="${t.producer}">${escapeXml(transitionWhy(g, t))}</dd>`;
+    html += `<dt>transition</dt><dd class="why" data-needed-by="${t.needed_by.join(' ')}" data-bytes="${t.bytes}" data-planned-bytes="${t.planned_bytes ?? ''}" data-producer="${t.producer}">${escapeXml(transitionWhy(g, t))}</dd>`;
   }
   const needed = g.transitions.filter((x) => x.needed_by?.includes(n.id));
   if (needed.length) {
     html += `<dt>needs</dt><dd data-needs="${needed.map((x) => x.node).join(' ')}">${needed
-      .map((x) => `${escapeXml(g.nodes[x.node].op)} '${escapeXml(g.nodes[x.node].name)}' (${x.from}→${x.to}, ${x.fused ? 'fused' : fmtBytes(x.bytes)})`)
+      .map((x) => `${escapeXml(g.nodes[x.node].op)} '${escapeXml(g.nodes[x.node].name)}' (${x.from}→${x.to}, ${escapeXml(transitionBytes(x))})`)
       .join('<br>')}</dd>`;
   }
   return html;

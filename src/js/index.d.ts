@@ -288,6 +288,8 @@ export interface GraphLayoutDecision {
   why: LayoutWhy;
   /** A free node: how many bytes the planner's total would grow by if only this node took the other label (0: a tie, declared preferred); null when fixed. */
   other_bytes: number | null;
+  /** The bytes per run the layout planner charged to this node: a transition's tensor, a channels-first Resize/DepthToSpace's gather; 0 otherwise. Their sum is the layout_int8 pass's planned_bytes. */
+  planned_bytes: number;
 }
 
 /** A layout transition: explicit (a ToNHWC/ToNCHW node) or fused into a boundary Quantize/DequantizeLinear. */
@@ -299,6 +301,8 @@ export interface GraphTransition {
   tensor_out: number;
   /** Bytes moved per run (per batch item when the batch is symbolic); 0 when fused. */
   bytes: number;
+  /** What the layout planner counted for this transition (its node's layout.planned_bytes); equal to bytes when the planner's model holds. */
+  planned_bytes: number;
   region: number;
   fused: boolean;
   /** The nodes that read tensor_out in the `to` order because they needed it (readers of any layout left out). */

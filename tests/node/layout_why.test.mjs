@@ -59,7 +59,7 @@ function checkRecords(g) {
     assert.ok(t.needed_by.length > 0 || t.graph_output, `transition at node ${t.node} needed by nobody`);
     assert.equal(t.producer, g.tensors[t.tensor_in].producer);
     if (t.producer >= 0) assert.deepEqual(t.producer_layout, g.nodes[t.producer].layout);
-    else assert.deepEqual(t.producer_layout, { label: 'NCHW', fixed: true, why: 'DECLARED', other_bytes: null });
+    else assert.deepEqual(t.producer_layout, { label: 'NCHW', fixed: true, why: 'DECLARED', other_bytes: null, planned_bytes: 0 });
   }
   const s = layoutStats(g);
   assert.equal(s.exact, 1);
@@ -73,14 +73,14 @@ test('conv -> relu -> concat(second quantized input) -> conv: why each node has 
   const { g } = await graphOf(readFileSync(path.join(REPO, 'tests/models/seed003_qdq.onnx')));
   checkRecords(g);
   const rec = (name) => byName(g, name).layout;
-  assert.deepEqual(rec('Conv_c1'), { label: 'NHWC', fixed: true, why: 'KERNEL_CHANNELS_LAST', other_bytes: null });
-  assert.deepEqual(rec('Conv_out'), { label: 'NHWC', fixed: true, why: 'KERNEL_CHANNELS_LAST', other_bytes: null });
+  assert.deepEqual(rec('Conv_c1'), { label: 'NHWC', fixed: true, why: 'KERNEL_CHANNELS_LAST', other_bytes: null, planned_bytes: 0 });
+  assert.deepEqual(rec('Conv_out'), { label: 'NHWC', fixed: true, why: 'KERNEL_CHANNELS_LAST', other_bytes: null, planned_bytes: 0 });
   // The Concat reads any layout: the planner put it channels-last. Alone
   // channels-first it would convert its two 8x16x16 inputs and its 16x16x16
   // result: 2,048 + 2,048 + 4,096 B more.
-  assert.deepEqual(rec('Concat_cat'), { label: 'NHWC', fixed: false, why: 'PLANNED', other_bytes: 8192 });
+  assert.deepEqual(rec('Concat_cat'), { label: 'NHWC', fixed: false, why: 'PLANNED', other_bytes: 8192, planned_bytes: 0 });
   // A fused QuantizeLinear alone channels-first: its codes (3x16x16, 8x16x16) converted; the result's 4x16x16.
-  for (const [q, b] of [['Q_x', 768], ['Q_y', 2048], ['DQ_out_f', 1024]]) assert.deepEqual(rec(q), { label: 'NHWC', fixed: false, why: 'FUSED_BOUNDARY', other_bytes: b });
+  for (const [q, b] of [['Q_x', 768], ['Q_y', 2048], ['DQ_out_f', 1024]]) assert.deepEqual(rec(q), { label: 'NHWC', fixed: false, why: 'FUSED_BOUNDARY', other_bytes: b, planned_bytes: 0 });
   // x into NHWC for the conv c1; y for the concat (channels-last because
   // conv 'out' reads it); the result back to NCHW for the graph output.
   const names = (t) => t.needed_by.map((i) => g.nodes[i].name);
@@ -110,10 +110,10 @@ test('an explicit ToNHWC (80 channels: no fused Quantize) is needed by the chann
   assert.equal(to.length, 1);
   const [t] = to;
   assert.deepEqual([t.from, t.to, t.bytes], ['NCHW', 'NHWC', 2880]);
-  assert.deepEqual(g.nodes[t.node].layout, { label: 'NHWC', fixed: true, why: 'TRANSITION', other_bytes: null });
+  assert.deepEqual(g.nodes[t.node].layout, { label: 'NHWC', fixed: true, why: 'TRANSITION', other_bytes: null, planned_bytes: 2880 });
   assert.deepEqual(t.needed_by.map((i) => [g.nodes[i].op, g.nodes[i].layout.why, g.nodes[i].layout.label]), [['QAdd', 'PLANNED', 'NHWC']]);
   // y's QuantizeLinear: more than 64 channels, it cannot write channels-last itself.
-  assert.deepEqual([g.nodes[t.producer].op, t.producer_layout], ['QuantizeLinear', { label: 'NCHW', fixed: true, why: 'DECLARED', other_bytes: null }]);
+  assert.deepEqual([g.nodes[t.producer].op, t.producer_layout], ['QuantizeLinear', { label: 'NCHW', fixed: true, why: 'DECLARED', other_bytes: null, planned_bytes: 0 }]);
   assert.equal(byName(g, 'Identity_i').layout.why, 'PLANNED');
   assert.equal(layoutStats(g).planned_bytes, 2880);
 });
@@ -139,7 +139,7 @@ test('needed_by leaves out a reader of the converted tensor that reads any layou
   assert.deepEqual([t.from, t.to, t.bytes], ['NHWC', 'NCHW', 8]);
   assert.deepEqual(t.needed_by.map((i) => [g.nodes[i].op, g.nodes[i].layout.why]), [['Slice', 'DECLARED']]);
   const flat = g.nodes.find((n) => n.op === 'Flatten');
-  assert.deepEqual(flat.layout, { label: null, fixed: true, why: 'AS_WRITTEN', other_bytes: null });
+  assert.deepEqual(flat.layout, { label: null, fixed: true, why: 'AS_WRITTEN', other_bytes: null, planned_bytes: 0 });
   assert.ok(g.tensors[t.tensor_out].consumers.includes(flat.id), 'the Flatten reads the converted tensor too');
   assert.deepEqual([g.nodes[t.producer].op, t.producer_layout.why], ['QGlobalAveragePool', 'KERNEL_CHANNELS_LAST']);
 });
@@ -172,7 +172,7 @@ test('ops_qdq: a ToNCHW before a channels-first QLookup; the records are byte-id
   assert.equal(layoutStats(g).planned_bytes, 1024);
   // The QLookup after the ToNCHW: a tie (channels-last, its 2x16x16 result
   // would be converted instead: the same 512 B), so declared.
-  assert.deepEqual(byName(g, 'Q_d2s').layout, { label: 'NCHW', fixed: false, why: 'PLANNED', other_bytes: 0 });
+  assert.deepEqual(byName(g, 'Q_d2s').layout, { label: 'NCHW', fixed: false, why: 'PLANNED', other_bytes: 0, planned_bytes: 0 });
   // report.html: a layout cell per node, a row per transition naming who needed it.
   const html = renderReport(g);
   assert.equal((html.match(/<td data-layout-why="/g) ?? []).length, g.nodes.length);

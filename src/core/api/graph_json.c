@@ -92,7 +92,8 @@ static void put_layout_why(wq_text *t, const wq_decision *d) {
               : last ? "\"NHWC\""
                      : "\"NCHW\"",
               free_label ? "false" : "true", wq_layout_why_name(why));
-  wq_text_put(t, free_label ? "%lld}" : "null}", (long long)d->layout_flip);
+  wq_text_put(t, free_label ? "%lld" : "null", (long long)d->layout_flip);
+  wq_text_put(t, ",\"planned_bytes\":%lld}", (long long)d->planned_bytes);
 }
 
 static void put_nodes(wq_text *t, const wq_graph *g, const wq_partition_report *r) {
@@ -205,7 +206,7 @@ static void put_regions(wq_text *t, const wq_graph *g, const wq_partition_report
       transitions += wq_fused_boundary(g, &g->nodes[i]);
       if (g->nodes[i].rec.reason == WQ_REASON_TRANSITION) {
         transitions++;
-        bytes += wq_transition_bytes(&g->tensors[g->nodes[i].outputs[0]]);
+        bytes += g->nodes[i].rec.moved_bytes;
       }
     }
     wq_text_put(t, "%s{\"id\":%d,\"backend\":\"%s\",\"nodes\":[", id > 1 ? "," : "", id,
@@ -256,11 +257,11 @@ static void put_transitions(wq_text *t, const wq_graph *g, const wq_partition_re
     bool to_nhwc = wq_layout_channels_last(y->layout, y->rank);
     wq_text_put(t,
                 "%s{\"node\":%d,\"from\":\"%s\",\"to\":\"%s\",\"tensor_in\":%d,\"tensor_out\":%d,"
-                "\"bytes\":%lld,\"region\":%d,\"fused\":%s",
+                "\"bytes\":%lld,\"planned_bytes\":%lld,\"region\":%d,\"fused\":%s",
                 listed++ ? "," : "", i, to_nhwc ? "NCHW" : "NHWC", to_nhwc ? "NHWC" : "NCHW",
                 n->inputs[0], n->outputs[0],
-                fused ? 0LL : (long long)wq_transition_bytes(&g->tensors[n->outputs[0]]),
-                r->region[i], fused ? "true" : "false");
+                (long long)n->rec.moved_bytes,
+                (long long)n->rec.planned_bytes, r->region[i], fused ? "true" : "false");
     put_transition_why(t, g, n, producer);
     wq_text_put(t, "}");
   }

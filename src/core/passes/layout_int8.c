@@ -18,6 +18,7 @@ typedef struct {
   int *twin;       /* [n_original] channels-last copy, or -1 */
   bool *nchw_live; /* [n_original] the channels-first tensor is (or will be) written */
   wq_node *order;  /* the new node list */
+  int64_t *charge; /* [n_original + nodes] what the planner charged each group (0: uncut) */
   int n_order, cap_order;
   wq_layout_stats stats;
 } layout_ctx;
@@ -104,8 +105,10 @@ static wq_status push_node(layout_ctx *c, wq_node *n, wq_error *err) {
   return WQ_OK;
 }
 
-/* Appends a wasmq.ToNHWC / ToNCHW node from tensor `from` to `to`. */
-static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, wq_error *err) {
+/* Appends a wasmq.ToNHWC / ToNCHW node from tensor `from` to `to`, a
+ * version of original tensor `orig`. */
+static wq_status push_transition(layout_ctx *c, int orig, int from, int to, bool to_nhwc,
+                                 wq_error *err) {
   const wq_op *op = wq_op_by_id(to_nhwc ? WQ_OPID(to_nhwc) : WQ_OPID(to_nchw));
   wq_node n;
   memset(&n, 0, sizeof n);
@@ -133,6 +136,8 @@ static wq_status push_transition(layout_ctx *c, int from, int to, bool to_nhwc, 
     n.n_outputs = 1;
     n.rec.layout_why = WQ_LWHY_TRANSITION;
     n.rec.layout_last = to_nhwc;
+    n.rec.planned_bytes = c->charge[orig];
+    n.rec.moved_bytes = bytes;
     st = wq_node_set_detail(&n, note, err);
   }
   if (st == WQ_OK)
@@ -153,7 +158,7 @@ static wq_status nhwc_of(layout_ctx *c, int t, int *out, wq_error *err) {
     int u = add_twin(c, t, true, err);
     if (u < 0)
       return WQ_ERR_OUT_OF_MEMORY;
-    WQ_TRY(push_transition(c, t, u, true, err));
+    WQ_TRY(push_transition(c, t, t, u, true, err));
     c->twin[t] = u;
   }
   *out = c->twin[t];
@@ -164,7 +169,7 @@ static wq_status nhwc_of(layout_ctx *c, int t, int *out, wq_error *err) {
 static wq_status ensure_nchw(layout_ctx *c, int t, wq_error *err) {
   if (t < 0 || t >= c->n_original || c->nchw_live[t])
     return WQ_OK;
-  WQ_TRY(push_transition(c, c->twin[t], t, false, err));
+  WQ_TRY(push_transition(c, t, c->twin[t], t, false, err));
   c->nchw_live[t] = true;
   return WQ_OK;
 }
@@ -577,11 +582,16 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
     st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
   if (st == WQ_OK) /* each free label's margin, for the decision records */
     st = wq_lplan_flip_costs(&plan, r.labels, flip, err);
+  /* What the planner charged each tensor and follower, for the records. */
+  if (st == WQ_OK && (!(c.charge = malloc(((size_t)plan.n_groups + 1) * sizeof *c.charge)) ||
+                      wq_lplan_charges(&plan, r.labels, c.charge) < 0))
+    st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "layout: out of memory");
   wq_lplan_free(&plan);
   if (st != WQ_OK) {
     roles_free(&r);
     free(c.twin);
     free(c.nchw_live);
+    free(c.charge);
     free(flip);
     return st;
   }
@@ -597,6 +607,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
     memset(&g->nodes[i], 0, sizeof g->nodes[i]);
     const bool last = r.var[i] >= 0 ? r.labels[r.var[i]] : r.role[i] != ROLE_PLAIN;
     n.rec.layout_flip = r.var[i] >= 0 ? flip[r.var[i]] : 0;
+    n.rec.planned_bytes = c.charge[c.n_original + i]; /* a channels-first follower's gather */
     st = place_node(&c, &r, i, last, &n, err);
     if (st != WQ_OK && push_node(&c, &n, NULL) != WQ_OK)
       wq_node_clear(&n);
@@ -613,6 +624,7 @@ wq_status wq_pass_layout_int8(wq_graph *g, wq_layout_stats *stats, wq_error *err
   roles_free(&r);
   free(c.twin);
   free(c.nchw_live);
+  free(c.charge);
   free(flip);
   c.stats.planned_bytes = planned;
   c.stats.free_labels = r.n_vars;

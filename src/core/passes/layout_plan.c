@@ -32,7 +32,7 @@ wq_status wq_lplan_add(wq_lplan *p, int group, int member, wq_error *err) {
   return WQ_OK;
 }
 
-int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels) {
+int64_t wq_lplan_charges(const wq_lplan *p, const unsigned char *labels, int64_t *charge) {
   unsigned char *seen = calloc((size_t)p->n_groups + 1, 1); /* bit 0: declared, bit 1: last */
   int64_t cost = 0;
   for (int k = 0; seen && k < p->n_pairs; k++) {
@@ -40,10 +40,18 @@ int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels) {
     seen[p->pairs[2 * k]] |=
         (unsigned char)(1 << (m >= 0 ? labels[m] : m == WQ_LPLAN_CHANNELS_LAST));
   }
-  for (int gi = 0; seen && gi < p->n_groups; gi++)
-    cost += seen[gi] == 3 ? p->weight[gi] : 0;
+  for (int gi = 0; seen && gi < p->n_groups; gi++) {
+    const int64_t w = seen[gi] == 3 ? p->weight[gi] : 0;
+    cost += w;
+    if (charge)
+      charge[gi] = w;
+  }
   free(seen);
   return seen ? cost : -1;
+}
+
+int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels) {
+  return wq_lplan_charges(p, labels, NULL);
 }
 
 wq_status wq_lplan_flip_costs(const wq_lplan *p, const unsigned char *labels, int64_t *delta,

@@ -49,6 +49,9 @@ wq_status wq_lplan_add(wq_lplan *p, int group, int member, wq_error *err);
 
 /* The cost of a labeling (labels[v] 0 or 1 per variable). */
 int64_t wq_lplan_cost(const wq_lplan *p, const unsigned char *labels);
+/* The same, and in charge[n_groups] what each group adds to it (its weight
+ * when its members disagree, else 0); -1 out of memory. */
+int64_t wq_lplan_charges(const wq_lplan *p, const unsigned char *labels, int64_t *charge);
 
 /* Fills labels[n_vars] with a minimum-cost labeling (ties as above) and
  * *cost with its cost. */

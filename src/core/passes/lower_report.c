@@ -94,6 +94,9 @@ char *wq_lower_describe(const wq_graph *g) {
                   : n->rec.layout_last                    ? "NHWC"
                                                           : "NCHW",
                   wq_layout_why_name(n->rec.layout_why));
+    if (n->rec.planned_bytes || n->rec.moved_bytes) /* what the layout planner counted */
+      wq_text_put(&t, "      layout bytes: %lld planned, %lld moved per run\n",
+                  (long long)n->rec.planned_bytes, (long long)n->rec.moved_bytes);
   }
   return wq_text_take(&t);
 }

@@ -38,8 +38,8 @@ const char *wq_backend_name(wq_backend b) {
   return b == WQ_BACKEND_INT8_SIMD ? "int8-simd" : b == WQ_BACKEND_INT8_REF ? "int8-ref" : "float";
 }
 
-/* Bytes of t with symbolic dims counted as `unknown` (0: no static size,
- * 1: per batch item); 0 past int64 (declared dims may be anything). */
+/* Bytes of t with symbolic dims counted as `unknown` (0: no static size);
+ * 0 past int64 (declared dims may be anything). */
 static int64_t dims_bytes(const wq_tensor *t, int64_t unknown) {
   int64_t n = t->rank < 0 ? 0 : (int64_t)wq_dtype_size(t->dtype);
   for (int d = 0; d < t->rank; d++)
@@ -49,8 +49,6 @@ static int64_t dims_bytes(const wq_tensor *t, int64_t unknown) {
 }
 
 int64_t wq_tensor_static_bytes(const wq_tensor *t) { return dims_bytes(t, 0); }
-
-int64_t wq_transition_bytes(const wq_tensor *t) { return dims_bytes(t, 1); }
 
 bool wq_fused_boundary(const wq_graph *g, const wq_node *n) {
   if (!n->op || (n->op->int8 != WQ_INT8_QUANTIZE && n->op->int8 != WQ_INT8_DEQUANTIZE) ||
@@ -297,9 +295,7 @@ wq_status wq_partition_report_build(const wq_graph *g, wq_partition_report *r, w
       r->floats++;
     if (n->rec.reason == WQ_REASON_TRANSITION) {
       r->transitions++;
-      r->transition_bytes += n->n_outputs > 0 && n->outputs[0] >= 0
-                                 ? wq_transition_bytes(&g->tensors[n->outputs[0]])
-                                 : 0;
+      r->transition_bytes += n->rec.moved_bytes;
     }
     if (wq_fused_boundary(g, n)) {
       r->transitions++;

@@ -84,7 +84,7 @@ typedef struct {
   int n_regions;
   int int8, boundary, floats, shape; /* node counts as in wq_partition_stats */
   int transitions;                   /* layout conversions, fused ones included */
-  int64_t transition_bytes;          /* bytes the unfused ones move per run */
+  int64_t transition_bytes;          /* bytes the unfused ones move per run (their records' sum) */
   int fused; /* folded into a Quantize/DequantizeLinear (move nothing extra) */
 } wq_partition_report;
 
@@ -105,8 +105,5 @@ char *wq_partition_summary(const wq_graph *g, const wq_partition_report *r);
 
 /* Bytes a tensor holds (static shape), 0 when unknown (or past int64). */
 int64_t wq_tensor_static_bytes(const wq_tensor *t);
-/* The bytes a transition of t moves per run: symbolic dims (a dynamic
- * batch) count as 1, so per batch item; 0 when the rank is unknown. */
-int64_t wq_transition_bytes(const wq_tensor *t);
 
 #endif

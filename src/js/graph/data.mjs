@@ -91,6 +91,17 @@ export function transitionAt(graph, id) {
  * NCHW→NHWC (3.0 KB) because QConv 'c2' (NHWC, KERNEL_CHANNELS_LAST) reads
  * it NHWC; 'x' comes from the graph input (NCHW, DECLARED)."
  */
+/**
+ * What a transition moves per run from its record: "fused" (no pass of its
+ * own), "3.0 KB", or "3.0 KB, planned 2.0 KB" where the planner counted other
+ * bytes for it than its node moves.
+ */
+export function transitionBytes(t) {
+  if (t.fused) return 'fused';
+  const planned = t.planned_bytes ?? t.bytes;
+  return planned === t.bytes ? fmtBytes(t.bytes) : `${fmtBytes(t.bytes)}, planned ${fmtBytes(planned)}`;
+}
+
 export function transitionWhy(graph, t) {
   const at = graph.nodes[t.node];
   const who = (n) => `${n.op} '${n.name}' (${n.layout?.label ?? '—'}, ${n.layout?.why ?? '?'})`;
@@ -98,7 +109,7 @@ export function transitionWhy(graph, t) {
   if (t.graph_output) readers.push('the graph output (NCHW, DECLARED)');
   const src = graph.tensors[t.tensor_in];
   const from = t.producer >= 0 ? who(graph.nodes[t.producer]) : `the graph input (${t.producer_layout?.label ?? 'NCHW'}, ${t.producer_layout?.why ?? 'DECLARED'})`;
-  return `${at.op} '${at.name}' converts '${src.name}' ${t.from}→${t.to} (${t.fused ? 'fused, no extra pass' : fmtBytes(t.bytes)}) because ` +
+  return `${at.op} '${at.name}' converts '${src.name}' ${t.from}→${t.to} (${t.fused ? 'fused, no extra pass' : transitionBytes(t)}) because ` +
     `${readers.length ? readers.join(', ') : 'nobody'} read${readers.length === 1 ? 's' : ''} it ${t.to}; '${src.name}' comes from ${from}.`;
 }
 
@@ -181,7 +192,7 @@ export function toDrawable(graph, { overlay = 'region', nodeData = null, directi
     const hexagon = transition && !transition.fused;
     const op = n.op;
     const sub = transition
-      ? `${transition.from}→${transition.to} ${transition.fused ? 'fused' : fmtBytes(transition.bytes)}`
+      ? `${transition.from}→${transition.to} ${transitionBytes(transition)}`
       : value !== undefined && overlay !== 'region'
         ? `${overlay === 'time' ? 'ms' : nodeData?.label ?? 'err'} ${Number.isFinite(value) ? fmtNum(value) : '–'}`
         : n.kernel || (n.role === 'compute' ? n.backend : n.role);

@@ -1,7 +1,7 @@
 // report.html: one self-contained file (inline CSS, inline SVG, no scripts
 // needed to read it) with the graph, the partition summary, a per-node table
 // and the memory lanes. Used by `wasmq render -o report.html`; pure string work.
-import { toDrawable, memoryLanes, tensorLabel, fmtBytes, fmtNum, colourKey, BACKEND_COLOURS, layoutLabel, layoutMargin, transitionWhy } from './data.mjs';
+import { toDrawable, memoryLanes, tensorLabel, fmtBytes, fmtNum, colourKey, BACKEND_COLOURS, layoutLabel, layoutMargin, transitionWhy, transitionBytes } from './data.mjs';
 import { layoutDrawable, renderSvg, renderLanesSvg, legendHtml, escapeXml } from './render.mjs';
 
 export const REPORT_CSS = `
@@ -38,7 +38,7 @@ export function renderReport(graph, { overlay = 'region', nodeData = null, title
   // Each transition and why it exists (who needed its order, where the tensor comes from).
   const transitions = graph.transitions.map((t) =>
     `<tr data-transition-node="${t.node}" data-needed-by="${(t.needed_by ?? []).join(' ')}"><td>${t.node}</td><td>${t.from}→${t.to}</td>` +
-    `<td>${t.fused ? 'fused' : fmtBytes(t.bytes)}</td><td>${escapeXml(transitionWhy(graph, t))}</td></tr>`);
+    `<td data-planned-bytes="${t.planned_bytes ?? ''}">${escapeXml(transitionBytes(t))}</td><td>${escapeXml(transitionWhy(graph, t))}</td></tr>`);
   const plan = graph.passes?.find((p) => p.name === 'layout_int8' && p.ran)?.stats;
   const planned = plan && plan.planned_bytes !== undefined
     ? `<p>planner: minimum ${fmtBytes(plan.planned_bytes)} moved over ${plan.free_labels} free label(s)${plan.exact ? ', exact (two labels, minimum cut)' : ''}</p>`
