@@ -69,16 +69,41 @@ function valueInfo(name, dtypeName, shape) {
   return [...str(1, name), ...bytesField(2, bytesField(1, tensorType))];
 }
 
+// AttributeProto: an integer (INT), a non-integer number (FLOAT), a string
+// (STRING) or an array of strings (STRINGS).
+function attribute(name, v) {
+  if (Array.isArray(v)) return [...str(1, name), ...v.flatMap((s) => str(9, s)), ...int(20, 8)];
+  if (typeof v === 'string') return [...str(1, name), ...str(4, v), ...int(20, 3)];
+  if (Number.isInteger(v)) return [...str(1, name), ...int(3, v < 0 ? 2n ** 64n + BigInt(v) : v), ...int(20, 2)];
+  const f = new Uint8Array(new Float32Array([v]).buffer);
+  return [...str(1, name), ...key(2, 5), ...f, ...int(20, 1)];
+}
+
+// A float32 initializer TensorProto (raw_data).
+function floatTensor(name, dims, data) {
+  const raw = new Uint8Array(Float32Array.from(data).buffer);
+  return [...dims.flatMap((d) => int(1, d)), ...int(2, 1), ...str(8, name), ...bytesField(9, [...raw])];
+}
+
 /**
- * Encodes a one-graph ONNX model. nodes: [{op, name, inputs, outputs}],
- * inputs/outputs: [{name, dtype, shape}] (shape entries: number or dim_param).
+ * Encodes a one-graph ONNX model. nodes: [{op, name, inputs, outputs, attrs}]
+ * (attrs: {name: int | float | string | [string]}), inputs/outputs:
+ * [{name, dtype, shape}] (shape entries: number or dim_param), initializers:
+ * [{name, dims, data}] (float32).
  */
-export function buildModel({ nodes, inputs, outputs, opset = 13 }) {
+export function buildModel({ nodes, inputs, outputs, initializers = [], opset = 13 }) {
   const graph = [
     ...nodes.flatMap((n) =>
-      bytesField(1, [...n.inputs.flatMap((i) => str(1, i)), ...n.outputs.flatMap((o) => str(2, o)), ...str(3, n.name), ...str(4, n.op)]),
+      bytesField(1, [
+        ...n.inputs.flatMap((i) => str(1, i)),
+        ...n.outputs.flatMap((o) => str(2, o)),
+        ...str(3, n.name),
+        ...str(4, n.op),
+        ...Object.entries(n.attrs ?? {}).flatMap(([k, v]) => bytesField(5, attribute(k, v))),
+      ]),
     ),
     ...str(2, 'test_graph'),
+    ...initializers.flatMap((t) => bytesField(5, floatTensor(t.name, t.dims, t.data))),
     ...inputs.flatMap((t) => bytesField(11, valueInfo(t.name, t.dtype, t.shape))),
     ...outputs.flatMap((t) => bytesField(12, valueInfo(t.name, t.dtype, t.shape))),
   ];

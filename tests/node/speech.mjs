@@ -27,21 +27,33 @@ export function haveSpeechTools() {
   }
 }
 
-function speak(dir, text, i) {
+function speak(dir, text, i, voice) {
   const wav = path.join(dir, `s${i}.wav`);
   const raw = path.join(dir, `s${i}.f32`);
-  execFileSync('espeak-ng', ['-s', '150', '-w', wav, text]);
+  execFileSync('espeak-ng', ['-s', '150', '-v', voice, '-w', wav, text]);
   execFileSync('sox', ['-V1', wav, '-r', String(RATE), '-c', '1', '-e', 'floating-point', '-b', '32', '-t', 'raw', raw]);
   const b = readFileSync(raw);
   return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 }
 
+/** Other sentences in another voice: a recording the default one was not made from. */
+export const OTHER = {
+  sentences: [
+    'A rainbow is a division of white light into many beautiful colors.',
+    'When the sunlight strikes raindrops in the air, they act as a prism.',
+    'Seven silent sailors counted the distant lights of the harbor.',
+  ],
+  voice: 'en-us+f3',
+  seed: 11,
+};
+
 /**
- * The recording: 1.5 s of silence, then each sentence followed by
- * 1.2-2 s of silence, with noise of amplitude `noise` (deterministic).
+ * The recording: 1.5 s of silence, then each sentence (espeak-ng voice
+ * `voice`) followed by 1.2-2 s of silence, with noise of amplitude `noise`
+ * (deterministic).
  * Returns { samples: Float32Array, speech: [[start, end], ...] in samples }.
  */
-export function synthesizeRecording({ noise = 0.002, seed = 7 } = {}) {
+export function synthesizeRecording({ noise = 0.002, seed = 7, sentences = SENTENCES, voice = 'en' } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-speech-'));
   try {
     const parts = [];
@@ -52,8 +64,8 @@ export function synthesizeRecording({ noise = 0.002, seed = 7 } = {}) {
       at += Math.round(s * RATE);
     };
     silence(1.5);
-    SENTENCES.forEach((text, i) => {
-      const s = speak(dir, text, i);
+    sentences.forEach((text, i) => {
+      const s = speak(dir, text, i, voice);
       parts.push(s);
       speech.push([at, at + s.length]);
       at += s.length;

@@ -1,15 +1,91 @@
 #include "rnn.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sgemm.h"
 
-/* Gate pre-activations are clipped to [-clip, clip] before activation. */
+/* e^x for the gates, to about 2 float ulp: 2^n * e^r with n = round(x /
+ * ln 2), r = x - n ln 2 (ln 2 split in two for an exact product) and a
+ * degree-7 polynomial for e^r (Cephes' coefficients). x is clamped to
+ * [-87, 88] so 2^n stays a normal float; sigmoid and tanh saturate there
+ * anyway. Unlike libm's scalar expf/tanhf it runs four lanes at once. */
+#define EXP_POLY(r, MUL, ADD)                                                                      \
+  ADD(MUL(ADD(MUL(ADD(MUL(ADD(MUL(ADD(MUL(ADD(MUL(K(1.9875691500e-4f), r), K(1.3981999507e-3f)),   \
+                                          r),                                                      \
+                                      K(8.3334519073e-3f)),                                        \
+                                  r),                                                              \
+                              K(4.1665795894e-2f)),                                                \
+                          r),                                                                      \
+                      K(1.6666665459e-1f)),                                                        \
+                  r),                                                                              \
+              K(5.0000001201e-1f)),                                                                \
+          MUL(r, r)),                                                                              \
+      ADD(r, K(1.0f)))
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+#define K(c) wasm_f32x4_splat(c)
+static inline v128_t exp4(v128_t x) {
+  x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, K(88.0f)), K(-87.0f));
+  v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, K(1.44269504089f)));
+  v128_t r = wasm_f32x4_sub(wasm_f32x4_sub(x, wasm_f32x4_mul(n, K(0.693359375f))),
+                            wasm_f32x4_mul(n, K(-2.12194440e-4f)));
+  v128_t p = EXP_POLY(r, wasm_f32x4_mul, wasm_f32x4_add);
+  v128_t two_n =
+      wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+  return wasm_f32x4_mul(p, two_n);
+}
+#undef K
+#else
+#define K(c) (c)
+#define MULS(a, b) ((a) * (b))
+#define ADDS(a, b) ((a) + (b))
+static inline float exp1(float x) {
+  x = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
+  float n = nearbyintf(x * 1.44269504089f);
+  float r = x - n * 0.693359375f - n * -2.12194440e-4f;
+  union {
+    int32_t i;
+    float f;
+  } two_n = {.i = ((int32_t)n + 127) * (1 << 23)};
+  return EXP_POLY(r, MULS, ADDS) * two_n.f;
+}
+#undef K
+#endif
+
+/* Sigmoid 1 / (1 + e^-x) and tanh 1 - 2 / (e^2x + 1) on exp1/exp4
+ * (absolute error a few 1e-8); other activations through ew_unary_float.
+ * Gate pre-activations are clipped to [-clip, clip] first. */
 static void gate(const wq_rnn_activation *a, float clip, float *v, int64_t n) {
   for (int64_t i = 0; clip > 0.0f && i < n; i++)
     v[i] = v[i] < -clip ? -clip : (v[i] > clip ? clip : v[i]);
-  ew_unary_float(a->kind, a->alpha, a->beta, v, v, n);
+  if (a->kind != EW_UNARY_SIGMOID && a->kind != EW_UNARY_TANH) {
+    ew_unary_float(a->kind, a->alpha, a->beta, v, v, n);
+    return;
+  }
+  const bool sig = a->kind == EW_UNARY_SIGMOID;
+  const float m = sig ? -1.0f : 2.0f, num = sig ? 1.0f : -2.0f, add = sig ? 0.0f : 1.0f;
+#ifdef __wasm_simd128__
+  for (int64_t i = 0; i < n; i += 4) {
+    /* A last partial vector goes through a zeroed copy (no scalar twin). */
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f}, *q = n - i < 4 ? t : v + i;
+    if (q == t)
+      memcpy(t, v + i, (size_t)(n - i) * sizeof *t);
+    v128_t e = exp4(wasm_f32x4_mul(wasm_v128_load(q), wasm_f32x4_splat(m)));
+    e = wasm_f32x4_div(wasm_f32x4_splat(num), wasm_f32x4_add(e, wasm_f32x4_splat(1.0f)));
+    wasm_v128_store(q, wasm_f32x4_add(e, wasm_f32x4_splat(add)));
+    if (q == t)
+      memcpy(v + i, t, (size_t)(n - i) * sizeof *t);
+  }
+#else
+  for (int64_t i = 0; i < n; i++)
+    v[i] = num / (exp1(v[i] * m) + 1.0f) + add;
+#endif
+}
+
+float *wq_rnn_pack(const float *w, int64_t gates, int64_t cols) {
+  return wq_sgemv_pack(gates, cols, w, 1, cols);
 }
 
 wq_status wq_lstm_ref(const wq_rnn_params *p, const wq_rnn_io *io) {
@@ -28,7 +104,11 @@ wq_status wq_lstm_ref(const wq_rnn_params *p, const wq_rnn_io *io) {
     const float *w = io->w + d * G * I, *r = io->r + d * G * H;
     const wq_rnn_activation *f = &p->act[3 * d], *g = f + 1, *ha = f + 2;
     /* Rows of gx in X's memory order: (t, b) for layout 0, (b, t) for 1. */
-    st = wq_sgemm(S * N, G, I, 1.0f, io->x, I, 1, w, 1, I, 0.0f, gx, G);
+    if (io->wp[d] && S * N <= 16)
+      for (int64_t row = 0; row < S * N; row++)
+        wq_sgemv_packed(G, I, io->x + row * I, 1, io->wp[d], gx + row * G);
+    else
+      st = wq_sgemm(S * N, G, I, 1.0f, io->x, I, 1, w, 1, I, 0.0f, gx, G);
     for (int64_t row = 0; io->b && row < S * N; row++)
       for (int64_t j = 0; j < G; j++)
         gx[row * G + j] += io->b[d * 2 * G + j] + io->b[d * 2 * G + G + j];
@@ -42,7 +122,11 @@ wq_status wq_lstm_ref(const wq_rnn_params *p, const wq_rnn_io *io) {
     const float *pi = io->peep ? io->peep + d * 3 * H : NULL, *po = pi ? pi + H : NULL,
                 *pf = pi ? pi + 2 * H : NULL;
     for (int64_t s = 0; s < S && st == WQ_OK; s++) {
-      st = wq_sgemm(N, G, H, 1.0f, h, H, 1, r, 1, H, 0.0f, gates, G);
+      if (io->rp[d])
+        for (int64_t b = 0; b < N; b++)
+          wq_sgemv_packed(G, H, h + b * H, 1, io->rp[d], gates + b * G);
+      else
+        st = wq_sgemm(N, G, H, 1.0f, h, H, 1, r, 1, H, 0.0f, gates, G);
       for (int64_t b = 0; b < N && st == WQ_OK; b++) {
         const int64_t len = io->lens ? io->lens[b] : S;
         if (s >= len)

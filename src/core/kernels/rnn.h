@@ -33,7 +33,15 @@ typedef struct {
   const int32_t *lens;
   const float *h0, *c0, *peep;
   float *out[3]; /* Y, Y_h, Y_c */
+  /* Per direction, W and R packed by wq_sgemv_pack (NULL: not packed):
+   * the per-step products then stream the constant weights once instead of
+   * packing them for a GEMM at every step. */
+  const float *wp[2], *rp[2];
 } wq_rnn_io;
+
+/* W and R of direction d packed for wq_lstm_ref's GEMV path (NULL when out
+ * of memory); `gates` rows of `cols` floats each. */
+float *wq_rnn_pack(const float *w, int64_t gates, int64_t cols);
 
 /* WQ_OK, or WQ_ERR_OUT_OF_MEMORY for its scratch. */
 wq_status wq_lstm_ref(const wq_rnn_params *p, const wq_rnn_io *io);

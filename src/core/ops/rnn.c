@@ -4,15 +4,19 @@
  * Tanh); clip; input_forget; layout 0 ([seq, batch, ...]) or 1
  * ([batch, seq, ...]). Gates are stored i, o, f, c in W, R and B.
  * The input projection of every step is one GEMM per direction before the
- * recurrence; each step then adds H * R^T (kernels/ref/rnn_ref.c). */
+ * recurrence; each step then adds H * R^T (kernels/rnn.c), on weights packed
+ * once at plan time when they are constants. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/rnn.h"
+#include "../kernels/sgemm.h"
 #include "op.h"
 
 typedef struct {
   wq_rnn_params p;
+  float *wp[2], *rp[2]; /* constant W and R packed at plan time, per direction */
+  int64_t packed_bytes;
 } lstm_state;
 
 static wq_status lstm_prepare(wq_node *node, wq_error *err) {
@@ -58,7 +62,52 @@ static wq_status lstm_prepare(wq_node *node, wq_error *err) {
   return WQ_OK;
 }
 
-static void lstm_free(void *state) { free(state); }
+static void lstm_unpack(lstm_state *s) {
+  for (int d = 0; d < 2; d++) {
+    free(s->wp[d]);
+    free(s->rp[d]);
+    s->wp[d] = s->rp[d] = NULL;
+  }
+  s->packed_bytes = 0;
+}
+
+static void lstm_free(void *state) {
+  if (state)
+    lstm_unpack(state);
+  free(state);
+}
+
+/* Constant float W [D, G, I] and R [D, G, H] are packed once for the
+ * batch-1 GEMV of every step (kernels/rnn.c). */
+static wq_status lstm_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel, wq_error *err) {
+  (void)kernel;
+  lstm_state *s = node->op_state;
+  lstm_unpack(s);
+  for (int k = 1; k <= 2; k++) {
+    const wq_tensor *t = &g->tensors[node->inputs[k]];
+    if (!t->is_constant || !t->data || t->dtype != WQ_DT_FLOAT || t->rank != 3 ||
+        t->dims[0] != s->p.dirs)
+      continue;
+    for (int d = 0; d < s->p.dirs; d++) {
+      const int64_t G = t->dims[1], C = t->dims[2];
+      float *pk = wq_rnn_pack((const float *)t->data + d * G * C, G, C);
+      if (!pk) {
+        lstm_unpack(s);
+        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name,
+                       "LSTM: out of memory packing weights");
+      }
+      (k == 1 ? s->wp : s->rp)[d] = pk;
+      s->packed_bytes += (G + WQ_SGEMV_NR - 1) / WQ_SGEMV_NR * WQ_SGEMV_NR * C * 4;
+    }
+  }
+  return WQ_OK;
+}
+
+static int64_t lstm_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
+  (void)g;
+  *scratch = 0;
+  return ((const lstm_state *)node->op_state)->packed_bytes;
+}
 
 /* Input k of an LSTM: the dtype and dims (-1: any) it must have. */
 static wq_status need(const wq_node *node, const wq_value *v, int k, int rank, const int64_t *dims,
@@ -123,7 +172,8 @@ static const void *opt(const wq_node *node, const wq_value *in, int k) {
 }
 
 static wq_status lstm_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
-  wq_rnn_params p = ((const lstm_state *)node->op_state)->p;
+  const lstm_state *s = node->op_state;
+  wq_rnn_params p = s->p;
   p.seq = in[0].dims[p.layout ? 1 : 0];
   p.batch = in[0].dims[p.layout ? 0 : 1];
   p.input = in[0].dims[2];
@@ -133,8 +183,17 @@ static wq_status lstm_run(const wq_node *node, const wq_value *in, wq_value *out
   for (int64_t b = 0; lens && b < p.batch; b++)
     if (lens[b] < 0 || lens[b] > p.seq)
       st = WQ_ERR_INVALID_MODEL;
-  wq_rnn_io io = {in[0].data,       in[1].data,       in[2].data,       opt(node, in, 3),  lens,
-                  opt(node, in, 5), opt(node, in, 6), opt(node, in, 7), {NULL, NULL, NULL}};
+  wq_rnn_io io = {in[0].data,
+                  in[1].data,
+                  in[2].data,
+                  opt(node, in, 3),
+                  lens,
+                  opt(node, in, 5),
+                  opt(node, in, 6),
+                  opt(node, in, 7),
+                  {NULL, NULL, NULL},
+                  {s->wp[0], s->wp[1]},
+                  {s->rp[0], s->rp[1]}};
   for (int k = 0; k < node->n_outputs; k++)
     io.out[k] = out[k].data;
   if (st == WQ_OK)
@@ -156,4 +215,6 @@ const wq_op wq_op_lstm = {.op_type = "LSTM",
                           .prepare = lstm_prepare,
                           .free_state = lstm_free,
                           .infer = lstm_infer,
-                          .run = lstm_run};
+                          .run = lstm_run,
+                          .plan = lstm_plan,
+                          .memory = lstm_memory};

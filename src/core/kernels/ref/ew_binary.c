@@ -10,9 +10,12 @@
  * this file is built for size in wasm: integer arithmetic is index and shape
  * work, Pow's time is powf's). */
 
-/* Float base, exponent of any numeric dtype. */
+/* Float base, exponent of any numeric dtype. Squaring (variance, magnitude)
+ * is the common exponent and powf's slowest case; x * x is its exact,
+ * correctly rounded value. */
+static inline float ew_powf(float x, float y) { return y == 2.0f ? x * x : powf(x, y); }
 #define EW_POW_FLOAT_EXP(E, name, T, U, W)                                                         \
-  EW_LOOP_SMALL(ew_pow_float_##name, float, T, float, powf(x, (float)y))
+  EW_LOOP_SMALL(ew_pow_float_##name, float, T, float, ew_powf(x, (float)y))
 EW_NUMERIC_TYPES(EW_POW_FLOAT_EXP)
 
 /* PRelu: the slope scales negative inputs only (a NaN input stays NaN). */
