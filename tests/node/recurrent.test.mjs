@@ -1,4 +1,4 @@
-// ONNX's own node tests for recurrence and control flow (LSTM, If), natively
+// ONNX's own node tests for recurrence and control flow (LSTM, GRU, If), natively
 // (`wasmq check`) and in wasm (checkCase), from ../shared/onnx-node-tests-recurrent
 // (kept apart from ../shared/onnx-node-tests; see its SOURCE.md).
 import { test } from 'node:test';
@@ -10,9 +10,9 @@ import { SHARED, NATIVE_CLI } from './helpers.mjs';
 import { checkCase } from '../../src/js/internal.mjs';
 
 const DIR = path.join(SHARED, 'onnx-node-tests-recurrent');
-// The cases whose ops wasmq implements; the folder holds more (GRU, RNN,
+// The cases whose ops wasmq implements; the folder holds more (RNN,
 // LayerNormalization, If over sequences and optionals).
-const SUPPORTED = /^test_(lstm_|if$)/;
+const SUPPORTED = /^test_(lstm_|gru_|if$)/;
 const cases = existsSync(DIR) ? readdirSync(DIR).filter((n) => SUPPORTED.test(n)).sort() : [];
 
 const readSet = (dir, prefix) => {

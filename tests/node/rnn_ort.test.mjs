@@ -16,7 +16,7 @@ import { load } from '../../src/js/index.mjs';
 
 const random = (n, seed, scale = 1) => {
   const r = mulberry32(seed);
-  return Float32Array.from({ length: n }, () => (r() * 2 - 1) * scale);
+  return Float32Array.from({ length: n }, () => (r() / 2 ** 32 * 2 - 1) * scale);
 };
 
 /**
@@ -83,9 +83,15 @@ const CASES = [
   { name: 'forward, weights as graph inputs', seq: 5, batch: 2, input: 4, hidden: 6, constant: false },
   { name: 'bidirectional with clip', dir: 'bidirectional', seq: 4, batch: 1, input: 3, hidden: 5, attrs: { clip: 0.7 } },
 ];
+// GRU's two forms of the reset gate (onnxruntime's default is 0; PyTorch exports 1).
+const GRU_CASES = [
+  { name: 'linear_before_reset, batch 1', seq: 7, batch: 1, input: 8, hidden: 16, attrs: { linear_before_reset: 1 } },
+  { name: 'linear_before_reset, bidirectional, sequence_lens', dir: 'bidirectional', seq: 6, batch: 3, input: 5, hidden: 12, lens: [6, 2, 4], attrs: { linear_before_reset: 1 } },
+  { name: 'linear_before_reset, weights as graph inputs', dir: 'reverse', seq: 5, batch: 2, input: 4, hidden: 6, constant: false, attrs: { linear_before_reset: 1 } },
+];
 
-for (const op of ['LSTM']) {
-  for (const [k, c] of CASES.entries()) {
+for (const op of ['LSTM', 'GRU']) {
+  for (const [k, c] of [...CASES, ...(op === 'GRU' ? GRU_CASES : [])].entries()) {
     test(`${op} ${c.name}: wasm and native within ${TOL.atol} of onnxruntime`, async () => {
       const built = recurrentCase({ op, ...c, seed: 10 * k + 1 });
       const want = await reference(built);
