@@ -1,6 +1,7 @@
 // Bundled demos: draw a digit (mnist-8 float and int8, live prediction),
-// super-resolution on a sample image, a segmentation mask, and two int8
-// graphs to inspect. The int8 models of the first three are quantized by
+// super-resolution on a sample image, a segmentation mask, voice activity
+// over an audio file or the microphone (Silero VAD v3.1, float vs int8),
+// and two int8 graphs to inspect. The int8 models of the first three are quantized by
 // wasmq in the page when the demo opens (the float model shows first; the
 // result is cached for the session). Model files come from /models/ (served
 // from ../shared by the vite config; never copied into the repository).
@@ -250,6 +251,180 @@ async function segmentation({ panel, openModel, runModel, setStatus, quantizeLoa
   return () => {};
 }
 
+// --- voice activity (Silero VAD v3.1) ---------------------------------------------
+
+const RATE = 16000;
+const CHUNK = 1536; // 96 ms, the chunk v3.1 was exported for
+
+/** An audio file's samples, mixed to mono and resampled to 16 kHz by the browser. */
+async function decodeAudio(bytes) {
+  const buf = await new OfflineAudioContext(1, 1, RATE).decodeAudioData(bytes);
+  const mono = new Float32Array(buf.length);
+  for (let c = 0; c < buf.numberOfChannels; c++) {
+    const ch = buf.getChannelData(c);
+    for (let i = 0; i < mono.length; i++) mono[i] += ch[i] / buf.numberOfChannels;
+  }
+  return mono;
+}
+
+/**
+ * Feeds one 1536-sample chunk after another to a loaded v3.1, carrying its
+ * h/c state from each run's hn/cn to the next run's h0/c0.
+ */
+function vadStream(runModel, key, label) {
+  let h = new Float32Array(128);
+  let c = new Float32Array(128);
+  return {
+    async push(x) {
+      const feeds = { input: { data: x, dims: [1, CHUNK] }, h0: { data: h, dims: [2, 1, 64] }, c0: { data: c, dims: [2, 1, 64] } };
+      const r = await runModel(key, feeds, { label });
+      h = r.results.hn.data;
+      c = r.results.cn.data;
+      return { p: r.results.output.data[1], ms: r.ms, feeds };
+    },
+  };
+}
+
+/** Speech probability over time: float (blue) and int8 (green), the 0.5 threshold dashed. */
+function drawCurves(canvas, curves) {
+  const ctx = canvas.getContext('2d');
+  const { width: W, height: H } = canvas;
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, W, H);
+  ctx.strokeStyle = '#94a3b8';
+  ctx.setLineDash([4, 4]);
+  ctx.beginPath();
+  ctx.moveTo(0, H / 2);
+  ctx.lineTo(W, H / 2);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  const n = Math.max(1, ...curves.map((c) => c.values.length));
+  for (const { values, colour } of curves) {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    values.forEach((p, i) => ctx[i ? 'lineTo' : 'moveTo']((i / Math.max(1, n - 1)) * (W - 1), (1 - p) * (H - 4) + 2));
+    ctx.stroke();
+  }
+}
+
+async function vad({ panel, openModel, runModel, setStatus, quantizeLoaded }) {
+  const f32 = await fetchBytes('silero-vad-v3.1.onnx');
+  const zeros = { input: { data: new Float32Array(CHUNK), dims: [1, CHUNK] }, h0: { data: new Float32Array(128), dims: [2, 1, 64] }, c0: { data: new Float32Array(128), dims: [2, 1, 64] } };
+  await openModel('vad-float', 'silero-vad-v3.1 (float)', f32, { options: { inputShapes: { input: [1, CHUNK] } }, feeds: zeros });
+  const file = build('input', { type: 'file', accept: 'audio/*,.wav,.mp3,.ogg,.flac', id: 'vad-file' }, []);
+  const mic = build('button', { className: 'btn', textContent: 'Microphone', id: 'vad-mic', title: 'Listen live (the page asks for the microphone)' }, []);
+  mic.style.cssText = 'background:#fff;color:#111;border-color:#cbd5e1';
+  mic.disabled = !navigator.mediaDevices?.getUserMedia;
+  const canvas = build('canvas', { width: 720, height: 160, id: 'vad-curves' }, []);
+  const info = build('div', { className: 'cap', id: 'vad-info', textContent: 'Open an audio file (any rate; resampled to 16 kHz) or use the microphone.' }, []);
+  const out = card('Speech probability per 96 ms chunk: float (blue) vs int8 quantized by wasmq in this page (green)', canvas, info);
+  panel.replaceChildren(card('Audio', file, mic), out);
+  panel.hidden = false;
+  setStatus('Voice activity: open an audio file or use the microphone.');
+  let int8Key = null;
+  let stopMic = null;
+
+  // Quantized once per session, calibrated on the first recording's chunks
+  // (every 4th, with the float model's own state).
+  async function ensureInt8(samples) {
+    if (int8Key) return;
+    const q = await quantizeLoaded('vad-float', { samples, cacheKey: 'demo:vad', show: false, label: 'silero-vad-v3.1 (int8, quantized by wasmq)' });
+    int8Key = q.model.key;
+  }
+
+  async function analyse(samples, name) {
+    const chunks = Math.floor(samples.length / CHUNK);
+    if (chunks === 0) throw new Error(`${name}: shorter than one 96 ms chunk`);
+    const pf = [];
+    const calib = [];
+    let msF = 0;
+    const sf = vadStream(runModel, 'vad-float', 'float chunk');
+    for (let k = 0; k < chunks; k++) {
+      const r = await sf.push(samples.slice(k * CHUNK, (k + 1) * CHUNK));
+      pf.push(r.p);
+      msF += r.ms;
+      if (k % 4 === 0) calib.push(r.feeds);
+    }
+    drawCurves(canvas, [{ values: pf, colour: '#2563eb' }]);
+    setStatus(`${name}: float done; quantizing…`);
+    await ensureInt8(calib);
+    const pi = [];
+    let msI = 0;
+    const si = vadStream(runModel, int8Key, 'int8 chunk');
+    for (let k = 0; k < chunks; k++) {
+      const r = await si.push(samples.slice(k * CHUNK, (k + 1) * CHUNK));
+      pi.push(r.p);
+      msI += r.ms;
+    }
+    drawCurves(canvas, [{ values: pf, colour: '#2563eb' }, { values: pi, colour: '#16a34a' }]);
+    const same = pf.filter((p, k) => p > 0.5 === pi[k] > 0.5).length;
+    const speech = pf.filter((p) => p > 0.5).length;
+    info.textContent = `${name}: ${(samples.length / RATE).toFixed(1)} s, ${chunks} chunks; float says speech in ${speech}, int8 in ${pi.filter((p) => p > 0.5).length}; decisions equal on ${same} of ${chunks} (${((100 * same) / chunks).toFixed(1)}%); per chunk float ${(msF / chunks).toFixed(2)} ms, int8 ${(msI / chunks).toFixed(2)} ms`;
+    Object.assign(out.dataset, { chunks: String(chunks), same: String(same), speech: String(speech), done: 'true' });
+    setStatus(info.textContent);
+  }
+
+  file.addEventListener('change', async () => {
+    const f = file.files?.[0];
+    if (!f) return;
+    try {
+      out.dataset.done = 'false';
+      setStatus(`Decoding ${f.name}…`);
+      await analyse(await decodeAudio(await f.arrayBuffer()), f.name);
+    } catch (e) {
+      setStatus(`voice activity: ${e.message}`, { error: true });
+    }
+  });
+
+  // Live: 16 kHz capture, each full chunk through both models as it arrives.
+  mic.addEventListener('click', async () => {
+    if (stopMic) return stopMic();
+    try {
+      if (!int8Key) throw new Error('open an audio file first: the int8 model is calibrated on it');
+      const media = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1 } });
+      const ac = new AudioContext({ sampleRate: RATE });
+      const src = ac.createMediaStreamSource(media);
+      const proc = ac.createScriptProcessor(4096, 1, 1);
+      const sf = vadStream(runModel, 'vad-float', 'float chunk');
+      const si = vadStream(runModel, int8Key, 'int8 chunk');
+      const pf = [];
+      const pi = [];
+      let pending = new Float32Array(0);
+      let busy = Promise.resolve();
+      proc.onaudioprocess = (e) => {
+        const next = new Float32Array(pending.length + e.inputBuffer.length);
+        next.set(pending);
+        next.set(e.inputBuffer.getChannelData(0), pending.length);
+        pending = next;
+        while (pending.length >= CHUNK) {
+          const x = pending.slice(0, CHUNK);
+          pending = pending.slice(CHUNK);
+          busy = busy.then(async () => {
+            pf.push((await sf.push(x)).p);
+            pi.push((await si.push(x)).p);
+            drawCurves(canvas, [{ values: pf.slice(-300), colour: '#2563eb' }, { values: pi.slice(-300), colour: '#16a34a' }]);
+          });
+        }
+      };
+      src.connect(proc);
+      proc.connect(ac.destination);
+      mic.textContent = 'Stop';
+      stopMic = () => {
+        proc.disconnect();
+        src.disconnect();
+        for (const t of media.getTracks()) t.stop();
+        ac.close();
+        mic.textContent = 'Microphone';
+        stopMic = null;
+      };
+    } catch (e) {
+      setStatus(`microphone: ${e.message}`, { error: true });
+    }
+  });
+  return () => stopMic?.();
+}
+
 async function graphOnly(file, label, { openModel, setStatus }) {
   const m = await openModel(file, label, await fetchBytes(file));
   setStatus(`${label}: ${m.graph.summary}`);
@@ -260,6 +435,7 @@ export async function startDemo(name, ctx) {
   if (name === 'mnist') return mnist(ctx);
   if (name === 'superres') return superres(ctx);
   if (name === 'segmentation') return segmentation(ctx);
+  if (name === 'vad') return vad(ctx);
   if (name === 'smallcnn') return graphOnly('smallcnn-qdq.onnx', 'smallcnn (QDQ int8)', ctx);
   if (name === 'kws') return graphOnly('kws-dscnn-int8.onnx', 'kws-dscnn (int8)', ctx);
   throw new Error(`no demo ${name}`);

@@ -17,6 +17,7 @@ export const DEMO_FILES = {
   'super-resolution-input.pb': 'models/super-resolution-10/test_data_set_0/input_0.pb',
   'segmentation.onnx': 'models/teams-segmentation-msra190729/model.onnx',
   'segmentation-input.pb': 'models/teams-segmentation-msra190729/test_data_set_0/input_0.pb',
+  'silero-vad-v3.1.onnx': 'models/silero-vad-v3.1/model.onnx',
   'smallcnn-qdq.onnx': 'models/synthetic/smallcnn_qdq.onnx',
   'smallcnn-f32.onnx': 'models/synthetic/smallcnn_f32.onnx',
   'mobilenetv2-12-int8.onnx': 'models-int8/mobilenetv2-12-int8/model.onnx',

@@ -8,12 +8,14 @@
 // Screenshots go to $WQ_ARTIFACTS (default test-artifacts/browser).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, preview } from 'vite';
 import { launchChromium, watchErrors, chromiumAvailable } from './chromium.mjs';
 import { SHARED } from '../node/helpers.mjs';
+import { haveSpeechTools, synthesizeRecording } from '../node/speech.mjs';
 import { load } from '../../src/js/index.mjs';
 import { BACKEND_COLOURS } from '../../src/js/graph/data.mjs';
 
@@ -251,6 +253,58 @@ test('quantize a float model opened from a file: random calibration with progres
   await shot(page, 'quantize-refused');
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+// 16-bit PCM mono WAV bytes of float samples in [-1, 1].
+function wavBytes(samples, rate) {
+  const b = Buffer.alloc(44 + 2 * samples.length);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + 2 * samples.length, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20); // PCM
+  b.writeUInt16LE(1, 22); // mono
+  b.writeUInt32LE(rate, 24);
+  b.writeUInt32LE(2 * rate, 28);
+  b.writeUInt16LE(2, 32);
+  b.writeUInt16LE(16, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(2 * samples.length, 40);
+  samples.forEach((v, i) => b.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(v * 32767))), 44 + 2 * i));
+  return b;
+}
+
+test('voice activity demo: a generated WAV (espeak-ng speech between silences) through Silero v3.1, float and int8 quantized in the page, decisions as in Node', { skip: !haveSpeechTools() && 'espeak-ng and sox are needed' }, async () => {
+  const { samples } = synthesizeRecording();
+  const wav = wavBytes(samples, 16000);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-vad-'));
+  const file = path.join(dir, 'speech.wav');
+  writeFileSync(file, wav);
+  // The float model in Node on the same 16-bit samples: the page must find the same speech chunks.
+  const pcm = Float32Array.from({ length: samples.length }, (_, i) => wav.readInt16LE(44 + 2 * i) / 32768);
+  const model = await load(path.join(SHARED, 'models/silero-vad-v3.1/model.onnx'));
+  const stream = model.stream({ hn: 'h0', cn: 'c0' });
+  let speech = 0;
+  const chunks = Math.floor(pcm.length / 1536);
+  for (let k = 0; k < chunks; k++) speech += (await stream.push(pcm.subarray(k * 1536, (k + 1) * 1536))).output.data[1] > 0.5;
+  model.dispose();
+  const { page, errors } = await openPage('?demo=vad');
+  try {
+    await page.waitForSelector('#vad-file');
+    await page.setInputFiles('#vad-file', file);
+    await page.waitForSelector('[data-done="true"]', { timeout: 240000 });
+    const d = await page.$eval('[data-done="true"]', (e) => ({ ...e.dataset }));
+    console.log(`vad: ${await page.$eval('#vad-info', (e) => e.textContent)}`);
+    await shot(page, 'vad-demo');
+    assert.equal(Number(d.chunks), chunks);
+    assert.equal(Number(d.speech), speech, 'float speech chunks equal to Node\'s');
+    assert.ok(speech > chunks / 5 && speech < (chunks * 4) / 5, `speech and silence both present (${speech} of ${chunks})`);
+    assert.ok(Number(d.same) >= 0.97 * chunks, `int8 decisions equal to float on ${d.same} of ${chunks}`);
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('int8 demos: smallcnn (QDQ) and kws-dscnn draw int8 regions; opening a file by the picker', async () => {
