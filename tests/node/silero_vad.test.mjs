@@ -148,3 +148,47 @@ test('wasmq run --stream: one line per chunk, stacked outputs equal to model.str
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Quantized by quantize() with its defaults (static QDQ), calibrated on
+// another recording (other sentences, another voice, other noise) with the
+// float stream's own h/c as v3.1's state inputs, and judged on the test
+// recording against float: the speech decision (p > 0.5) of every 96 ms
+// chunk and the cosine of the probability sequences.
+async function quantizedVsFloat(file, v3) {
+  const { quantizeVad } = await import('./speech.mjs');
+  recording ??= synthesizeRecording();
+  const { onnx, report } = await quantizeVad(file, { chunk: CHUNK });
+  const float = await load(file, { inputShapes: { input: [1, CHUNK] } });
+  const int8 = await load(onnx);
+  assert.ok(int8.graph().nodes.some((n) => n.backend.startsWith('int8')), 'some nodes run in the int8 backend');
+  const run = async (model) => {
+    const s = v3 ? model.stream({ hn: 'h0', cn: 'c0' }) : null;
+    const probs = [];
+    for (let o = 0; o + CHUNK <= recording.samples.length; o += CHUNK) {
+      const x = recording.samples.slice(o, o + CHUNK);
+      const r = v3 ? await s.push(x) : await model.run({ input: { data: x, dims: [1, CHUNK] } });
+      probs.push(r.output.data[v3 ? 1 : r.output.data.length - 1]);
+    }
+    return probs;
+  };
+  const pf = await run(float), pq = await run(int8);
+  float.dispose();
+  int8.dispose();
+  let same = 0, dot = 0, nf = 0, nq = 0;
+  pf.forEach((p, i) => {
+    same += (p > 0.5) === (pq[i] > 0.5);
+    dot += p * pq[i];
+    nf += p * p;
+    nq += pq[i] * pq[i];
+  });
+  return { same: same / pf.length, cosine: dot / Math.sqrt(nf * nq), chunks: pf.length, summary: report.summary };
+}
+
+for (const [label, file, v3] of [['v3.1', V3, true], ['v2-micro', V2, false]]) {
+  test(`silero-vad-${label} quantized: decisions equal to float on >= 97% of chunks, probability cosine >= 0.99`, { skip }, async () => {
+    const r = await quantizedVsFloat(file, v3);
+    console.log(`# ${label} int8: ${r.chunks} chunks, decisions equal ${(100 * r.same).toFixed(1)}%, cosine ${r.cosine.toFixed(5)} (${r.summary})`);
+    assert.ok(r.same >= 0.97, `decisions equal on ${r.same} of chunks`);
+    assert.ok(r.cosine >= 0.99, `cosine ${r.cosine}`);
+  });
+}

@@ -87,3 +87,32 @@ export function synthesizeRecording({ noise = 0.002, seed = 7, sentences = SENTE
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * A Silero VAD model quantized by quantize() with its defaults, calibrated on
+ * the OTHER recording in 1536-sample chunks (every 5th); a model with h0/c0
+ * state inputs (v3.1) gets the float stream's own state at each sample.
+ * Returns the quantized ONNX bytes and the quantizer's report.
+ */
+export async function quantizeVad(file, { chunk = 1536 } = {}) {
+  const { load, quantize } = await import('../../src/js/index.mjs');
+  const calib = synthesizeRecording(OTHER).samples;
+  const float = await load(file, { inputShapes: { input: [1, chunk] } });
+  const stateful = float.inputs.some((i) => i.name === 'h0');
+  const stream = stateful ? float.stream({ hn: 'h0', cn: 'c0' }) : null;
+  const samples = [];
+  for (let o = 0, k = 0; o + chunk <= calib.length; o += chunk, k++) {
+    const x = calib.slice(o, o + chunk);
+    if (k % 5 === 0) samples.push({ input: { data: x, dims: [1, chunk] }, ...(stream ? stream.state() : {}) });
+    if (stream) await stream.push(x);
+  }
+  float.dispose();
+  const q = await quantize(file, { inputShapes: { input: [1, chunk] } });
+  try {
+    await q.observeAll(samples);
+    const { onnx, report } = await q.finish();
+    return { onnx, report };
+  } finally {
+    q.dispose();
+  }
+}
