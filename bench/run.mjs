@@ -172,10 +172,13 @@ function discoverRows() {
   for (const d of dirs) {
     if (isQuantizedSibling(d)) continue;
     const sibling = dirs.find((o) => o !== d && o.startsWith(`${d}-`) && /int8|qdq|quant/.test(o.slice(d.length)));
+    // Voice-activity models have no int8 sibling: quantized here (see quantizeHere).
+    const vad = !sibling && d.startsWith('silero-vad');
     rows.push({
       name: d,
       float: join(MODELS, d, 'model.onnx'),
-      int8: sibling ? join(MODELS, sibling, 'model.onnx') : null,
+      int8: sibling ? join(MODELS, sibling, 'model.onnx') : vad ? join(BENCH_DIR, 'out', `${d}-int8.onnx`) : null,
+      quantizedHere: vad,
       inputShapes: inputShapesFor(d),
     });
   }
@@ -205,6 +208,28 @@ let inputNames = null;
 function inputNameOf(modelPath) {
   // Filled in by main() (one small worker-free pass through the JS API).
   return inputNames?.get(modelPath) ?? null;
+}
+
+/**
+ * The Silero VAD rows' int8 models: `wasmq quantize` defaults (the JS
+ * quantize()), calibrated on synthesized speech and silence (espeak-ng +
+ * sox, tests/node/speech.mjs), written to bench/out/. Without those tools
+ * the row keeps its float cells only.
+ */
+async function quantizeHere(rows) {
+  for (const r of rows.filter((x) => x.quantizedHere)) {
+    try {
+      const { haveSpeechTools, quantizeVad } = await import('../tests/node/speech.mjs');
+      if (!haveSpeechTools()) throw new Error('espeak-ng and sox are needed (scripts/setup.sh)');
+      log(`quantize: ${r.name} on synthesized speech -> ${relative(ROOT, r.int8)}`);
+      const { onnx } = await quantizeVad(r.float, { chunk: r.inputShapes.input[1] });
+      mkdirSync(dirname(r.int8), { recursive: true });
+      writeFileSync(r.int8, onnx);
+    } catch (e) {
+      log(`quantize: ${r.name} left float (${e.message})`);
+      r.int8 = null;
+    }
+  }
 }
 
 // --- running measurements ---------------------------------------------------
@@ -306,6 +331,7 @@ async function main() {
   let rows = discoverRows();
   if (opts.models) rows = rows.filter((r) => opts.models.test(r.name));
   if (rows.length === 0) throw new Error(`no models found under ${MODELS}`);
+  await quantizeHere(rows);
 
   // Unique (runtime, file) cells: a float model shared by several int8 rows is measured once.
   const cells = new Map();
@@ -449,6 +475,11 @@ async function main() {
       ['model', `ours int8 ×${n}`, `ORT int8 ×${n}`, `int8 1→${n}`, `int8 vs ORT ×${n}`, `ours float ×${n}`, `ORT float ×${n}`, `float 1→${n}`, `float vs ORT ×${n}`],
       threadRows,
     );
+  }
+  const here = table.filter((t) => t.row.quantizedHere && t.row.int8);
+  if (here.length) {
+    console.log('\nquantized here (wasmq quantize defaults, calibrated on synthesized speech), ours int8 vs ours float and vs ORT-web float, one thread:');
+    for (const t of here) console.log(`  ${t.row.name}: ${ratio(t.cells.oursFloat, t.cells.oursInt8)} vs ours float, ${ratio(t.cells.ortFloat, t.cells.oursInt8)} vs ORT-web float`);
   }
   if (anyUnlowered) {
     console.log('\n† ours int8 ran no wasmq int8 op: the quantized graph ran op by op (Q/DQ around float ops, ONNX reference int8 ops).');

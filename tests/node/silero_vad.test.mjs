@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import ort from 'onnxruntime-node';
-import { MODELS } from './helpers.mjs';
+import { MODELS, NATIVE_CLI } from './helpers.mjs';
 import { haveSpeechTools, synthesizeRecording, RATE } from './speech.mjs';
 import { load } from '../../src/js/index.mjs';
 
@@ -192,3 +192,46 @@ for (const [label, file, v3] of [['v3.1', V3, true], ['v2-micro', V2, false]]) {
     assert.ok(r.cosine >= 0.99, `cosine ${r.cosine}`);
   });
 }
+
+test('native wasmq run --stream: a line per chunk, stacked outputs within 1e-5 of model.stream() in wasm', { skip: skip || (!existsSync(NATIVE_CLI) && 'no native build') }, async () => {
+  recording ??= synthesizeRecording();
+  const { execFileSync } = await import('node:child_process');
+  const { mkdtempSync, writeFileSync, readFileSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const { encodeNpy, parseNpy } = await import('../../src/js/npy.mjs');
+  const chunks = 30;
+  const x = recording.samples.slice(0, chunks * CHUNK + 700);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-nstream-'));
+  try {
+    writeFileSync(path.join(dir, 'x.npy'), encodeNpy({ dtype: 'float32', dims: [1, x.length], data: x }));
+    const out = execFileSync(NATIVE_CLI, ['run', V3, '--stream', '--chunk', String(CHUNK), '--state', 'hn=h0', '--state', 'cn=c0',
+      '--input', `input=${path.join(dir, 'x.npy')}`, '--out', path.join(dir, 'out')], { encoding: 'utf8' });
+    const lines = out.trim().split('\n');
+    assert.equal(lines.length, chunks, 'one line per chunk (the bound hn/cn print none)');
+    assert.match(lines[0], /^chunk 0: output float32 \[1,2,1\] /);
+    const stacked = parseNpy(readFileSync(path.join(dir, 'out', 'output.npy')));
+    assert.deepEqual(stacked.dims, [chunks, 1, 2, 1]);
+    const model = await load(V3);
+    const stream = model.stream({ hn: 'h0', cn: 'c0' });
+    let worst = 0;
+    for (let k = 0; k < chunks; k++) {
+      const r = await stream.push(x.subarray(k * CHUNK, (k + 1) * CHUNK));
+      worst = Math.max(worst, maxAbsDiff(stacked.data.subarray(2 * k, 2 * k + 2), r.output.data));
+    }
+    model.dispose();
+    assert.ok(worst <= TOL, `native vs wasm stream: max diff ${worst}`);
+    // Misuse is a usage error (exit 2), naming the option.
+    for (const [args, re] of [[['--chunk', '16'], /--chunk and --state go with --stream/], [['--stream'], /--stream needs --chunk/], [['--stream', '--chunk', '16', '--state', 'nope=h0'], /--state nope=h0/]]) {
+      let e = null;
+      try {
+        execFileSync(NATIVE_CLI, ['run', V3, ...args, '--input', `input=${path.join(dir, 'x.npy')}`], { stdio: 'pipe' });
+      } catch (err) {
+        e = err;
+      }
+      assert.equal(e?.status, 2, args.join(' '));
+      assert.match(e.stderr.toString(), re);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -36,7 +36,12 @@ static const char *const HELP[][2] = {
      "      or with --repeats N the median of N runs after one warm-up run);\n"
      "      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)\n"
      "      rather than hold more than BYTES of weights, outputs and arena;\n"
-     "      --max-time: stop a run past S seconds (checked between nodes)\n"},
+     "      --max-time: stop a run past S seconds (checked between nodes)\n"
+     "  wasmq run MODEL --stream --chunk N [--state OUT=IN]... --input NAME=LONG.npy ...\n"
+     "      the inputs cut into chunks of N along their last dim, run in turn, each\n"
+     "      --state output fed to its input for the next chunk (starting from zeros,\n"
+     "      or from --input IN=FILE.npy); a line per chunk and output, --out DIR\n"
+     "      writes each output stacked over the chunks ([chunks, ...])\n"},
     {"inspect", "  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]... [--partition MODE]\n"
                 "      the decision records as JSON (docs/graph-json.md)\n"},
     {"check", "  wasmq check CASE_DIR\n"
@@ -221,6 +226,118 @@ static void print_result(const char *name, const wq_value *v) {
   printf("\n");
 }
 
+/* Writes `v` as DIR/NAME.npy, the name flattened ('/', '\\', ':' -> '_'). */
+static int write_output(const char *out_dir, const char *name, const wq_value *v) {
+  char path[4096], safe[256];
+  snprintf(safe, sizeof safe, "%s", name);
+  for (char *c = safe; *c; c++)
+    if (*c == '/' || *c == '\\' || *c == ':')
+      *c = '_';
+  snprintf(path, sizeof path, "%s/%s.npy", out_dir, safe);
+  wq_error err;
+  if (wq_npy_write(path, v, &err) != WQ_OK) {
+    wq_cli_print_error("writing output", &err);
+    return 1;
+  }
+  return 0;
+}
+
+/* --stream: the inputs not fed by a --state binding are cut into chunks of
+ * `chunk` along their last dim and run in turn; after each run a bound
+ * output is copied into its state input. bound_in[i] / bound_out[o]: the
+ * paired index or -1. Outputs not bound print a line per chunk and, with
+ * out_dir, are written stacked over the chunks. */
+static int run_stream(wq_model *m, wq_value *values, int n_inputs, const int *bound_in,
+                      const int *bound_out, long chunk, const char *out_dir) {
+  const int n_out = wq_model_output_count(m);
+  int64_t length = -1;
+  for (int i = 0; i < n_inputs; i++) {
+    const int64_t last = values[i].rank > 0 ? values[i].dims[values[i].rank - 1] : -1;
+    if (bound_in[i] >= 0)
+      continue;
+    if (last < 1 || (length >= 0 && last != length)) {
+      fprintf(stderr, "wasmq: --stream: the inputs that are not state need one last dim (%s)\n",
+              wq_model_input(m, i)->name);
+      return 2;
+    }
+    length = last;
+  }
+  const long count = length > 0 ? (long)(length / chunk) : 0;
+  if (count < 1) {
+    fprintf(stderr, "wasmq: --stream: %lld steps hold no chunk of %ld\n", (long long)length, chunk);
+    return 2;
+  }
+  int rc = 1;
+  wq_value part[MAX_CLI_INPUTS], stacked[MAX_CLI_INPUTS];
+  memset(part, 0, sizeof part);
+  memset(stacked, 0, sizeof stacked);
+  for (int i = 0; i < n_inputs; i++) {
+    part[i] = values[i];
+    if (bound_in[i] >= 0)
+      continue;
+    part[i].dims[part[i].rank - 1] = chunk;
+    if (!(part[i].data = malloc(wq_value_nbytes(&part[i]) + 1)))
+      goto done;
+  }
+  wq_error err;
+  for (long k = 0; k < count; k++) {
+    for (int i = 0; i < n_inputs; i++) {
+      if (bound_in[i] >= 0)
+        continue;
+      const size_t es = wq_dtype_size(values[i].dtype), row = (size_t)chunk * es;
+      const int64_t rows = wq_value_numel(&values[i]) / length;
+      for (int64_t r = 0; r < rows; r++)
+        memcpy((char *)part[i].data + (size_t)r * row,
+               (const char *)values[i].data + ((size_t)(r * length) + (size_t)(k * chunk)) * es,
+               row);
+    }
+    if (wq_model_run(m, part, n_inputs, &err) != WQ_OK) {
+      fprintf(stderr, "wasmq: chunk %ld: ", k);
+      wq_cli_print_error("run failed", &err);
+      goto done;
+    }
+    for (int o = 0; o < n_out; o++) {
+      const wq_value *v = wq_model_result(m, o);
+      if (bound_out[o] >= 0) {
+        wq_value *to = &part[bound_out[o]];
+        if (v->dtype != to->dtype || wq_value_numel(v) != wq_value_numel(to)) {
+          fprintf(stderr, "wasmq: --state %s=%s: the output's dtype or size is not the input's\n",
+                  wq_model_output(m, o)->name, wq_model_input(m, bound_out[o])->name);
+          rc = 2;
+          goto done;
+        }
+        memcpy(to->data, v->data, wq_value_nbytes(v));
+        continue;
+      }
+      printf("chunk %ld: ", k);
+      print_result(wq_model_output(m, o)->name, v);
+      if (!out_dir)
+        continue;
+      if (k == 0) {
+        stacked[o] = *v;
+        stacked[o].rank = v->rank + 1;
+        stacked[o].dims[0] = count;
+        memcpy(stacked[o].dims + 1, v->dims, sizeof(int64_t) * (size_t)v->rank);
+        if (v->rank + 1 > WQ_MAX_RANK ||
+            !(stacked[o].data = malloc(wq_value_nbytes(v) * (size_t)count + 1)))
+          goto done;
+      }
+      memcpy((char *)stacked[o].data + wq_value_nbytes(v) * (size_t)k, v->data, wq_value_nbytes(v));
+    }
+  }
+  rc = 0;
+  for (int o = 0; out_dir && o < n_out; o++)
+    if (bound_out[o] < 0 && write_output(out_dir, wq_model_output(m, o)->name, &stacked[o]))
+      rc = 1;
+done:
+  for (int i = 0; i < n_inputs; i++)
+    if (bound_in[i] < 0)
+      free(part[i].data);
+  for (int o = 0; o < MAX_CLI_INPUTS; o++)
+    free(stacked[o].data);
+  return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
   if (help_asked("run", argc, argv))
     return 0;
@@ -237,6 +354,9 @@ static int cmd_run(int argc, char **argv) {
   long threads = 1;
   unsigned long long max_memory = 0;
   double max_time = 0;
+  int stream = 0, n_states = 0;
+  long chunk = 0;
+  const char *state_args[MAX_CLI_INPUTS];
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && n_input_args < MAX_CLI_INPUTS) {
       input_args[n_input_args++] = argv[++i];
@@ -252,6 +372,21 @@ static int cmd_run(int argc, char **argv) {
       n_shapes++;
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out_dir = argv[++i];
+    } else if (strcmp(argv[i], "--stream") == 0) {
+      stream = 1;
+    } else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc) {
+      char *end;
+      chunk = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || end == argv[i] || chunk < 1) {
+        fprintf(stderr, "wasmq: --chunk expects a step count >= 1, got %s\n", argv[i]);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc && n_states < MAX_CLI_INPUTS) {
+      state_args[n_states++] = argv[++i];
+      if (!strchr(argv[i], '=')) {
+        fprintf(stderr, "wasmq: --state expects OUTPUT=INPUT, got %s\n", argv[i]);
+        return 2;
+      }
     } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       char *end;
       threads = strtol(argv[++i], &end, 10);
@@ -291,6 +426,14 @@ static int cmd_run(int argc, char **argv) {
       return unknown_option("run", argv[i]);
     }
   }
+  if ((chunk || n_states) && !stream) {
+    fprintf(stderr, "wasmq: --chunk and --state go with --stream\n");
+    return 2;
+  }
+  if (stream && (!chunk || repeats > 1)) {
+    fprintf(stderr, "wasmq: --stream needs --chunk N (and takes no --repeats)\n");
+    return 2;
+  }
   /* The output folder is made before the work, so a bad path fails at once. */
   if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "wasmq: cannot create %s: %s\n", out_dir, strerror(errno));
@@ -328,6 +471,27 @@ static int cmd_run(int argc, char **argv) {
     fprintf(stderr, "wasmq: models with more than %d inputs are not supported by the CLI\n",
             MAX_CLI_INPUTS);
     goto done;
+  }
+  int bound_in[MAX_CLI_INPUTS], bound_out[MAX_CLI_INPUTS];
+  for (int k = 0; k < MAX_CLI_INPUTS; k++)
+    bound_in[k] = bound_out[k] = -1;
+  for (int a = 0; a < n_states; a++) {
+    const char *eq = strchr(state_args[a], '=');
+    int o = 0, i = 0;
+    while (o < wq_model_output_count(m) && o < MAX_CLI_INPUTS &&
+           !name_matches(state_args[a], wq_model_output(m, o)->name))
+      o++;
+    while (i < n_inputs && strcmp(eq + 1, wq_model_input(m, i)->name) != 0)
+      i++;
+    if (o >= wq_model_output_count(m) || o >= MAX_CLI_INPUTS || i >= n_inputs || bound_in[i] >= 0 ||
+        bound_out[o] >= 0) {
+      fprintf(stderr, "wasmq: --state %s: no such output and input, or bound twice\n",
+              state_args[a]);
+      rc = 2;
+      goto done;
+    }
+    bound_in[i] = o;
+    bound_out[o] = i;
   }
   for (int a = 0; a < n_input_args; a++) {
     int found = 0;
@@ -403,6 +567,14 @@ static int cmd_run(int argc, char **argv) {
     wq_cli_print_error("threads", &err);
     goto done;
   }
+  if (stream) {
+    /* A state input starts from zeros unless --input gave it. */
+    for (int i = 0; i < n_inputs; i++)
+      if (bound_in[i] >= 0 && is_random[i])
+        memset(values[i].data, 0, wq_value_nbytes(&values[i]));
+    rc = run_stream(m, values, n_inputs, bound_in, bound_out, chunk, out_dir);
+    goto done;
+  }
   /* One run, or a warm-up run and `repeats` timed ones (their median). */
   double *ms = calloc((size_t)repeats, sizeof *ms);
   if (!ms)
@@ -435,20 +607,8 @@ static int cmd_run(int argc, char **argv) {
     const char *name = wq_model_output(m, i)->name;
     const wq_value *v = wq_model_result(m, i);
     print_result(name, v);
-    if (out_dir) {
-      char path[4096];
-      /* Output names can hold '/' or ':'; keep the file name flat. */
-      char safe[256];
-      snprintf(safe, sizeof safe, "%s", name);
-      for (char *c = safe; *c; c++)
-        if (*c == '/' || *c == '\\' || *c == ':')
-          *c = '_';
-      snprintf(path, sizeof path, "%s/%s.npy", out_dir, safe);
-      if (wq_npy_write(path, v, &err) != WQ_OK) {
-        wq_cli_print_error("writing output", &err);
-        rc = 1;
-      }
-    }
+    if (out_dir && write_output(out_dir, name, v))
+      rc = 1;
   }
 done:
   for (int i = 0; i < MAX_CLI_INPUTS; i++)
