@@ -46,7 +46,12 @@ const HELP = {
       or with --repeats N the median of N runs after one warm-up run);
       --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)
       rather than hold more than BYTES of weights, outputs and arena;
-      --max-time: stop a run past S seconds (checked between nodes)`,
+      --max-time: stop a run past S seconds (checked between nodes)
+  wasmq run MODEL --stream --chunk N [--state OUT=IN]... --input NAME=LONG.npy ...
+      the inputs cut into chunks of N along their last dim, run in turn, each
+      --state output fed to its input for the next chunk (starting from zeros,
+      or from --input IN=FILE.npy); a line per chunk and output, --out DIR
+      writes each output stacked over the chunks ([chunks, ...])`,
   inspect: `  wasmq inspect MODEL [--json] [--shape NAME=1x3x224x224]... [--partition MODE]
       the decision records as JSON (docs/graph-json.md)`,
   check: `  wasmq check CASE_DIR

@@ -13,7 +13,9 @@ import { safeFileName } from './calib.mjs';
 export async function runStream(model, arrays, opts, helpers) {
   const { formatResultLine, usageError, runError, outputError } = helpers;
   const bindings = Object.fromEntries(opts.states);
-  const stream = model.stream(bindings);
+  // A state input given by --input is the first chunk's state (else zeros).
+  const initial = Object.fromEntries([...opts.states.values()].filter((n) => arrays.has(n)).map((n) => [n, arrays.get(n)]));
+  const stream = model.stream(bindings, { initial });
   const names = stream.inputs;
   for (const name of names) {
     if (!arrays.has(name)) throw usageError(`--stream: give the long input as --input ${name}=FILE.npy`);
