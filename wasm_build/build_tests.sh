@@ -82,7 +82,7 @@ compile() {
 }
 
 mapfile -t core_objs < <(compile "${core[@]}")
-mapfile -t test_objs < <(compile tests/wasm/main.c "${tests[@]}")
+mapfile -t test_objs < <(compile tests/wasm/main.c tests/wasm/alloc_count.c "${tests[@]}")
 mapfile -t bench_objs < <(compile tests/wasm/bench_main.c)
 
 if [[ -z "$variant" ]]; then

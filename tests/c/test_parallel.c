@@ -172,8 +172,64 @@ static void check_threads_match(const char *rel) {
   wq_model_free(three);
 }
 
+/* Kernel scratch: a chunk's takes come from its own thread's slice of the
+ * bound block, so chunks running at the same time never share bytes. */
+enum { SLICE = 256, TAKE = 40 };
+
+typedef struct {
+  const unsigned char *block;
+  size_t bytes;
+  atomic_int bad;
+} scratch_check;
+
+static void take_and_hold(void *ctx, int64_t begin, int64_t end) {
+  scratch_check *c = ctx;
+  unsigned char *a = wq_scratch_take(TAKE), *b = wq_scratch_take(TAKE);
+  /* Inside the block, 16-byte aligned, stacked, and the slice has an end. */
+  if (!a || !b || b != a + wq_scratch_round(TAKE) || ((uintptr_t)a & 15) || a < c->block ||
+      b + TAKE > c->block + c->bytes || wq_scratch_take(SLICE) != NULL)
+    atomic_fetch_add(&c->bad, 1);
+  if (a && b) {
+    memset(a, (int)(begin & 0xFF), TAKE);
+    memset(b, (int)(end & 0xFF), TAKE);
+    for (volatile int spin = 0; spin < 20000; spin = spin + 1)
+      ;
+    for (int i = 0; i < TAKE; i++)
+      if (a[i] != (unsigned char)(begin & 0xFF) || b[i] != (unsigned char)(end & 0xFF))
+        atomic_fetch_add(&c->bad, 1);
+  }
+  wq_scratch_give(a);
+  if (wq_scratch_take(0) != a) /* given back: the next chunk starts where this one did */
+    atomic_fetch_add(&c->bad, 1);
+}
+
+static void test_scratch_slices(void) {
+  wq_error err;
+  wq_pool *pool = NULL;
+  CHECK(wq_scratch_take(1) == NULL); /* nothing bound */
+  CHECK(wq_pool_new(3, &pool, &err) == WQ_OK && pool != NULL);
+  if (!pool)
+    return;
+  const int threads = wq_pool_threads(pool);
+  scratch_check c = {aligned_alloc(16, (size_t)threads * SLICE), (size_t)threads * SLICE, 0};
+  wq_pool_bind(pool);
+  wq_scratch_bind((wq_scratch){(void *)c.block, SLICE});
+  for (int round = 0; round < 10; round++)
+    wq_parallel_for(64, 1, take_and_hold, &c);
+  CHECK_MSG(atomic_load(&c.bad) == 0, "%d scratch takes overlapped, misplaced or unbounded",
+            atomic_load(&c.bad));
+  wq_error e;
+  CHECK(wq_scratch_missing(&e, "k", 9) == WQ_ERR_OUT_OF_MEMORY && strstr(e.message, "k: 9 bytes"));
+  wq_scratch_bind((wq_scratch){NULL, 0});
+  wq_pool_bind(NULL);
+  CHECK(wq_scratch_take(1) == NULL);
+  wq_pool_free(pool);
+  free((void *)c.block);
+}
+
 int main(void) {
   test_parallel_for();
+  test_scratch_slices();
   check_threads_match("models/mnist-8/model.onnx");
   check_threads_match("models/synthetic/smallcnn_f32.onnx");
   check_threads_match("models/synthetic/smallcnn_qdq.onnx");

@@ -78,10 +78,12 @@ test('SIMD128 and relaxed-SIMD kernels give identical bytes on every shared int8
       const relaxed = await load(file, { kernels: 'relaxed', threads: 1 });
       try {
         assert.equal(relaxed.info.kernels, 'relaxed');
-        // The decision records name the variant each int8 GEMM/conv node runs.
-        const isas = (m) => m.graph().nodes.filter((n) => n.kernel_isa).map((n) => n.kernel_isa);
-        assert.ok(isas(relaxed).length > 0 && isas(relaxed).every((isa) => isa === 'relaxed'), `${file}: ${isas(relaxed)}`);
-        assert.ok(isas(simd).every((isa) => isa === 'simd128'), `${file}: ${isas(simd)}`);
+        // The decision records name the ISA each int8 GEMM/conv node runs:
+        // relaxed for the GEMM-based ones, SIMD128 for depthwise (its code).
+        const isas = (m) => m.graph().nodes.filter((n) => n.kernel_isa).map((n) => `${n.kernel}:${n.kernel_isa}`);
+        const expected = (k) => (k.startsWith('depthwise:') ? 'depthwise:simd128' : k.replace(/:.*/, ':relaxed'));
+        assert.ok(isas(relaxed).some((k) => k.endsWith(':relaxed')) && isas(relaxed).every((k) => k === expected(k)), `${file}: ${isas(relaxed)}`);
+        assert.ok(isas(simd).every((k) => k.endsWith(':simd128')), `${file}: ${isas(simd)}`);
         for (const seed of [0, 1]) {
           const feeds = {};
           for (const input of simd.inputs) {

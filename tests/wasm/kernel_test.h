@@ -42,6 +42,13 @@ static inline void wq_ktest_case(wq_ktest *t, int ok, const char *what) {
   }
 }
 
+/* A kernel run under watch (alloc_count.c): begin binds exactly
+ * `scratch_bytes` of scratch (what the plan declared; 0: none) for one
+ * thread and starts counting allocations; end unbinds it and returns the
+ * allocations made since begin (0 for every kernel run). */
+void *wq_ktest_run_begin(int64_t scratch_bytes);
+long wq_ktest_run_end(void *block);
+
 void wq_ktest_qgemm(wq_ktest *t);
 void wq_ktest_qconv(wq_ktest *t);
 void wq_ktest_sgemm(wq_ktest *t);

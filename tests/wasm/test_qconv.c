@@ -12,6 +12,13 @@ static wq_dtype random_q8(wq_ktest *t) { return wq_ktest_int(t, 0, 1) ? WQ_DT_UI
 static int32_t q8_lo(wq_dtype d) { return d == WQ_DT_UINT8 ? 0 : -128; }
 static int32_t q8_hi(wq_dtype d) { return d == WQ_DT_UINT8 ? 255 : 127; }
 
+/* A run with exactly the scratch the plan declared, allocating nothing. */
+static int run_watched(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {
+  void *block = wq_ktest_run_begin(wq_qconv_scratch_bytes(p));
+  const int ran = wq_qconv_run(p, x, y, err) == WQ_OK;
+  return wq_ktest_run_end(block) == 0 && ran;
+}
+
 /* Runs d on the reference variant into y_ref, then on every other linked
  * variant into y_var (filled with 0xCD first), comparing all `bytes`.
  * Returns 1 when all match; *failed names a variant that did not, *algo
@@ -24,7 +31,7 @@ static int variants_match(const wq_qconv_desc *d, const void *x, void *y_ref, vo
   *failed = "ref";
   *algo = "?";
   int ok = wq_qconv_plan_init(&pr, variants[0], d, "test", err) == WQ_OK &&
-           wq_qconv_run(&pr, x, y_ref, err) == WQ_OK;
+           run_watched(&pr, x, y_ref, err);
   if (ok)
     *algo = wq_qconv_algo_name(pr.algo);
   wq_qconv_plan_free(&pr);
@@ -32,7 +39,7 @@ static int variants_match(const wq_qconv_desc *d, const void *x, void *y_ref, vo
     *failed = variants[v]->name;
     memset(y_var, 0xCD, bytes);
     ok = wq_qconv_plan_init(&pv, variants[v], d, "test", err) == WQ_OK &&
-         wq_qconv_run(&pv, x, y_var, err) == WQ_OK && memcmp(y_ref, y_var, bytes) == 0;
+         run_watched(&pv, x, y_var, err) && memcmp(y_ref, y_var, bytes) == 0;
     wq_qconv_plan_free(&pv);
   }
   if (ok)

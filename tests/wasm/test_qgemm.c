@@ -17,6 +17,14 @@ static void fill_q8(wq_ktest *t, uint8_t *buf, int64_t count) {
     buf[i] = (uint8_t)wq_ktest_u32(t);
 }
 
+/* A run with exactly the scratch the packing declared, allocating nothing. */
+static int run_watched(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
+                       int64_t ldy, wq_error *err) {
+  void *block = wq_ktest_run_begin(wq_qgemm_scratch_bytes(p));
+  const int ran = wq_qgemm_run(p, m, a, lda, y, ldy, err) == WQ_OK;
+  return wq_ktest_run_end(block) == 0 && ran;
+}
+
 /* One random case of the given shape; returns 1 when every variant gives
  * the reference's bytes (the failing variant's name goes into `what`). */
 static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, size_t what_cap) {
@@ -91,11 +99,11 @@ static int run_case(wq_ktest *t, int64_t m, int64_t n, int64_t k, char *what, si
   wq_qgemm_packed pr, ps;
   wq_error err;
   int ok = wq_qgemm_pack(&pr, variants[0], &d, "test", &err) == WQ_OK &&
-           wq_qgemm_run(&pr, m, a, lda, y_ref, ldy, &err) == WQ_OK;
+           run_watched(&pr, m, a, lda, y_ref, ldy, &err);
   for (int v = 1; ok && v < n_variants; v++) {
     memset(y_simd, 0xAB, (size_t)(m * ldy) * y_size);
     ok = wq_qgemm_pack(&ps, variants[v], &d, "test", &err) == WQ_OK;
-    ok = ok && wq_qgemm_run(&ps, m, a, lda, y_simd, ldy, &err) == WQ_OK;
+    ok = ok && run_watched(&ps, m, a, lda, y_simd, ldy, &err);
     ok = ok && memcmp(y_ref, y_simd, (size_t)(m * ldy) * y_size) == 0; /* gaps untouched too */
     wq_qgemm_packed_free(&ps);
     if (!ok)

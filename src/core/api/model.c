@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../onnx/onnx_import.h"
+#include "../ops/int8_common.h"
 #include "../ops/op.h"
 #include "../passes/fold_control.h"
 #include "../passes/fuse_float.h"
@@ -50,6 +51,7 @@ void wq_model_free(wq_model *m) {
   free(m->owned);
   wq_exec_plan_free(&m->plan);
   wq_pool_free(m->pool);
+  free(m->scratch);
   for (int i = 0; i < m->n_histogram; i++)
     free(m->histogram[i].op_type);
   free(m->histogram);
@@ -346,24 +348,45 @@ static const wq_pass load_passes[WQ_MODEL_PASSES] = {
 int wq_model_partition_mode(const wq_model *m) { return m->mode; }
 
 /* Sums what the planned nodes' kernels hold and keeps the most scratch one
- * node allocates (wq_op.memory). */
+ * node takes (wq_op.memory): the int8 backend's from the model's scratch
+ * block (runtime/parallel.h), the float kernels' allocated while they run. */
 static void model_kernel_memory(wq_model *m, const wq_graph *g) {
-  m->kernel_bytes = m->scratch_bytes = 0;
+  m->kernel_bytes = m->scratch_bytes = m->float_scratch_bytes = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const wq_node *n = &g->nodes[i];
     int64_t scratch = 0;
     if (!n->op || !n->op->memory)
       continue;
     m->kernel_bytes += (size_t)n->op->memory(n, g, &scratch);
-    if ((size_t)scratch > m->scratch_bytes)
-      m->scratch_bytes = (size_t)scratch;
+    const bool from_block = n->op->domain && strcmp(n->op->domain, WQ_INT8_DOMAIN) == 0;
+    size_t *most = from_block ? &m->scratch_bytes : &m->float_scratch_bytes;
+    if (from_block)
+      scratch = wq_scratch_round(scratch);
+    if ((size_t)scratch > *most)
+      *most = (size_t)scratch;
   }
 }
 
+/* Replaces the scratch block by one of `threads` slices (none when no
+ * kernel declared any); keeps the old one when that fails. */
+static wq_status model_scratch_alloc(wq_model *m, int threads, wq_error *err) {
+  void *block = NULL;
+  const size_t bytes = m->scratch_bytes * (size_t)threads;
+  if (bytes && (bytes / (size_t)threads != m->scratch_bytes || bytes > SIZE_MAX - 63 ||
+                !(block = aligned_alloc(64, (bytes + 63) / 64 * 64))))
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
+                   "out of memory for %d x %zu bytes of kernel scratch", threads, m->scratch_bytes);
+  free(m->scratch);
+  m->scratch = block;
+  return WQ_OK;
+}
+
 /* The bytes the memory limit counts before the arena and outputs, for runs
- * on `threads` threads (each may hold a share's scratch). */
+ * on `threads` threads (each holds a slice of the scratch block and may
+ * allocate a float kernel's scratch). */
 static size_t model_fixed_bytes(const wq_model *m, int threads) {
-  return m->weights_bytes + m->kernel_bytes + m->scratch_bytes * (size_t)threads;
+  return m->weights_bytes + m->kernel_bytes +
+         (m->scratch_bytes + m->float_scratch_bytes) * (size_t)threads;
 }
 
 static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error *err) {
@@ -398,8 +421,10 @@ static wq_status finish_load(wq_model *m, const wq_load_options *opts, wq_error 
                    "memory limit: the weights take %zu bytes (%zu as loaded, %zu held by the "
                    "kernels, %zu of kernel scratch), more than the limit of %zu bytes "
                    "(maxMemoryBytes)",
-                   weights, m->weights_bytes, m->kernel_bytes, m->scratch_bytes, limit);
+                   weights, m->weights_bytes, m->kernel_bytes,
+                   m->scratch_bytes + m->float_scratch_bytes, limit);
   WQ_TRY(wq_exec_plan_init_within(&m->plan, g, limit, weights, err));
+  WQ_TRY(model_scratch_alloc(m, wq_pool_threads(m->pool), err));
   size_t nt = (size_t)g->n_tensors + 1;
   m->values = calloc(nt, sizeof *m->values);
   m->owned = calloc(nt, sizeof *m->owned);
@@ -590,7 +615,9 @@ wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err
   for (int i = 0; i < n; i++)
     m->values[g->inputs[i]] = inputs[i];
   wq_pool *caller_pool = wq_pool_bind(m->pool);
+  wq_scratch caller_scratch = wq_scratch_bind((wq_scratch){m->scratch, m->scratch_bytes});
   wq_status st = wq_execute(&m->plan, m->values, m->owned, err);
+  wq_scratch_bind(caller_scratch);
   wq_pool_bind(caller_pool);
   if (st == WQ_OK)
     st = collect_results(m, err);
@@ -624,9 +651,14 @@ wq_status wq_model_set_threads(wq_model *m, int threads, wq_error *err) {
     WQ_TRY(wq_pool_new(threads, &pool, err));
   else if (threads < 1)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "threads must be >= 1 (got %d)", threads);
+  wq_status st = model_scratch_alloc(m, wq_pool_threads(pool), err);
+  if (st != WQ_OK) {
+    wq_pool_free(pool);
+    return st;
+  }
   wq_pool_free(m->pool);
   m->pool = pool;
-  /* Runs now hold up to one share's scratch per thread: a run the limit no
+  /* Runs now hold one slice of scratch per thread: a run the limit no
    * longer allows fails with WQ_ERR_OUT_OF_MEMORY. */
   m->plan.memory_fixed = model_fixed_bytes(m, wq_pool_threads(pool));
   return WQ_OK;

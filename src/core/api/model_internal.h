@@ -39,7 +39,11 @@ struct wq_model {
    * weights as loaded, what the kernels' plans hold (packed weights) and
    * the most scratch one node's kernels allocate on one thread (times the
    * threads a run uses). */
-  size_t weights_bytes, kernel_bytes, scratch_bytes;
+  size_t weights_bytes, kernel_bytes, scratch_bytes, float_scratch_bytes;
+  /* The int8 kernels' scratch: one slice of scratch_bytes (a multiple of
+   * 16) per thread of the pool, bound for every run (runtime/parallel.h);
+   * the float kernels allocate float_scratch_bytes at most per thread. */
+  void *scratch;
   /* The kernel variants its plans run (the graph points at it). */
   wq_kernel_set kernels;
 };

@@ -41,8 +41,9 @@ typedef struct {
    * pass it. Checked before allocating: a model whose load-time plan passes
    * it fails to load, a run that would pass it (larger input shapes) fails,
    * both with WQ_ERR_OUT_OF_MEMORY naming the need and the limit; the model
-   * stays usable. Kernel scratch (im2col columns, GEMM packing panels) and
-   * packed weight copies are not counted. */
+   * stays usable. Packed weight copies and kernel scratch count too: the
+   * int8 kernels' scratch is one block of a slice per thread, held from load
+   * on (runs allocate none of it). */
   size_t max_memory_bytes;
   /* Kernel variants (kernels/config.h). engine_isas: the wq_isa bits
    * (1 << isa) the engine has executed known-answer probes for, 0 for what

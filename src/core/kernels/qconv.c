@@ -10,6 +10,10 @@ wq_status wq_qconv_plan_init(wq_qconv_plan *p, const wq_qconv_config *config,
   return st;
 }
 
+int wq_qconv_isa(const wq_qconv_plan *p) {
+  return p->algo == WQ_QCONV_DEPTHWISE ? p->config->depthwise_isa : p->config->isa;
+}
+
 int64_t wq_qconv_scratch_bytes(const wq_qconv_plan *p) {
   return p->config ? p->config->scratch_bytes(p) : 0;
 }

@@ -33,13 +33,18 @@
 wq_status wq_qconv_plan_init(wq_qconv_plan *p, const wq_qconv_config *config,
                              const wq_qconv_desc *d, const char *node, wq_error *err);
 
-/* y = conv(x) for the plan's geometry and batch. Fails only when scratch
- * cannot be allocated. */
+/* y = conv(x) for the plan's geometry and batch. Allocates nothing; fails
+ * only when the bound scratch is smaller than wq_qconv_scratch_bytes (or
+ * none is bound). */
 wq_status wq_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err);
 
-/* The most scratch one wq_qconv_run of p allocates on one thread (panels,
- * pair rows, the padded copy); a run on T threads allocates at most T
- * times this. */
+/* The wq_isa the plan's algorithm runs (a variant's depthwise code may use
+ * a smaller ISA than its GEMMs), for the node's decision record. */
+int wq_qconv_isa(const wq_qconv_plan *p);
+
+/* The scratch one wq_qconv_run of p takes on one thread (panels, pair
+ * rows, the padded copy), from this thread's slice of the bound scratch
+ * (runtime/parallel.h); each thread of a run on T threads has its own. */
 int64_t wq_qconv_scratch_bytes(const wq_qconv_plan *p);
 
 #endif

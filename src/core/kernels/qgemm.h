@@ -32,9 +32,10 @@
 
 #include "common/kernel_config.h"
 
-/* The most scratch one wq_qgemm_run of p allocates on one thread, for any
- * m (activation panels, the GEMV's widened row); a run on T threads
- * allocates at most T times this. */
+/* The scratch one wq_qgemm_run of p takes on one thread, for any m
+ * (activation panels, the GEMV's widened row): the run takes it from this
+ * thread's slice of the bound scratch (runtime/parallel.h wq_scratch_take),
+ * each thread of a run on T threads from its own. */
 int64_t wq_qgemm_scratch_bytes(const wq_qgemm_packed *p);
 
 /* Validates d (dtypes, sizes, ranges; `node` names the caller in errors) and
@@ -46,7 +47,8 @@ wq_status wq_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_config *config, const
 
 /* Y[i][j] for i < m: A row i at a + i * lda (elements of p->a_dtype), Y row
  * i at y + i * ldy (elements of p->y_dtype, 4 bytes for float). Uses a batch-1 GEMV kernel when
- * m == 1. Fails only when scratch cannot be allocated. */
+ * m == 1. Allocates nothing; fails only when the bound scratch is smaller
+ * than wq_qgemm_scratch_bytes (or none is bound). */
 wq_status wq_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
                        int64_t ldy, wq_error *err);
 

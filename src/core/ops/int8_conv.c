@@ -213,7 +213,7 @@ static wq_status qconv_nhwc_plan(wq_node *node, const wq_graph *g, wq_op_kernel 
     s->y_item *= geo.out[i];
   s->planned = true;
   kernel->name = wq_qconv_algo_name(s->plan.algo);
-  kernel->isa = wq_isa_name(s->plan.config->isa);
+  kernel->isa = wq_isa_name(wq_qconv_isa(&s->plan));
   return WQ_OK;
 }
 

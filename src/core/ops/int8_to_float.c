@@ -21,6 +21,7 @@
 #include "../kernels/config.h"
 #include "../kernels/qconv.h"
 #include "../kernels/qgemm.h"
+#include "../runtime/parallel.h"
 #include "int8_common.h"
 
 typedef struct {
@@ -248,7 +249,7 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_op_kernel *k
   s->planned = true;
   if (s->conv) {
     kernel->name = wq_qconv_algo_name(s->conv_plan.algo);
-    kernel->isa = wq_isa_name(s->conv_plan.config->isa);
+    kernel->isa = wq_isa_name(wq_qconv_isa(&s->conv_plan));
   } else {
     kernel->name = wq_qgemm_kernel_name(wq_value_shape_known(&xv) ? wq_value_numel(&xv) / s->K : 0);
     kernel->isa = wq_isa_name(s->gemm.config->isa);
@@ -294,22 +295,21 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
     const int64_t in_pixels = p->in_h * p->in_w, out_pixels = p->out_h * p->out_w;
     const int64_t x_bytes = p->batch * p->in_channels * in_pixels;
     const int64_t y_floats = p->batch * p->out_channels * out_pixels;
-    /* Channels-first x or y go through channels-last copies. */
-    uint8_t *x_nhwc = s->x_last ? NULL : malloc((size_t)(x_bytes > 0 ? x_bytes : 1) + 16);
-    float *y_nhwc =
-        s->y_last ? NULL : malloc(sizeof(float) * (size_t)(y_floats > 0 ? y_floats : 1));
+    /* Channels-first x or y go through channels-last copies, in this
+     * thread's scratch below the convolution's own (to_float_memory). */
+    void *taken = wq_scratch_take(0);
+    uint8_t *x_nhwc = s->x_last ? NULL : wq_scratch_take(x_bytes + 16);
+    float *y_nhwc = s->y_last ? NULL : wq_scratch_take(4 * y_floats);
     if ((!s->x_last && !x_nhwc) || (!s->y_last && !y_nhwc)) {
-      free(x_nhwc);
-      free(y_nhwc);
-      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
+      wq_scratch_give(taken);
+      return wq_scratch_missing(err, node->op_type, x_bytes + 16 + 4 * y_floats);
     }
     if (x_nhwc)
       bytes_to_nhwc(in[0].data, x_nhwc, p->batch, p->in_channels, in_pixels);
     st = wq_qconv_run(p, x_nhwc ? x_nhwc : in[0].data, y_nhwc ? y_nhwc : out[0].data, err);
     if (st == WQ_OK && y_nhwc)
       floats_to_nchw(y_nhwc, out[0].data, p->batch, p->out_channels, out_pixels);
-    free(x_nhwc);
-    free(y_nhwc);
+    wq_scratch_give(taken);
   }
   if (st != WQ_OK)
     wq_error_set_node(err, node->name);
@@ -328,9 +328,10 @@ static int64_t to_float_memory(const wq_node *node, const wq_graph *g, int64_t *
   }
   /* to_float_run's channels-last copies of a channels-first x or y. */
   const wq_qconv_plan *p = &s->conv_plan;
-  *scratch = wq_qconv_scratch_bytes(p) +
-             (s->x_last ? 0 : p->batch * p->in_channels * p->in_h * p->in_w + 17) +
-             (s->y_last ? 0 : p->batch * p->out_channels * p->out_h * p->out_w * 4);
+  *scratch =
+      wq_qconv_scratch_bytes(p) +
+      (s->x_last ? 0 : wq_scratch_round(p->batch * p->in_channels * p->in_h * p->in_w + 16)) +
+      (s->y_last ? 0 : wq_scratch_round(p->batch * p->out_channels * p->out_h * p->out_w * 4));
   return p->bytes;
 }
 

@@ -55,6 +55,7 @@ struct wq_pool {
   atomic_int sleepers;       /* workers blocked (or blocking) on wake */
   atomic_int caller_waiting; /* the caller is blocked (or blocking) on idle */
   atomic_int stop;
+  atomic_int slots;    /* scratch slices handed to workers so far */
   uint32_t generation; /* touched by the bound (calling) thread only */
   int in_loop;         /* likewise */
   unsigned loops;      /* likewise: loops run in parallel so far */
@@ -64,6 +65,7 @@ struct wq_pool {
   wq_range_fn fn;
   void *ctx;
   int64_t n, grain;
+  wq_scratch scratch; /* the caller's, whose slice i worker i takes */
 #endif
 };
 
@@ -77,6 +79,44 @@ wq_pool *wq_pool_bind(wq_pool *pool) {
 }
 
 wq_pool *wq_pool_current(void) { return bound_pool; }
+
+/* This thread's scratch: the bound block and the free part of its slice. */
+static _Thread_local struct {
+  wq_scratch bound;
+  unsigned char *top, *end;
+} scratch_here;
+
+/* Makes slice `slot` of s this thread's, all free. */
+static void scratch_enter(wq_scratch s, int slot) {
+  scratch_here.bound = s;
+  scratch_here.top = s.block ? (unsigned char *)s.block + (size_t)slot * s.slice : NULL;
+  scratch_here.end = scratch_here.top ? scratch_here.top + s.slice : NULL;
+}
+
+wq_scratch wq_scratch_bind(wq_scratch s) {
+  wq_scratch previous = scratch_here.bound;
+  scratch_enter(s, 0);
+  return previous;
+}
+
+void *wq_scratch_take(int64_t bytes) {
+  unsigned char *at = scratch_here.top;
+  if (!at || bytes < 0 || wq_scratch_round(bytes) > scratch_here.end - at)
+    return NULL;
+  scratch_here.top = at + wq_scratch_round(bytes);
+  return at;
+}
+
+void wq_scratch_give(void *at) {
+  if (at)
+    scratch_here.top = at;
+}
+
+wq_status wq_scratch_missing(wq_error *err, const char *kernel, int64_t bytes) {
+  return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL,
+                 "%s: %lld bytes of scratch beyond what its plan declared (%s)", kernel,
+                 (long long)bytes, scratch_here.top ? "slice full" : "no scratch bound");
+}
 
 int wq_pool_threads(const wq_pool *pool) { return pool ? pool->threads : 1; }
 
@@ -101,8 +141,9 @@ static double now_us(void) {
 }
 
 /* Runs chunks of loop `gen` until none is left unclaimed (or another loop
- * was published). */
-static void run_chunks(wq_pool *p, uint32_t gen) {
+ * was published); a worker (slot >= 1) on its own slice of the caller's
+ * scratch, the caller (slot 0) on what is left of its own. */
+static void run_chunks(wq_pool *p, uint32_t gen, int slot) {
   for (;;) {
     uint64_t t = atomic_load(&p->ticket);
     if (TICKET_GEN(t) != gen || TICKET_NEXT(t) >= TICKET_CHUNKS(t))
@@ -112,6 +153,8 @@ static void run_chunks(wq_pool *p, uint32_t gen) {
     /* Chunk TICKET_NEXT(t) is ours: the loop cannot end (nor its fields
      * change) before it is done. */
     const int64_t chunks = TICKET_CHUNKS(t), b = TICKET_NEXT(t) * p->grain;
+    if (slot > 0)
+      scratch_enter(p->scratch, slot);
     p->fn(p->ctx, b, p->n - b < p->grain ? p->n : b + p->grain);
     if (atomic_fetch_add(&p->done, 1) + 1 == chunks && atomic_load(&p->caller_waiting)) {
       pthread_mutex_lock(&p->lock);
@@ -123,6 +166,7 @@ static void run_chunks(wq_pool *p, uint32_t gen) {
 
 static void *worker_main(void *arg) {
   wq_pool *p = arg;
+  const int slot = atomic_fetch_add(&p->slots, 1) + 1;
   uint32_t seen = 0;
   for (;;) {
     /* Spin for a while, then sleep until a new loop (or stop). */
@@ -149,7 +193,7 @@ static void *worker_main(void *arg) {
     if (atomic_load(&p->stop))
       return NULL;
     seen = gen;
-    run_chunks(p, gen);
+    run_chunks(p, gen, slot);
   }
 }
 
@@ -197,9 +241,10 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
   p->ctx = ctx;
   p->n = n;
   p->grain = grain;
+  p->scratch = scratch_here.bound;
   atomic_store(&p->done, 0);
   publish(p, chunks);
-  run_chunks(p, p->generation);
+  run_chunks(p, p->generation, 0);
   /* Chunks the workers claimed may still run: spin, then sleep. */
   double deadline = 0;
   for (unsigned spins = 1; atomic_load(&p->done) < chunks; spins++) {
@@ -244,6 +289,7 @@ wq_status wq_pool_new(int threads, wq_pool **out, wq_error *err) {
   atomic_init(&p->sleepers, 0);
   atomic_init(&p->caller_waiting, 0);
   atomic_init(&p->stop, 0);
+  atomic_init(&p->slots, 0);
   /* As many workers as the environment gives (a browser has a fixed set). */
   while (p->n_workers < threads - 1 &&
          pthread_create(&p->workers[p->n_workers], NULL, worker_main, p) == 0)

@@ -12,6 +12,7 @@
 #ifndef WQ_RUNTIME_PARALLEL_H
 #define WQ_RUNTIME_PARALLEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../ir/status.h"
@@ -50,6 +51,39 @@ static inline int wq_parallel_threads(void) { return 1; }
  * does not pay their wake-up; they spin as after a loop, then sleep again.
  * Only if some loop ran in parallel since the last wake (runs that stay on
  * one thread wake nobody). Nothing to wake without WQ_THREADS. */
+/* Kernel scratch. A run's caller binds one block of equal slices, one per
+ * thread of its pool (the caller's is slice 0, worker i's slice i); a
+ * kernel takes what it needs from its own thread's slice, stack-wise, and
+ * gives it back before it returns. The block is sized at plan time from
+ * what every kernel declares (wq_op.memory), so a run allocates nothing
+ * and the memory limit counts exactly what is held. */
+typedef struct {
+  void *block;  /* 16-byte aligned; NULL: none bound */
+  size_t slice; /* bytes per thread, a multiple of 16 */
+} wq_scratch;
+
+/* What a kernel declares for `bytes` taken at once (takes are 16-byte
+ * aligned, so each rounds up to 16). */
+static inline int64_t wq_scratch_round(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/* Binds `s` on this thread for the run it is about to make (and for the
+ * loops it shares out); returns the previous binding. */
+wq_scratch wq_scratch_bind(wq_scratch s);
+
+/* `bytes` (16-byte aligned) from this thread's slice; NULL when nothing is
+ * bound or the slice would overflow: a kernel that takes more than it
+ * declared fails instead of allocating. */
+void *wq_scratch_take(int64_t bytes);
+
+/* Gives back `at` (a take's result on this thread) and everything taken
+ * after it. NULL: nothing. */
+void wq_scratch_give(void *at);
+
+/* The failure of a take that returned NULL (WQ_ERR_OUT_OF_MEMORY naming the
+ * kernel and the bytes): the plan declared too little, or the caller bound
+ * no scratch. */
+wq_status wq_scratch_missing(wq_error *err, const char *kernel, int64_t bytes);
+
 #ifdef WQ_THREADS
 void wq_pool_wake(wq_pool *pool);
 #else

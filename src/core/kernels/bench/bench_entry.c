@@ -5,10 +5,19 @@
 #include <stdlib.h>
 #include <wasm_simd128.h>
 
+#include "../../runtime/parallel.h"
 #include "../config.h"
 #include "../qconv.h"
 #include "../qgemm.h"
 #include "../sgemm.h"
+
+/* Binds `bytes` of scratch for the runs that follow (one thread, as the
+ * timings run); the caller frees the result. NULL with bytes > 0: failed. */
+static void *bind_scratch(int64_t bytes) {
+  void *block = bytes > 0 ? aligned_alloc(16, (size_t)wq_scratch_round(bytes)) : NULL;
+  wq_scratch_bind((wq_scratch){block, block ? (size_t)wq_scratch_round(bytes) : 0});
+  return block;
+}
 
 static uint32_t next_random(uint32_t *s) {
   *s ^= *s << 13;
@@ -26,6 +35,7 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qgemm(int m, int n, int k, int iters) {
   int32_t *bias = malloc(sizeof(int32_t) * (size_t)n);
   double seconds = -1.0;
   wq_qgemm_packed packed = {0};
+  void *scratch = NULL;
   if (!a || !w || !y || !mult || !bias)
     goto done;
   uint32_t s = 12345;
@@ -54,6 +64,8 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qgemm(int m, int n, int k, int iters) {
                      .y_max = 127};
   if (wq_qgemm_pack(&packed, wq_kernel_set_default()->qgemm, &d, "bench", NULL) != WQ_OK)
     goto done;
+  if (!(scratch = bind_scratch(wq_qgemm_scratch_bytes(&packed))) && wq_qgemm_scratch_bytes(&packed))
+    goto done;
   if (wq_qgemm_run(&packed, m, a, k, y, n, NULL) != WQ_OK)
     goto done;
   double t0 = emscripten_get_now();
@@ -62,6 +74,8 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qgemm(int m, int n, int k, int iters) {
       goto done;
   seconds = (emscripten_get_now() - t0) * 1e-3;
 done:
+  wq_scratch_bind((wq_scratch){NULL, 0});
+  free(scratch);
   wq_qgemm_packed_free(&packed);
   free(a);
   free(w);
@@ -106,6 +120,7 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qconv(int h, int w, int c, int m, int k, i
   float *mult = malloc(sizeof(float) * (size_t)m);
   double seconds = -1.0;
   wq_qconv_plan plan = {0};
+  void *scratch = NULL;
   if (!x || !y || !wt || !mult)
     goto done;
   uint32_t s = 4242;
@@ -119,6 +134,8 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qconv(int h, int w, int c, int m, int k, i
   d.multiplier = mult;
   if (wq_qconv_plan_init(&plan, wq_kernel_set_default()->qconv, &d, "bench", NULL) != WQ_OK)
     goto done;
+  if (!(scratch = bind_scratch(wq_qconv_scratch_bytes(&plan))) && wq_qconv_scratch_bytes(&plan))
+    goto done;
   if (wq_qconv_run(&plan, x, y, NULL) != WQ_OK)
     goto done;
   double t0 = emscripten_get_now();
@@ -127,6 +144,8 @@ EMSCRIPTEN_KEEPALIVE double wqx_bench_qconv(int h, int w, int c, int m, int k, i
       goto done;
   seconds = (emscripten_get_now() - t0) * 1e-3;
 done:
+  wq_scratch_bind((wq_scratch){NULL, 0});
+  free(scratch);
   wq_qconv_plan_free(&plan);
   free(x);
   free(y);

@@ -51,7 +51,8 @@ typedef struct wq_qgemm_config {
  * chose p->algo); the plan then owns what pack allocated. */
 typedef struct wq_qconv_config {
   const char *name;
-  int isa;
+  int isa;                     /* of its GEMM-based algorithms */
+  int depthwise_isa;           /* of its depthwise code (a relaxed build's is SIMD128) */
   const wq_qgemm_config *gemm; /* the GEMM its GEMM-based algorithms run on */
   wq_status (*pack)(wq_qconv_plan *p, const wq_qconv_desc *d, const char *node, wq_error *err);
   wq_status (*run)(const wq_qconv_plan *p, const void *x, void *y, wq_error *err);

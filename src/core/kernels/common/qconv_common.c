@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../ir/checked.h"
+#include "../../runtime/parallel.h"
 #include "qconv_types.h"
 
 static void plan_padded_copy(wq_qconv_plan *p);
@@ -246,7 +247,7 @@ uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv
     return NULL;
   const int64_t C = p->in_channels, h = p->padded_h, w = p->padded_w;
   const size_t bytes = (size_t)(p->batch * h * w * C); /* checked at plan time */
-  uint8_t *padded = malloc(bytes);
+  uint8_t *padded = wq_scratch_take((int64_t)bytes);
   if (!padded)
     return NULL;
   memset(padded, p->x_zero_point & 0xFF, bytes);

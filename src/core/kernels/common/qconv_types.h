@@ -98,8 +98,9 @@ wq_status wq_qconv_plan_common(wq_qconv_plan *p, const wq_qconv_desc *d, const c
 
 /* x with the plan's padding written out as the zero point, and *q a copy
  * of the plan for it without padding (same output); NULL when the plan
- * chose no copy (padded_h == 0; see qconv.c) or it cannot be allocated.
- * The caller frees it. */
+ * chose no copy (padded_h == 0; see qconv.c) or this thread's scratch
+ * (runtime/parallel.h) has no room for it. The caller gives it back
+ * (wq_scratch_give). */
 uint8_t *wq_qconv_padded_copy(const wq_qconv_plan *p, const uint8_t *x, wq_qconv_plan *q);
 
 /* Fills weights.{bias, w_zero_point, multiplier} (and float_bias) with

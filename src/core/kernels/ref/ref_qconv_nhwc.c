@@ -79,6 +79,7 @@ static int64_t ref_scratch(const wq_qconv_plan *p) {
 const wq_qconv_config wq_qconv_config_ref = {
     .name = "ref",
     .isa = WQ_ISA_REF,
+    .depthwise_isa = WQ_ISA_REF,
     .gemm = &wq_qgemm_config_ref,
     .pack = wq_ref_qconv_pack,
     .run = ref_run,

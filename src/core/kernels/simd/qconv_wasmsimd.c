@@ -529,14 +529,12 @@ static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1
    * in wq_simd_qconv_scratch_bytes. */
   /* Not zeroed: a block builds only its chunks, and the spare columns past
    * the last pixel feed only outputs that are never stored. */
-  int8_t *pair_mem = malloc((size_t)(slots * row_len) + 64);
+  int8_t *pair_mem = wq_scratch_take(slots * row_len + 64);
   int8_t *pair_rows = (int8_t *)(((uintptr_t)pair_mem + 63) & ~(uintptr_t)63);
-  int64_t *tag = malloc(sizeof(int64_t) * (size_t)(slots + dp.rows));
-  const int8_t **rows = malloc(sizeof *rows * (size_t)dp.rows);
+  int64_t *tag = wq_scratch_take((int64_t)sizeof(int64_t) * (slots + dp.rows));
+  const int8_t **rows = wq_scratch_take((int64_t)sizeof *rows * dp.rows);
   if (!pair_mem || !tag || !rows) {
-    free(pair_mem);
-    free(tag);
-    free((void *)rows);
+    wq_scratch_give(pair_mem);
     atomic_store(&job->status, (int)WQ_ERR_OUT_OF_MEMORY);
     return;
   }
@@ -584,9 +582,7 @@ static void dw_block(dw_job *job, int64_t r0, int64_t r1, int64_t k0, int64_t k1
       }
     }
   }
-  free(pair_mem);
-  free(tag);
-  free((void *)rows);
+  wq_scratch_give(pair_mem);
 }
 
 static void dw_share(void *ctx, int64_t s0, int64_t s1) {
@@ -629,8 +625,9 @@ static wq_status run_depthwise(const wq_qconv_plan *p, const uint8_t *x, uint8_t
   } else {
     dw_block(&job, 0, rows, 0, chunks);
   }
-  wq_status st = (wq_status)atomic_load(&job.status);
-  return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
+  return atomic_load(&job.status) == WQ_OK
+             ? WQ_OK
+             : wq_scratch_missing(err, "qconv depthwise", wq_simd_qconv_scratch_bytes(p));
 }
 
 typedef struct {
@@ -647,11 +644,10 @@ static void im2col_share(void *ctx, int64_t r0, int64_t r1) {
   const wq_qconv_plan *p = job->p;
   const int64_t cg = p->in_channels / p->group, mg = p->out_channels / p->group;
   const wq_qconv_k_layout *k = &p->k_layout;
-  uint8_t *border = malloc((size_t)(4 * k->segment_len));
-  int64_t *offsets = malloc(sizeof(int64_t) * (size_t)k->segments);
+  uint8_t *border = wq_scratch_take(4 * k->segment_len);
+  int64_t *offsets = wq_scratch_take((int64_t)sizeof(int64_t) * k->segments);
   if (!border || !offsets) {
-    free(border);
-    free(offsets);
+    wq_scratch_give(border);
     atomic_store(&job->status, (int)WQ_ERR_OUT_OF_MEMORY);
     return;
   }
@@ -672,8 +668,7 @@ static void im2col_share(void *ctx, int64_t r0, int64_t r1) {
       break;
     }
   }
-  free(border);
-  free(offsets);
+  wq_scratch_give(border);
 }
 
 int64_t wq_simd_qconv_scratch_bytes(const wq_qconv_plan *p) {
@@ -682,8 +677,9 @@ int64_t wq_simd_qconv_scratch_bytes(const wq_qconv_plan *p) {
   case WQ_QCONV_DEPTHWISE: { /* dw_block: the pair-row cache, its tags, row pointers */
     const dw_pairing dp = dw_pairing_of(p);
     const int64_t slots = 2 * dp.rows, c16 = round_up(p->in_channels, DW_LANES);
-    return slots * dp.stride * c16 * 2 + 64 + (int64_t)sizeof(int64_t) * (slots + dp.rows) +
-           (int64_t)sizeof(int8_t *) * dp.rows;
+    return wq_scratch_round(slots * dp.stride * c16 * 2 + 64) +
+           wq_scratch_round((int64_t)sizeof(int64_t) * (slots + dp.rows)) +
+           wq_scratch_round((int64_t)sizeof(int8_t *) * dp.rows);
   }
   case WQ_QCONV_GEMM_1X1: return wq_simd_qgemm_scratch_bytes(&p->gemms[0]);
   case WQ_QCONV_IM2COL_GEMM:
@@ -692,7 +688,8 @@ int64_t wq_simd_qconv_scratch_bytes(const wq_qconv_plan *p) {
   /* The padded copy, then im2col_share's border rows and offsets and the
    * GEMM's panels (every group's GEMM has the same K). */
   const int64_t padded = p->padded_h ? p->batch * p->padded_h * p->padded_w * p->in_channels : 0;
-  return padded + 4 * k->segment_len + (int64_t)sizeof(int64_t) * k->segments +
+  return wq_scratch_round(padded) + wq_scratch_round(4 * k->segment_len) +
+         wq_scratch_round((int64_t)sizeof(int64_t) * k->segments) +
          wq_simd_qgemm_scratch_bytes(&p->gemms[0]);
 }
 
@@ -723,9 +720,10 @@ wq_status wq_simd_qconv_run(const wq_qconv_plan *p, const void *x, void *y, wq_e
     wq_parallel_for(pixels, split.row_grain, im2col_share, &job);
   else
     im2col_share(&job, 0, pixels);
-  free(padded);
-  wq_status st = (wq_status)atomic_load(&job.status);
-  return st == WQ_OK ? WQ_OK : wq_fail(err, st, NULL, "qconv: out of memory");
+  wq_scratch_give(padded);
+  return atomic_load(&job.status) == WQ_OK
+             ? WQ_OK
+             : wq_scratch_missing(err, "qconv im2col", wq_simd_qconv_scratch_bytes(p));
 }
 
 #ifdef WQ_QGEMM_USDOT
@@ -742,6 +740,7 @@ const wq_qconv_config wq_qconv_config_simd128 = {
     .isa = WQ_ISA_SIMD128,
     .gemm = &wq_qgemm_config_simd128,
 #endif
+    .depthwise_isa = WQ_ISA_SIMD128,
     .pack = wq_simd_qconv_pack,
     .run = wq_simd_qconv_run,
     .scratch_bytes = wq_simd_qconv_scratch_bytes,

@@ -69,11 +69,14 @@ static int64_t panels_bytes(const wq_qgemm_packed *p, int64_t block_panels) {
   return (p->k_padded * WQ_QGEMM_MR * block_panels + 32) * (int64_t)sizeof(int16_t);
 }
 
-/* The GEMV's widened row (aligned_alloc wants a multiple of the alignment). */
-static int64_t gemv_row_bytes(const wq_qgemm_packed *p) { return (p->k_padded * 2 + 15) / 16 * 16; }
+/* The GEMV's widened row. */
+static int64_t gemv_row_bytes(const wq_qgemm_packed *p) { return p->k_padded * 2; }
 
+/* One of the two on one thread: a product of m == 1 widens the row, any
+ * other takes one row block's panels per share. */
 int64_t wq_simd_qgemm_scratch_bytes(const wq_qgemm_packed *p) {
-  const int64_t row = gemv_row_bytes(p), panels = panels_bytes(p, block_panels_of(p));
+  const int64_t row = wq_scratch_round(gemv_row_bytes(p)),
+                panels = wq_scratch_round(panels_bytes(p, block_panels_of(p)));
   return row > panels ? row : panels;
 }
 
@@ -289,10 +292,9 @@ wq_status wq_simd_qgemv_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
   (void)m;
   (void)lda;
   (void)ldy;
-  int16_t *row = aligned_alloc(16, (size_t)gemv_row_bytes(p));
+  int16_t *row = wq_scratch_take(gemv_row_bytes(p));
   if (!row)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
-                   (long long)(p->k_padded * 2));
+    return wq_scratch_missing(err, "qgemm", gemv_row_bytes(p));
   widen_row(p, a, row);
   const int64_t tiles = p->n_padded / WQ_QGEMM_NR;
   if (wq_parallel_threads() > 1 && p->n * p->k >= QGEMM_PARALLEL_MIN_MACS) {
@@ -303,7 +305,7 @@ wq_status wq_simd_qgemv_run(const wq_qgemm_packed *p, int64_t m, const void *a, 
   } else {
     gemv(p, row, y, 0, tiles);
   }
-  free(row);
+  wq_scratch_give(row);
   return WQ_OK;
 }
 
@@ -338,10 +340,9 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
   int64_t needed_panels = (m - r0 + WQ_QGEMM_MR - 1) / WQ_QGEMM_MR;
   if (block_panels > needed_panels)
     block_panels = needed_panels;
-  int16_t *panels = aligned_alloc(16, (size_t)panels_bytes(p, block_panels));
+  int16_t *panels = wq_scratch_take(panels_bytes(p, block_panels));
   if (!panels)
-    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "qgemm: cannot allocate %lld bytes of scratch",
-                   (long long)(panel_elems * block_panels * 2));
+    return wq_scratch_missing(err, "qgemm", panels_bytes(p, block_panels));
   uint8_t *y8 = y;
   const wq_simd_requant q = wq_simd_requant_init(p);
   const int64_t kpairs = p->k_padded / 2, tile_bytes = p->k_padded * WQ_QGEMM_NR;
@@ -385,7 +386,7 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
       }
     }
   }
-  free(panels);
+  wq_scratch_give(panels);
   return WQ_OK;
 }
 
