@@ -102,7 +102,7 @@ let armedTestTrap = null;
  * build (quantGlueUrl, quantWasmUrl or quantWasmBinary), and the relaxed-SIMD
  * build (relaxedGlueUrl, relaxedWasmUrl or relaxedWasmBinary; the threaded
  * one is wasmq-relaxed.* in threadedDir). Must be called before the first
- * load() or quantize().
+ * load() or quantize(). Calls add up: each sets only the options it names.
  */
 export function configure({ baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary, relaxedGlueUrl, relaxedWasmUrl, relaxedWasmBinary } = {}) {
   if (Object.values(slots).some((slot) => slot.promise)) throw new WasmqError('configure() must be called before the core is instantiated');
@@ -112,7 +112,9 @@ export function configure({ baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, 
   if (threadPoolSize !== undefined && !(Number.isInteger(threadPoolSize) && threadPoolSize >= 1 && threadPoolSize <= 64)) {
     throw new WasmqError(`configure: threadPoolSize must be an integer from 1 to 64 (got ${threadPoolSize})`);
   }
-  coreOptions = { baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary, relaxedGlueUrl, relaxedWasmUrl, relaxedWasmBinary };
+  const given = { baseUrl, glueUrl, wasmUrl, wasmBinary, threadedDir, threads, threadPoolSize, quantGlueUrl, quantWasmUrl, quantWasmBinary, relaxedGlueUrl, relaxedWasmUrl, relaxedWasmBinary };
+  // Each call sets what it names; earlier calls' other settings stay.
+  for (const [key, value] of Object.entries(given)) if (value !== undefined) coreOptions[key] = value;
 }
 
 /**

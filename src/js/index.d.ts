@@ -99,7 +99,8 @@ export interface LoadOptions {
    * bytes needed and the limit; the model and the package stay usable. The kernels' packed weight
    * copies and the largest scratch one node's kernels allocate in a run (times the threads) count
    * with the weights: int8 conv/GEMM panels and copies, float Conv im2col columns and float GEMM
-   * packing at the graph's static shapes (not yet shapes known only at run time).
+   * packing at the graph's static shapes (not yet shapes known only at run time). The int8
+   * kernels' scratch is one block (a slice per thread) held from load on; their runs allocate none.
    */
   maxMemoryBytes?: number;
   /**
@@ -468,7 +469,8 @@ export function load(
 ): Promise<Model>;
 
 /**
- * Where the cores live, or their bytes; call before the first load() or quantize().
+ * Where the cores live, or their bytes; call before the first load() or quantize(). Calls add
+ * up: each sets only the options it names, the others keep what earlier calls set.
  * Defaults: the package's own wasm_build/out/ folder (../../wasm_build/out/ from index.mjs),
  * which Node and bundlers that copy `new URL(…, import.meta.url)` assets (vite, webpack) find as is.
  */

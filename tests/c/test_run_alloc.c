@@ -114,7 +114,7 @@ static void check_model(const char *rel, int threads) {
     CHECK_MSG(node_runs[i] == 2, "%s: node %s ran %d times", rel, g->nodes[i].name, node_runs[i]);
     CHECK_MSG(node_allocations[i] == 0, "%s (%d threads): %s (%s, kernel %s) allocated %ld times",
               rel, threads, g->nodes[i].name, g->nodes[i].op_type,
-              g->nodes[i].kernel ? g->nodes[i].kernel : "-", node_allocations[i]);
+              g->nodes[i].rec.kernel ? g->nodes[i].rec.kernel : "-", node_allocations[i]);
     g->nodes[i].op = original[i];
   }
   watched = NULL;

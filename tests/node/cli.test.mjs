@@ -253,3 +253,23 @@ test('a step past 2 s prints progress lines on stderr, also when stderr is not a
     assert.equal(r.stdout.split('\n').filter(Boolean).length, 1);
   }
 });
+
+test('--kernels: both CLIs take it; a variant the build lacks is a one-line load error naming what it has', () => {
+  const model = path.join(MODELS, 'synthetic', 'smallcnn_qdq.onnx');
+  const want = wasmq('run', model, '--input', 'X=random:9', '--kernels', 'simd128');
+  assert.equal(want.code, 0, want.stderr);
+  assertOneLineError(wasmq('run', model, '--kernels', 'avx'), 2, /--kernels expects auto, simd128 or relaxed, got avx/);
+  if (!existsSync(NATIVE_CLI)) return;
+  const native = (...args) => {
+    const r = spawnSync(NATIVE_CLI, args, { encoding: 'utf8' });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr.split('\n').filter((l) => !/^run: /.test(l)).join('\n') };
+  };
+  const ref = native('run', model, '--input', 'X=random:9', '--kernels', 'reference');
+  assert.equal(ref.code, 0, ref.stderr);
+  assert.equal(ref.stdout, want.stdout, 'the reference kernels give the SIMD128 bytes');
+  for (const isa of ['simd128', 'relaxed']) {
+    assertOneLineError(native('run', model, '--input', 'X=random:9', '--kernels', isa), 1,
+      new RegExp(`kernels '${isa}': this build has no such variant \\(it has ref\\) \\[WQ_ERR_UNSUPPORTED\\]$`));
+  }
+  assertOneLineError(native('info', model, '--kernels', 'avx'), 2, /--kernels expects auto, reference, simd128 or relaxed, got avx/);
+});

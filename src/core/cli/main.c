@@ -61,7 +61,9 @@ static void print_usage(FILE *out) {
   for (int i = 0; i < N_HELP; i++)
     fputs(HELP[i][1], out);
   fputs("  run/info/inspect: --partition int|int+fp|fp (default int+fp),\n"
-        "                    --no-lower (= fp), --strict-int8 (= int)\n"
+        "                    --no-lower (= fp), --strict-int8 (= int),\n"
+        "                    --kernels auto|reference|simd128|relaxed (int8 kernels;\n"
+        "                    this native build has the reference only)\n"
         "  wasmq COMMAND --help   one command's usage\n",
         out);
 }
@@ -134,9 +136,10 @@ static wq_model *load_model(const char *path, const wq_load_options *opts, int *
   return m;
 }
 
-/* --partition MODE / --no-lower / --strict-int8 at argv[*i]: the partition
- * load options. 1 when taken (*i moves past MODE), 0 for any other
- * argument, -1 (after a message) for a bad MODE. */
+/* --partition MODE / --no-lower / --strict-int8 / --kernels K at argv[*i]:
+ * the partition and kernel load options. 1 when taken (*i moves past MODE
+ * or K), 0 for any other argument, -1 (after a message) for a bad value. A
+ * kernel variant the build lacks fails the load, naming what it has. */
 static int lowering_option(int argc, char **argv, int *i, wq_load_options *opts) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--no-lower") == 0) {
@@ -151,6 +154,19 @@ static int lowering_option(int argc, char **argv, int *i, wq_load_options *opts)
       return -1;
     }
     opts->partition = (wq_partition_mode)mode;
+    (*i)++;
+  } else if (strcmp(arg, "--kernels") == 0) {
+    static const char *const names[] = {"auto", "reference", "simd128", "relaxed"};
+    const char *k = *i + 1 < argc ? argv[*i + 1] : "";
+    int at = 0;
+    while (at < 4 && strcmp(k, names[at]) != 0)
+      at++;
+    if (at == 4) {
+      fprintf(stderr, "wasmq: --kernels expects auto, reference, simd128 or relaxed, got %s\n",
+              *k ? k : "nothing");
+      return -1;
+    }
+    opts->kernels = at; /* 0 auto, else 1 + the wq_isa (wasmq.h) */
     (*i)++;
   } else {
     return 0;
@@ -460,7 +476,8 @@ static int cmd_run(int argc, char **argv) {
                           .partition = lower_flags.partition,
                           .no_lowering = lower_flags.no_lowering,
                           .lower_strict = lower_flags.lower_strict,
-                          .max_memory_bytes = (size_t)max_memory};
+                          .max_memory_bytes = (size_t)max_memory,
+                          .kernels = lower_flags.kernels};
   m = load_model(model_path, &opts, &rc);
   if (!m)
     return rc;

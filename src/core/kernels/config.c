@@ -1,5 +1,9 @@
 #include "config.h"
 
+#include <string.h>
+
+#include "../ir/format.h"
+
 #include "ref/ref_gemm_f32.h"
 #include "ref/ref_nhwc.h"
 #include "ref/ref_qconv_nhwc.h"
@@ -201,9 +205,16 @@ wq_status wq_kernel_set_select(wq_kernel_set *out, unsigned engine_isas, int for
   const unsigned linked = wq_kernel_isas_linked();
   unsigned allowed = engine_isas ? engine_isas | WQ_ISA_BIT(WQ_ISA_REF) : NO_PROBE_ISAS;
   if (force >= 0) {
-    if (force >= WQ_ISA_COUNT || !(linked & WQ_ISA_BIT(force)))
-      return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL, "kernels '%s': this build has no such variant",
-                     wq_isa_name(force));
+    if (force >= WQ_ISA_COUNT || !(linked & WQ_ISA_BIT(force))) {
+      char has[32] = "";
+      for (int isa = 0; isa < WQ_ISA_COUNT; isa++)
+        if (linked & WQ_ISA_BIT(isa))
+          wq_format(has + strlen(has), sizeof has - strlen(has), "%s%s", has[0] ? ", " : "",
+                    wq_isa_name(isa));
+      return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL,
+                     "kernels '%s': this build has no such variant (it has %s)", wq_isa_name(force),
+                     has);
+    }
     if (!(allowed & WQ_ISA_BIT(force)))
       return wq_fail(err, WQ_ERR_UNSUPPORTED, NULL,
                      "kernels '%s': the engine did not pass its probe for them",

@@ -203,7 +203,7 @@ static wq_status qgap_run(const wq_node *node, const wq_value *in, wq_value *out
     wq_int8_global_avgpool_ref(n * c, plane, &q, x->data, out[0].data);
     return WQ_OK;
   }
-  wq_ref_qgap_nhwc(n, plane, c, &q, x->data, out[0].data);
+  wq_qgap_nhwc(n, plane, c, &q, x->data, out[0].data);
   return WQ_OK;
 }
 

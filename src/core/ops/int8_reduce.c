@@ -106,7 +106,7 @@ static wq_status qreduce_run(const wq_node *node, const wq_value *in, wq_value *
   if (inner == 1)
     wq_int8_global_avgpool_ref(outer, reduced, &s->q, in[0].data, out[0].data);
   else
-    wq_ref_qgap_nhwc(outer, reduced, inner, &s->q, in[0].data, out[0].data);
+    wq_qgap_nhwc(outer, reduced, inner, &s->q, in[0].data, out[0].data);
   return WQ_OK;
 }
 
