@@ -6,24 +6,15 @@
 // record.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cSources as sources } from './helpers.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CORE = join(ROOT, 'src/core');
 const LOWER = ['ir', 'kernels', 'ops', 'runtime'];
 const UPPER = ['passes', 'api', 'cli'];
-
-function sources(dir) {
-  const out = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...sources(p));
-    else if (/\.(c|h|inc)$/.test(e.name)) out.push(p);
-  }
-  return out.sort();
-}
 
 const layerOf = (file) => relative(CORE, file).split('/')[0];
 

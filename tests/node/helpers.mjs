@@ -25,6 +25,17 @@ export const MODEL_INPUT_SHAPES = {
 // TensorProto decoding is the package's own.
 export { decodeTensorProto };
 
+/** The C sources (.c, .h, .inc) under dir, recursively, sorted: what the layering tests scan. */
+export function cSources(dir) {
+  const out = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...cSources(p));
+    else if (/\.(c|h|inc)$/.test(e.name)) out.push(p);
+  }
+  return out.sort();
+}
+
 /** Reads input_N.pb / output_N.pb of a test_data_set folder. */
 export function readDataSet(dir) {
   const read = (prefix) => {

@@ -4,22 +4,13 @@
 // simd/, the selection and dispatch in kernels/ above them).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cSources as sources } from './helpers.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const KERNELS = join(ROOT, 'src/core/kernels');
-
-function sources(dir) {
-  const out = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...sources(p));
-    else if (/\.(c|h|inc)$/.test(e.name)) out.push(p);
-  }
-  return out.sort();
-}
 
 // The first cycle of a directed graph (Map node -> Set of nodes) as a path
 // [a, b, ..., a], or null.

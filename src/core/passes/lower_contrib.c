@@ -40,10 +40,7 @@ static wq_status lower_contrib_lookup(lower_ctx *c, int i, bool *done, wq_error 
   wq_format(why, sizeof why, "QLookup from %s (com.microsoft, table of its 256 codes)", n->op_type);
   int inputs[2] = {x, t};
   lower_attrs none = {0};
-  WQ_TRY(lower_rewrite_node(c, i, WQ_OPID(int8_lookup), inputs, 2, &y, 1, &none, err));
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, WQ_OPID(int8_lookup), inputs, 2, &y, 1, &none, WQ_OK, why, done, err);
 }
 
 /* QLinearReduceMean over one contiguous block of axes: QReduceMean. */
@@ -83,14 +80,9 @@ static wq_status lower_contrib_reduce_mean(lower_ctx *c, int i, bool *done, wq_e
   if (st == WQ_OK)
     st = lower_attrs_int(&attrs, "keepdims", keep && keep->type == WQ_ATTR_INT ? keep->i != 0 : 1,
                          err);
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_reduce_mean), &x, 1, &y, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8,
-            "QReduceMean from QLinearReduceMean (com.microsoft, same arithmetic)");
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, WQ_OPID(int8_reduce_mean), &x, 1, &y, 1, &attrs, st,
+                      "QReduceMean from QLinearReduceMean (com.microsoft, same arithmetic)", done,
+                      err);
 }
 
 /* QLinearConcat: QConcat of the inputs (each requantized by table to the
@@ -107,96 +99,110 @@ static wq_status lower_contrib_concat(lower_ctx *c, int i, int n_x, const lower_
   wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
   if (st == WQ_OK)
     st = lower_attrs_copy(&attrs, n, "axis", err);
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_concat), inputs, n_x, &y, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "QConcat from QLinearConcat (com.microsoft, same arithmetic)");
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, WQ_OPID(int8_concat), inputs, n_x, &y, 1, &attrs, st,
+                      "QConcat from QLinearConcat (com.microsoft, same arithmetic)", done, err);
 }
 
-/* QGemm with a quantized output, A not transposed, constant B and an
- * optional constant int32 C of N values: wasmq QGemm (weight as [N, K],
- * alpha folded into its scales, C as the int32 bias). */
-static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *err) {
-  wq_graph *g = c->g;
-  const wq_node *n = &g->nodes[i];
+/* What a contrib QGemm matched: B (constant, with the parameters the node
+ * reads it with), its layout, alpha, N and C (the int32 bias; -1 none). */
+typedef struct {
+  int b, c_bias;
+  int64_t trans_b, N;
+  float alpha;
+} qgemm_match;
+
+/* Matching only: QGemm with a quantized output, A not transposed, constant
+ * B and an optional constant int32 C of N values. false with a reason. */
+LOWER_RULE_PART bool match_contrib_qgemm(lower_ctx *c, const wq_node *n, qgemm_match *m) {
+  const wq_graph *g = c->g;
   if (n->n_inputs < 8 || n->inputs[7] < 0)
-    return lower_why(c, WQ_REASON_INT8_REFERENCE,
-                     "float output (no y_scale): runs on the contrib op's reference kernel");
-  int64_t trans_a = 0, trans_b = 0;
-  float alpha = 1.0f;
+    return lower_no(c, WQ_REASON_INT8_REFERENCE,
+                    "float output (no y_scale): runs on the contrib op's reference kernel");
+  int64_t trans_a = 0;
+  m->trans_b = 0;
+  m->alpha = 1.0f;
   if (wq_attr_int(n, "transA", 0, &trans_a, NULL) != WQ_OK ||
-      wq_attr_int(n, "transB", 0, &trans_b, NULL) != WQ_OK ||
-      wq_attr_float(n, "alpha", 1.0f, &alpha, NULL) != WQ_OK || trans_a != 0)
-    return lower_why(c, WQ_REASON_INT8_REFERENCE,
-                     "transA or unreadable attributes: runs on the contrib op's reference kernel");
-  const int a = n->inputs[0], b = n->inputs[3], y = n->outputs[0];
-  const wq_tensor *bt = &g->tensors[b];
+      wq_attr_int(n, "transB", 0, &m->trans_b, NULL) != WQ_OK ||
+      wq_attr_float(n, "alpha", 1.0f, &m->alpha, NULL) != WQ_OK || trans_a != 0)
+    return lower_no(c, WQ_REASON_INT8_REFERENCE,
+                    "transA or unreadable attributes: runs on the contrib op's reference kernel");
+  m->b = n->inputs[3];
+  const wq_tensor *bt = &g->tensors[m->b];
   if (!bt->is_constant || !bt->data || !bt->qparams || bt->rank != 2)
-    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
-                     "B '%s' is not a 2-D constant with quantization parameters", bt->name);
+    return lower_no(c, WQ_REASON_UNSUPPORTED_ATTR,
+                    "B '%s' is not a 2-D constant with quantization parameters", bt->name);
   /* B must carry exactly the parameters this node reads it with. */
   wq_node view = *n;
-  wq_attr axis_attr = {.name = (char *)"axis", .type = WQ_ATTR_INT, .i = trans_b ? 0 : 1};
-  int in3[3] = {b, n->inputs[4], n->n_inputs > 5 ? n->inputs[5] : -1};
+  wq_attr axis_attr = {.name = (char *)"axis", .type = WQ_ATTR_INT, .i = m->trans_b ? 0 : 1};
+  int in3[3] = {m->b, n->inputs[4], n->n_inputs > 5 ? n->inputs[5] : -1};
   view.inputs = in3;
   view.n_inputs = 3;
   view.attrs = &axis_attr;
   view.n_attrs = 1;
   view.opset = 13;
   wq_qparams bq;
-  if (!lower_node_qparams(c, &view, b, &bq))
-    return WQ_OK;
+  if (!lower_node_qparams(c, &view, m->b, &bq))
+    return false;
   bool same = lower_qparams_equal(&bq, bt->qparams);
   wq_qparams_free(&bq);
   if (!same)
-    return lower_why(c, WQ_REASON_QPARAMS_MISMATCH,
-                     "B '%s' carries other quantization parameters than QGemm reads it with",
-                     bt->name);
-  const int64_t N = trans_b ? bt->dims[0] : bt->dims[1];
-  int bias = -1;
-  if (n->n_inputs > 6 && n->inputs[6] >= 0) {
-    const wq_tensor *ct = &g->tensors[n->inputs[6]];
-    int64_t count = 1;
-    for (int d = 0; d < ct->rank; d++)
-      count *= ct->dims[d];
-    if (!ct->is_constant || !ct->data || ct->dtype != WQ_DT_INT32 || count != N ||
-        (ct->rank == 2 && ct->dims[0] != 1) || ct->rank > 2)
-      return lower_why(c, WQ_REASON_NOT_CONSTANT,
-                       "C '%s' is not a constant int32 vector of N = %lld values", ct->name,
-                       (long long)N);
-    if (ct->rank == 1) {
-      bias = n->inputs[6];
-    } else {
-      int32_t *copy = malloc((size_t)(N > 0 ? N : 1) * sizeof *copy);
-      if (!copy)
-        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
-      memcpy(copy, ct->data, (size_t)N * sizeof *copy);
-      int64_t dims[1] = {N};
-      bias = lower_add_constant(c, n->name, "_bias", WQ_DT_INT32, 1, dims, copy,
-                                (size_t)N * sizeof *copy);
-      if (bias < 0)
-        return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
-    }
-  }
+    return lower_no(c, WQ_REASON_QPARAMS_MISMATCH,
+                    "B '%s' carries other quantization parameters than QGemm reads it with",
+                    bt->name);
+  m->N = m->trans_b ? bt->dims[0] : bt->dims[1];
+  m->c_bias = n->n_inputs > 6 ? n->inputs[6] : -1;
+  if (m->c_bias < 0)
+    return true;
+  const wq_tensor *ct = &g->tensors[m->c_bias];
+  int64_t count = 1;
+  for (int d = 0; d < ct->rank; d++)
+    count *= ct->dims[d];
+  if (!ct->is_constant || !ct->data || ct->dtype != WQ_DT_INT32 || count != m->N ||
+      (ct->rank == 2 && ct->dims[0] != 1) || ct->rank > 2)
+    return lower_no(c, WQ_REASON_NOT_CONSTANT,
+                    "C '%s' is not a constant int32 vector of N = %lld values", ct->name,
+                    (long long)m->N);
+  return true;
+}
+
+/* Rewriting: wasmq QGemm (weight as [N, K], alpha folded into its scales,
+ * C as the int32 bias, a [1, N] C copied to [N]). The weight may still
+ * refuse (parameters it cannot take): *done stays false, nothing added. */
+LOWER_RULE_PART wq_status rewrite_contrib_qgemm(lower_ctx *c, int i, const qgemm_match *m,
+                                                bool *done, wq_error *err) {
+  wq_graph *g = c->g;
   int w = -1;
-  WQ_TRY(lower_weight_nk(c, b, !trans_b, alpha, g->nodes[i].name, &w, err));
+  WQ_TRY(lower_weight_nk(c, m->b, !m->trans_b, m->alpha, g->nodes[i].name, &w, err));
   if (w < 0)
     return WQ_OK;
-  int inputs[3] = {a, w, bias};
+  const wq_node *n = &g->nodes[i];
+  const int64_t N = m->N;
+  int bias = m->c_bias;
+  if (bias >= 0 && g->tensors[bias].rank != 1) {
+    int32_t *copy = malloc((size_t)(N > 0 ? N : 1) * sizeof *copy);
+    if (!copy)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
+    memcpy(copy, g->tensors[bias].data, (size_t)N * sizeof *copy);
+    int64_t dims[1] = {N};
+    bias = lower_add_constant(c, n->name, "_bias", WQ_DT_INT32, 1, dims, copy,
+                              (size_t)N * sizeof *copy);
+    if (bias < 0)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, g->nodes[i].name, "lowering: out of memory");
+  }
+  const int y = g->nodes[i].outputs[0];
+  int inputs[3] = {g->nodes[i].inputs[0], w, bias};
   lower_attrs attrs = {0};
   wq_status st = lower_attrs_int(&attrs, "y_dtype", g->tensors[y].dtype, err);
-  if (st == WQ_OK)
-    st =
-        lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &y, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8,
-            "QGemm from QGemm (com.microsoft; weight as [N, K], same arithmetic)");
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &y, 1, &attrs, st,
+                      "QGemm from QGemm (com.microsoft; weight as [N, K], same arithmetic)", done,
+                      err);
+}
+
+static wq_status lower_contrib_qgemm(lower_ctx *c, int i, bool *done, wq_error *err) {
+  qgemm_match m;
+  if (!match_contrib_qgemm(c, &c->g->nodes[i], &m))
+    return WQ_OK;
+  return rewrite_contrib_qgemm(c, i, &m, done, err);
 }
 
 wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
@@ -255,11 +261,5 @@ wq_status lower_contrib(lower_ctx *c, int i, bool *done, wq_error *err) {
   char why[WQ_LOWER_WHY_MAX];
   wq_format(why, sizeof why, "%s from %s (com.microsoft, same arithmetic)", op_type, n->op_type);
   wq_status st = lower_attrs_int(&attrs, "y_dtype", y_dtype, err);
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, as, inputs, n_inputs, &y, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, as, inputs, n_inputs, &y, 1, &attrs, st, why, done, err);
 }

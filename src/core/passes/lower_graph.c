@@ -257,6 +257,19 @@ const char *lower_op_type(const lower_ctx *c, int i) {
   return c->g->nodes[i].op_type;
 }
 
+wq_status lower_commit(lower_ctx *c, int i, int op_id, const int *inputs, int n_inputs,
+                       const int *outputs, int n_outputs, lower_attrs *attrs, wq_status st,
+                       const char *why, bool *done, wq_error *err) {
+  if (st == WQ_OK)
+    st = lower_rewrite_node(c, i, op_id, inputs, n_inputs, outputs, n_outputs, attrs, err);
+  lower_attrs_free(attrs);
+  if (st == WQ_OK) {
+    lower_why(c, WQ_REASON_INT8, "%s", why);
+    *done = true;
+  }
+  return st;
+}
+
 /* ---- shadow graph for a check ------------------------------------------------ */
 
 void lower_shadow_free(wq_graph *s, int borrowed) {

@@ -73,6 +73,15 @@ void lower_attrs_free(lower_attrs *a);
 wq_status lower_rewrite_node(lower_ctx *c, int i, int op_id, const int *inputs, int n_inputs,
                              const int *outputs, int n_outputs, lower_attrs *attrs, wq_error *err);
 
+/* The end of a rule's rewriting half: unless st is already an error, node
+ * i becomes op_id (lower_rewrite_node) and the rule's decision is
+ * recorded: INT8 with the sentence `why` (what it became, what it
+ * absorbed), *done set. Frees attrs in every case; returns st or the
+ * rewrite's error. */
+wq_status lower_commit(lower_ctx *c, int i, int op_id, const int *inputs, int n_inputs,
+                       const int *outputs, int n_outputs, lower_attrs *attrs, wq_status st,
+                       const char *why, bool *done, wq_error *err);
+
 /* Adds a tensor named after `base` + `suffix` (made unique) and returns its
  * index, or -1 out of memory. Tensor pointers are invalidated. */
 int lower_add_tensor(lower_ctx *c, const char *base, const char *suffix);
@@ -114,6 +123,21 @@ wq_status lower_why(lower_ctx *c, wq_reason code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* The same for a matcher (a rule's matching half, which changes nothing):
+ * records the reason and gives false, so it can `return lower_no(...)`. */
+#define lower_no(c, ...) (lower_why((c), __VA_ARGS__), false)
+
+/* A rule longer than a screen is split into its matching half (reads the
+ * graph, fills a match record, says no with a reason through lower_no) and
+ * its rewriting half (adds tensors, rewrites node i, absorbs the sink).
+ * Both halves are called once; inlined back into the rule they cost no
+ * code over one long function. */
+#if defined(__GNUC__)
+#define LOWER_RULE_PART static inline __attribute__((always_inline))
+#else
+#define LOWER_RULE_PART static inline
+#endif
 
 /* qparams of a (Dequantize|Quantize)Linear node for its int8 tensor
  * `data_tensor`: scale and zero point must be constants. false with a

@@ -279,14 +279,8 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err) {
   size_t len = strlen(why);
   wq_format(why + len, sizeof why - len, "%s", note);
   int inputs[3] = {x, w, bias};
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1,
-                            &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, WQ_OPID(int8_conv), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1, &attrs,
+                      st, why, done, err);
 }
 
 /* ---- Gemm / MatMul --------------------------------------------------------- */
@@ -310,88 +304,107 @@ static int bias_add_after(lower_ctx *c, int t) {
   return constant ? reader : -1;
 }
 
-wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
+/* What a Gemm/MatMul matched: activation A, constant B, the attributes,
+ * the Add whose constant becomes its bias (MatMul; -1 none) and the sink. */
+typedef struct {
+  int a, b, bias_add;
+  int64_t trans_a, trans_b;
+  float alpha, beta;
+  lower_sink sink;
+} gemm_match;
+
+/* Matching only: *ok false with a reason (nothing changed); an error only
+ * for an attribute of the wrong type. */
+LOWER_RULE_PART wq_status match_gemm(lower_ctx *c, int i, gemm_match *m, bool *ok, wq_error *err) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
   const bool is_gemm = wq_node_is(n, WQ_OPID(gemm));
-  int64_t trans_a = 0, trans_b = 0;
-  float alpha = 1.0f, beta = 1.0f;
+  *ok = false;
+  m->trans_a = m->trans_b = 0;
+  m->alpha = m->beta = 1.0f;
   if (is_gemm) {
-    WQ_TRY(wq_attr_int(n, "transA", 0, &trans_a, err));
-    WQ_TRY(wq_attr_int(n, "transB", 0, &trans_b, err));
-    WQ_TRY(wq_attr_float(n, "alpha", 1.0f, &alpha, err));
-    WQ_TRY(wq_attr_float(n, "beta", 1.0f, &beta, err));
+    WQ_TRY(wq_attr_int(n, "transA", 0, &m->trans_a, err));
+    WQ_TRY(wq_attr_int(n, "transB", 0, &m->trans_b, err));
+    WQ_TRY(wq_attr_float(n, "alpha", 1.0f, &m->alpha, err));
+    WQ_TRY(wq_attr_float(n, "beta", 1.0f, &m->beta, err));
   }
-  int a = lower_activation_input(c, n->inputs[0], "input A");
-  if (a < 0)
+  if ((m->a = lower_activation_input(c, n->inputs[0], "input A")) < 0)
     return WQ_OK;
   if (!is_gemm && g->tensors[n->inputs[1]].rank != 2)
     return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
                      "MatMul's B must be a 2-D constant (has rank %d)",
                      g->tensors[n->inputs[1]].rank);
-  int b = lower_constant_input(c, n->inputs[1], "input B");
-  if (b < 0)
+  if ((m->b = lower_constant_input(c, n->inputs[1], "input B")) < 0)
     return WQ_OK;
-  if (!(alpha > 0.0f) || !isfinite(alpha))
+  if (!(m->alpha > 0.0f) || !isfinite(m->alpha))
     return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
-                     "alpha %g cannot be folded into positive weight scales", (double)alpha);
-  if (g->tensors[b].rank != 2)
-    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "B '%s' must be 2-D", g->tensors[b].name);
+                     "alpha %g cannot be folded into positive weight scales", (double)m->alpha);
+  if (g->tensors[m->b].rank != 2)
+    return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "B '%s' must be 2-D", g->tensors[m->b].name);
   /* MatMul -> Add(constant bias) -> [Relu/Clip] -> Q, as PyTorch exports a
    * Linear: the Add becomes the op's bias. */
-  int bias_add = is_gemm ? -1 : bias_add_after(c, n->outputs[0]);
-  lower_sink sink;
-  if (!lower_output_sink(c, bias_add >= 0 ? g->nodes[bias_add].outputs[0] : n->outputs[0],
-                         LOWER_FUSE_LEAKY, &sink))
-    return WQ_OK;
+  m->bias_add = is_gemm ? -1 : bias_add_after(c, n->outputs[0]);
+  *ok = lower_output_sink(c, m->bias_add >= 0 ? g->nodes[m->bias_add].outputs[0] : n->outputs[0],
+                          LOWER_FUSE_LEAKY, &m->sink);
+  return WQ_OK;
+}
+
+/* Rewriting: the weight as [N, K] and the bias in accumulator units (either
+ * may still refuse: parameters they cannot take, *done stays false), then
+ * node i becomes the QGemm absorbing the bias Add and the sink. */
+LOWER_RULE_PART wq_status rewrite_gemm(lower_ctx *c, int i, gemm_match *m, bool *done,
+                                       wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
   int w;
-  WQ_TRY(canonical_weight(c, b, trans_b == 0, alpha, n->name, &w, err));
+  WQ_TRY(canonical_weight(c, m->b, m->trans_b == 0, m->alpha, n->name, &w, err));
   if (w < 0)
     return WQ_OK;
   const int64_t N = g->tensors[w].dims[0], K = g->tensors[w].dims[1];
   char note[200] = "";
   int bias = -1;
-  int c_input = is_gemm && n->n_inputs > 2 ? n->inputs[2] : -1;
-  if (bias_add >= 0) {
-    const wq_node *add = &g->nodes[bias_add];
+  int c_input = wq_node_is(n, WQ_OPID(gemm)) && n->n_inputs > 2 ? n->inputs[2] : -1;
+  if (m->bias_add >= 0) {
+    const wq_node *add = &g->nodes[m->bias_add];
     c_input = add->inputs[add->inputs[0] == n->outputs[0] ? 1 : 0];
-    beta = 1.0f;
+    m->beta = 1.0f;
   }
-  if (c_input >= 0 && beta != 0.0f) {
-    float *units = acc_units(g->tensors[w].qparams, N, K, g->tensors[a].qparams->scale[0]);
+  if (c_input >= 0 && m->beta != 0.0f) {
+    float *units = acc_units(g->tensors[w].qparams, N, K, g->tensors[m->a].qparams->scale[0]);
     if (!units)
       return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
-    wq_status st = fold_bias(c, c_input, N, units, beta, n->name, &bias, note, sizeof note, err);
+    wq_status st = fold_bias(c, c_input, N, units, m->beta, n->name, &bias, note, sizeof note, err);
     free(units);
     WQ_TRY(st);
     if (bias < 0)
       return WQ_OK;
   }
   lower_attrs attrs = {0};
-  wq_status st = output_attrs(&attrs, sink.dtype, &sink, err);
-  if (st == WQ_OK && trans_a)
+  wq_status st = output_attrs(&attrs, m->sink.dtype, &m->sink, err);
+  if (st == WQ_OK && m->trans_a)
     st = lower_attrs_int(&attrs, "trans_a", 1, err);
   char why[WQ_LOWER_WHY_MAX];
   wq_format(why, sizeof why, "QGemm from %s (weight as [N, K] = [%lld, %lld]%s%s%s)", n->op_type,
-            (long long)N, (long long)K, trans_b ? "" : ", transposed",
-            alpha != 1.0f ? ", alpha" : "", trans_a ? ", transA" : "");
-  if (bias_add >= 0) {
-    c->absorbed[bias_add] = true;
+            (long long)N, (long long)K, m->trans_b ? "" : ", transposed",
+            m->alpha != 1.0f ? ", alpha" : "", m->trans_a ? ", transA" : "");
+  if (m->bias_add >= 0) {
+    c->absorbed[m->bias_add] = true;
     size_t at = strlen(why);
-    wq_format(why + at, sizeof why - at, " + Add '%s' as its bias", g->nodes[bias_add].name);
+    wq_format(why + at, sizeof why - at, " + Add '%s' as its bias", g->nodes[m->bias_add].name);
   }
-  lower_absorb_sink(c, &sink, why, sizeof why);
+  lower_absorb_sink(c, &m->sink, why, sizeof why);
   size_t len = strlen(why);
   wq_format(why + len, sizeof why - len, "%s", note);
-  int inputs[3] = {a, w, bias};
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &sink.tensor, 1,
-                            &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  int inputs[3] = {m->a, w, bias};
+  return lower_commit(c, i, WQ_OPID(int8_gemm), inputs, bias >= 0 ? 3 : 2, &m->sink.tensor, 1,
+                      &attrs, st, why, done, err);
+}
+
+wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err) {
+  gemm_match m;
+  bool ok;
+  WQ_TRY(match_gemm(c, i, &m, &ok, err));
+  return ok ? rewrite_gemm(c, i, &m, done, err) : WQ_OK;
 }
 
 /* ---- QLinearConv / QLinearMatMul ------------------------------------------- */
@@ -468,8 +481,6 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
     for (int k = 0; CONV_ATTRS[k] && st == WQ_OK; k++)
       st = lower_attrs_copy(&attrs, n, CONV_ATTRS[k], err);
     wq_format(why, sizeof why, "QConv from QLinearConv (same arithmetic)");
-    if (st == WQ_OK)
-      st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, n_inputs, &y, 1, &attrs, err);
   } else {
     int w = -1;
     if (st == WQ_OK)
@@ -480,13 +491,9 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
     }
     inputs[1] = w;
     wq_format(why, sizeof why, "QGemm from QLinearMatMul (weight as [N, K], same arithmetic)");
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, 2, &y, 1, &attrs, err);
   }
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, conv ? WQ_OPID(int8_conv) : WQ_OPID(int8_gemm), inputs, n_inputs, &y, 1,
+                      &attrs, st, why, done, err);
 }
 
 /* ---- ConvInteger / MatMulInteger ------------------------------------------- */
@@ -597,8 +604,6 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
       st = lower_attrs_copy(&attrs, n, CONV_ATTRS[k], err);
     wq_format(why, sizeof why,
               "QConv (int32 output) from ConvInteger; the float rescale after it stays float");
-    if (st == WQ_OK)
-      st = lower_rewrite_node(c, i, WQ_OPID(int8_conv), inputs, 2, &y, 1, &attrs, err);
   } else {
     int wc = -1;
     if (st == WQ_OK)
@@ -611,13 +616,9 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
     wq_format(why, sizeof why,
               "QGemm (int32 output) from MatMulInteger (weight as [N, K]); the float rescale "
               "after it stays float");
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_gemm), inputs, 2, &y, 1, &attrs, err);
   }
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, conv ? WQ_OPID(int8_conv) : WQ_OPID(int8_gemm), inputs, 2, &y, 1,
+                      &attrs, st, why, done, err);
 }
 
 wq_status lower_weight_nk(lower_ctx *c, int q, bool kn, float alpha, const char *base, int *out,

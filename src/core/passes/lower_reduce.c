@@ -35,58 +35,63 @@ static bool reduce_axes(lower_ctx *c, const wq_node *n, int rank, bool *reduced,
     }
   } else if (n->n_inputs > 1 && n->inputs[1] >= 0) {
     const wq_tensor *t = &g->tensors[n->inputs[1]];
-    if (!t->is_constant || !t->data || t->dtype != WQ_DT_INT64 || t->rank != 1) {
-      lower_why(c, WQ_REASON_NOT_CONSTANT,
-                "ReduceMean '%s': axes are not a constant 1-D int64 tensor", n->name);
-      return false;
-    }
+    if (!t->is_constant || !t->data || t->dtype != WQ_DT_INT64 || t->rank != 1)
+      return lower_no(c, WQ_REASON_NOT_CONSTANT,
+                      "ReduceMean '%s': axes are not a constant 1-D int64 tensor", n->name);
     axes = t->data;
     count = t->dims[0];
   }
   for (int d = 0; d < rank; d++)
     reduced[d] = count == 0 && !noop;
-  if (count == 0 && noop) {
-    lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
-              "ReduceMean '%s' reduces nothing (noop_with_empty_axes)", n->name);
-    return false;
-  }
+  if (count == 0 && noop)
+    return lower_no(c, WQ_REASON_UNSUPPORTED_ATTR,
+                    "ReduceMean '%s' reduces nothing (noop_with_empty_axes)", n->name);
   for (int64_t k = 0; k < count; k++) {
     int64_t d = axes[k] < 0 ? axes[k] + rank : axes[k];
-    if (d < 0 || d >= rank || reduced[d]) {
-      lower_why(c, WQ_REASON_UNSUPPORTED_ATTR,
-                "ReduceMean '%s': axis %lld is out of range or repeated", n->name,
-                (long long)axes[k]);
-      return false;
-    }
+    if (d < 0 || d >= rank || reduced[d])
+      return lower_no(c, WQ_REASON_UNSUPPORTED_ATTR,
+                      "ReduceMean '%s': axis %lld is out of range or repeated", n->name,
+                      (long long)axes[k]);
     reduced[d] = true;
   }
   return true;
 }
 
-wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
+/* What a ReduceMean chain matched: its codes, the chain's nodes, the
+ * union of the reduced axes (first..last of the input) and the sink. */
+typedef struct {
+  int x;
+  int chain[WQ_MAX_RANK * 2], n_chain;
+  int first, last;
+  bool keepdims;
+  lower_sink sink;
+} reduce_match;
+
+/* Matching only: false with a reason (nothing changed). */
+LOWER_RULE_PART bool match_reduce_chain(lower_ctx *c, int i, reduce_match *m) {
   wq_graph *g = c->g;
-  int x = lower_activation_input(c, g->nodes[i].inputs[0], "input data");
-  if (x < 0)
-    return WQ_OK;
-  const int rank = g->tensors[x].rank;
+  m->x = lower_activation_input(c, g->nodes[i].inputs[0], "input data");
+  if (m->x < 0)
+    return false;
+  const int rank = g->tensors[m->x].rank;
   if (rank < 1 || rank > WQ_MAX_RANK)
-    return lower_why(c, WQ_REASON_UNKNOWN_SHAPE, "input rank is not known at load");
+    return lower_no(c, WQ_REASON_UNKNOWN_SHAPE, "input rank is not known at load");
   /* origin[d]: the input axis behind axis d of the current tensor. */
   int origin[WQ_MAX_RANK], cur_rank = rank;
   bool union_reduced[WQ_MAX_RANK] = {false};
   for (int d = 0; d < rank; d++)
     origin[d] = d;
-  int chain[WQ_MAX_RANK * 2], n_chain = 0;
-  bool keepdims = true;
+  m->n_chain = 0;
+  m->keepdims = true;
   int j = i;
   for (;;) {
     const wq_node *n = &g->nodes[j];
     bool reduced[WQ_MAX_RANK], keep;
     if (!reduce_axes(c, n, cur_rank, reduced, &keep))
-      return WQ_OK;
-    if (n_chain > 0 && keep != keepdims)
-      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "ReduceMean chain mixes keepdims values");
-    keepdims = keep;
+      return false;
+    if (m->n_chain > 0 && keep != m->keepdims)
+      return lower_no(c, WQ_REASON_UNSUPPORTED_ATTR, "ReduceMean chain mixes keepdims values");
+    m->keepdims = keep;
     int kept = 0;
     for (int d = 0; d < cur_rank; d++) {
       if (reduced[d])
@@ -95,53 +100,59 @@ wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
         origin[kept++] = origin[d];
     }
     cur_rank = kept;
-    chain[n_chain++] = j;
+    m->chain[m->n_chain++] = j;
     int t = n->outputs[0], reader = -1;
     if (g->tensors[t].is_output || lower_consumers(c, t, &reader) != 1 || reader < 0 ||
-        !wq_node_is(&g->nodes[reader], WQ_OPID(reduce_mean)) || n_chain == WQ_MAX_RANK * 2)
+        !wq_node_is(&g->nodes[reader], WQ_OPID(reduce_mean)) || m->n_chain == WQ_MAX_RANK * 2)
       break;
     j = reader;
   }
-  int first = -1, last = -1;
+  m->first = m->last = -1;
   for (int d = 0; d < rank; d++)
     if (union_reduced[d]) {
-      if (first < 0)
-        first = d;
-      last = d;
+      if (m->first < 0)
+        m->first = d;
+      m->last = d;
     }
-  for (int d = first; d <= last; d++)
+  for (int d = m->first; d <= m->last; d++)
     if (!union_reduced[d])
-      return lower_why(c, WQ_REASON_UNSUPPORTED_ATTR, "reduced axes are not one contiguous block");
-  lower_sink sink;
-  if (!lower_output_sink(c, g->nodes[chain[n_chain - 1]].outputs[0], LOWER_FUSE_NONE, &sink))
-    return WQ_OK;
+      return lower_no(c, WQ_REASON_UNSUPPORTED_ATTR, "reduced axes are not one contiguous block");
+  return lower_output_sink(c, g->nodes[m->chain[m->n_chain - 1]].outputs[0], LOWER_FUSE_NONE,
+                           &m->sink);
+}
+
+/* Rewriting: node i becomes the QReduceMean, the rest of the chain and the
+ * sink are absorbed. */
+LOWER_RULE_PART wq_status rewrite_reduce_chain(lower_ctx *c, int i, const reduce_match *m,
+                                               bool *done, wq_error *err) {
+  wq_graph *g = c->g;
   lower_attrs attrs = {0};
-  wq_status st = lower_attrs_int(&attrs, "y_dtype", sink.dtype, err);
+  wq_status st = lower_attrs_int(&attrs, "y_dtype", m->sink.dtype, err);
   if (st == WQ_OK)
-    st = lower_attrs_int(&attrs, "first_axis", first, err);
+    st = lower_attrs_int(&attrs, "first_axis", m->first, err);
   if (st == WQ_OK)
-    st = lower_attrs_int(&attrs, "n_axes", last - first + 1, err);
+    st = lower_attrs_int(&attrs, "n_axes", m->last - m->first + 1, err);
   if (st == WQ_OK)
-    st = lower_attrs_int(&attrs, "keepdims", keepdims, err);
+    st = lower_attrs_int(&attrs, "keepdims", m->keepdims, err);
   char why[WQ_LOWER_WHY_MAX];
   wq_format(why, sizeof why, "QReduceMean from %d ReduceMean node(s) over axes %d..%d (exact sum)",
-            n_chain, first, last);
-  for (int k = 1; k < n_chain && st == WQ_OK; k++) {
+            m->n_chain, m->first, m->last);
+  for (int k = 1; k < m->n_chain && st == WQ_OK; k++) {
     char absorbed_why[WQ_LOWER_WHY_MAX];
     wq_format(absorbed_why, sizeof absorbed_why, "absorbed into QReduceMean '%s'",
               g->nodes[i].name);
-    st = lower_note(c, chain[k], absorbed_why, err);
-    c->absorbed[chain[k]] = true;
+    st = lower_note(c, m->chain[k], absorbed_why, err);
+    c->absorbed[m->chain[k]] = true;
     c->stats.nodes_absorbed++;
   }
-  lower_absorb_sink(c, &sink, why, sizeof why);
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_OPID(int8_reduce_mean), &x, 1, &sink.tensor, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  lower_absorb_sink(c, &m->sink, why, sizeof why);
+  return lower_commit(c, i, WQ_OPID(int8_reduce_mean), &m->x, 1, &m->sink.tensor, 1, &attrs, st,
+                      why, done, err);
+}
+
+wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err) {
+  reduce_match m;
+  return match_reduce_chain(c, i, &m) ? rewrite_reduce_chain(c, i, &m, done, err) : WQ_OK;
 }
 
 /* DequantizeLinear -> Softmax -> QuantizeLinear becomes onnxruntime's
@@ -167,12 +178,6 @@ wq_status lower_softmax(lower_ctx *c, int i, bool *done, wq_error *err) {
     st = lower_attrs_copy(&attrs, n, "axis", err);
   char why[WQ_LOWER_WHY_MAX] = "QLinearSoftmax from Softmax (float rows between codes)";
   lower_absorb_sink(c, &sink, why, sizeof why);
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, WQ_OPID(contrib_qlinear_softmax), inputs, 5, &sink.tensor, 1,
-                            &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, WQ_OPID(contrib_qlinear_softmax), inputs, 5, &sink.tensor, 1, &attrs,
+                      st, why, done, err);
 }
