@@ -9,12 +9,16 @@
 //    and the kernel its plan chose;
 //  - the layout planner's charges: the nodes' planned_bytes add up to the
 //    pass's planned minimum, the transitions' bytes to what the pass says
-//    they move, and each transition moves what the planner counted for it.
+//    they move, and each transition moves what the planner counted for it;
+//  - the quantize report renders the records of the model it wrote: the
+//    runtime summary and, per float-graph node, the runtime node standing
+//    for it (found through the records' sources).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { load } from '../../src/js/index.mjs';
+import { load, quantize } from '../../src/js/index.mjs';
+import { randomArray } from '../../src/js/random.mjs';
 import { MODELS, MODEL_INPUT_SHAPES, REPO, SHARED } from './helpers.mjs';
 
 function sharedModels() {
@@ -127,4 +131,36 @@ test('the summary parser and the cross-check fail on a miscount', () => {
     passes: [],
   };
   assert.throws(() => checkRecords('miscount', g, 'lowered graph\n  [float] Conv a'), /miscount/);
+});
+
+test('the quantize report renders the runtime records of the written model (mnist-8)', async () => {
+  const q = await quantize(readFileSync(path.join(MODELS, 'mnist-8/model.onnx')));
+  let result;
+  try {
+    for (let k = 0; k < 8; k++) await q.observe({ Input3: { data: randomArray('float32', 784, k).map((v) => Math.abs(v)), dims: [1, 1, 28, 28] } });
+    result = await q.finish();
+  } finally {
+    q.dispose();
+  }
+  const { report } = result;
+  const model = await load(result.onnx);
+  try {
+    const g = model.graph();
+    assert.equal(report.runtime, g.summary);
+    const byName = new Map(g.nodes.map((n) => [n.name, n]));
+    const standing = (name) => byName.get(name) ?? g.nodes.find((n) => n.source_nodes.includes(name));
+    for (const n of report.nodes) {
+      const r = standing(n.name);
+      assert.ok(r, `${n.name}: no runtime node stands for it`);
+      assert.deepEqual(n.runtime, { op: r.op, reason: r.reason.code, kernel: r.kernel }, n.name);
+      if (n.decision !== 'float') assert.equal(n.runtime.reason, 'INT8', `${n.name} was quantized but runs ${n.runtime.reason}`);
+    }
+    // The absorbed Relus stand in their convs' records; the convs name their kernel.
+    const relu = report.nodes.find((n) => n.op === 'Relu');
+    assert.equal(relu.decision, 'absorbed');
+    assert.equal(relu.runtime.op, 'QConv');
+    assert.ok(relu.runtime.kernel, 'the QConv names its kernel');
+  } finally {
+    model.dispose();
+  }
 });

@@ -10,6 +10,7 @@
 #include "../ir/format.h"
 #include "../ir/text.h"
 #include "../kernels/ref/quant_ref.h"
+#include "../passes/partition.h"
 #include "annotate.h"
 #include "observer.h"
 #include "prepare.h"
@@ -397,7 +398,37 @@ static int count_decision(const wq_annotation *a, wq_ann_decision d) {
   return n;
 }
 
-static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
+/* The node of the loaded int8 graph rt that stands for float node `name`:
+ * the one of that name or the one whose decision record lists it among
+ * the nodes it replaced (a Relu absorbed into its QConv); NULL: none (a
+ * Quantize/DequantizeLinear pair folded away). */
+static const wq_node *runtime_node(const wq_graph *rt, const char *name) {
+  for (int i = 0; i < rt->n_nodes; i++) {
+    const wq_decision *d = &rt->nodes[i].rec;
+    if (!strcmp(rt->nodes[i].name, name))
+      return &rt->nodes[i];
+    for (int k = 1; k < d->n_sources; k += 2)
+      if (!strcmp(d->sources[k], name))
+        return &rt->nodes[i];
+  }
+  return NULL;
+}
+
+/* What the runtime did with float node `name` of the written model, from
+ * its decision record: {"op", "reason", "kernel"} or null. */
+static void put_runtime(wq_text *r, const wq_graph *rt, const char *name) {
+  const wq_node *n = rt ? runtime_node(rt, name) : NULL;
+  if (!n) {
+    wq_text_put(r, ", \"runtime\": null");
+    return;
+  }
+  /* Registry op types, code and kernel names: identifiers, nothing to escape. */
+  wq_text_put(r, ", \"runtime\": {\"op\": \"%s\", \"reason\": \"%s\", \"kernel\": \"%s\"}",
+              n->op_type, wq_reason_name(n->rec.reason), n->rec.kernel ? n->rec.kernel : "");
+}
+
+/* rt: the written model as the runtime loaded it (NULL: it did not load). */
+static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len, const wq_model *rt) {
   const wq_annotation *a = &q->ann;
   int quantized = count_decision(a, WQ_ANN_QUANTIZED);
   int absorbed = count_decision(a, WQ_ANN_ABSORBED);
@@ -422,6 +453,14 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
   wq_text r = {0};
   wq_text_put(&r, "{\n  \"summary\": ");
   wq_text_json_string(&r, q->summary);
+  /* The runtime's own summary of the written model (its decision records). */
+  char *rt_summary = rt ? wq_model_partition_summary(rt) : NULL;
+  wq_text_put(&r, ",\n  \"runtime\": ");
+  if (rt_summary)
+    wq_text_json_string(&r, rt_summary);
+  else
+    wq_text_put(&r, "null");
+  free(rt_summary);
   wq_text_put(&r,
               ",\n  \"samples\": %lld,\n  \"onnxBytes\": %zu,\n  \"nodesQuantized\": %d,\n"
               "  \"nodesAbsorbed\": %d,\n  \"nodesFloat\": %d,\n  \"keptFloat\": %d,\n",
@@ -480,6 +519,7 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len) {
     wq_text_put(&r, ", \"decision\": \"%s\", \"role\": \"%s\", \"reason\": ",
                 wq_ann_decision_name(an->decision), wq_quant_role_name(an->role));
     wq_text_json_string(&r, an->reason);
+    put_runtime(&r, rt ? wq_model_get_ir(rt)->graph : NULL, g->nodes[i].name);
     if (q->sens && q->sens[i].measured)
       wq_text_put(&r, ", \"maxAbs\": %.6g, \"mse\": %.6g, \"snrDb\": %.3f", q->sens[i].max_abs,
                   q->sens[i].mse, isfinite(q->sens[i].snr_db) ? q->sens[i].snr_db : 999.0);
@@ -858,7 +898,16 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
     *onnx_len = 0;
     return st;
   }
-  write_report(q, g, *onnx_len);
+  /* The report renders what the runtime decided for the written model; a
+   * model the runtime cannot load still gets its report (runtime null). */
+  wq_model *rt = NULL;
+  wq_load_options lo = {.input_shapes = q->shapes,
+                        .n_input_shapes = q->n_shapes,
+                        .max_memory_bytes = q->cfg.max_memory_bytes};
+  if (wq_model_load(*onnx, *onnx_len, &lo, &rt, NULL) != WQ_OK)
+    rt = NULL;
+  write_report(q, g, *onnx_len, rt);
+  wq_model_free(rt);
   return WQ_OK;
 }
 
