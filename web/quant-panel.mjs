@@ -1,13 +1,16 @@
 // Quantize in the page: the shown float model is quantized by wasmq's
 // quantizer (quantize() of the package, the lazily fetched quant build) in a
-// Worker of its own, with the model's bundled sample input or N seeded random
-// samples; progress {done, total} and a Cancel that terminates that Worker.
+// Worker of its own, with the model's bundled sample input, images dropped on
+// the panel (decoded by the browser, made tensors by the package's default
+// image spec) or N seeded random samples; progress {done, total} and a Cancel
+// that terminates that Worker.
 // The int8 result is loaded beside the float model (the graph picker switches
 // between them), both run on the same input, outputs and times side by side,
 // and the QDQ .onnx and the report JSON can be downloaded.
 import { Runner } from './runner.mjs';
 import { fmtNum } from '../src/js/graph/data.mjs';
 import { escapeXml } from '../src/js/graph/render.mjs';
+import { decodeImage, imageToTensor, resolveImageSpec } from '../src/js/images.mjs';
 
 const $ = (id) => document.getElementById(id);
 
@@ -45,6 +48,7 @@ export function createQuantPanel(app) {
   const worker = new Runner({ lazy: true }); // created on the first quantization
   const cache = new Map(); // cacheKey -> quantize reply (demos: once per session)
   let active = null; // {done, total} while calibrating
+  const images = []; // decoded images dropped on the panel: {width, height, data}
 
   const panel = $('quant-panel');
   const showError = (text) => {
@@ -87,7 +91,7 @@ export function createQuantPanel(app) {
    * an earlier result of this session. Resolves to {model: the int8 model
    * entry, rf, rq: the float and int8 runs on the float model's feeds}.
    */
-  async function quantizeLoaded(key, { samples = [], random = 0, cacheKey, show = true, label } = {}) {
+  async function quantizeLoaded(key, { samples = [], random = 0, notes = [], cacheKey, show = true, label } = {}) {
     const m = app.state.models.get(key);
     if (!m) throw new Error(`no model '${key}' loaded`);
     panel.hidden = false;
@@ -104,7 +108,7 @@ export function createQuantPanel(app) {
         const bytes = m.bytes.slice();
         // Random samples take the shapes the runs use (symbolic dims bound as in Run).
         const shapes = Object.fromEntries(Object.entries(m.feeds ?? app.randomFeeds(m)).map(([n, f]) => [n, f.dims]));
-        r = await worker.call({ type: 'quantize', bytes, samples, random, shapes }, (p) => {
+        r = await worker.call({ type: 'quantize', bytes, samples, random, shapes, notes }, (p) => {
           setProgress(p);
           app.setStatus(`Quantizing ${m.name}: ${p.done} of ${p.total} calibration samples`, { progress: p.total ? p.done / p.total : 0 });
         }, [bytes.buffer]);
@@ -167,10 +171,57 @@ export function createQuantPanel(app) {
     else app.download(new Blob([m.quant.reportJson], { type: 'application/json' }), `${base}-quant-report.json`);
   }
 
+  /** Decodes dropped image files and adds them to the calibration images. */
+  async function addImages(files) {
+    const picked = [...files].filter((f) => /^image\/(png|jpeg)$/.test(f.type) || /\.(png|jpe?g)$/i.test(f.name));
+    if (picked.length === 0) {
+      showError('drop PNG or JPEG images here to calibrate with them (an .onnx model opens outside this panel)');
+      return;
+    }
+    showError('');
+    for (const f of picked) {
+      try {
+        images.push(await decodeImage(f));
+      } catch (e) {
+        showError(`${f.name}: ${e.message}`);
+        return;
+      }
+    }
+    $('q-images').disabled = false;
+    $('q-images').checked = true;
+    $('q-images-label').classList.remove('muted');
+    $('q-images-text').textContent = `${images.length} dropped image${images.length === 1 ? '' : 's'} (drop more)`;
+    panel.dataset.images = String(images.length);
+  }
+
+  /** The dropped images as feeds of the shown model's input (its run shape) by the default image spec. */
+  function imageSamples(m) {
+    const feeds = m.feeds ?? app.randomFeeds(m);
+    const inputs = Object.entries(feeds).map(([name, f]) => ({ name, dtype: 'float32', shape: f.dims }));
+    const spec = resolveImageSpec({}, inputs);
+    const note = `images preprocessed by the default spec (${spec.channels}, pixels / 255, ${spec.resize}): if the model was trained on another range or channel order, quantize with "images" in the config (npx wasmq quantize --calib DIR --config FILE)`;
+    return { samples: images.map((img) => ({ [spec.input]: imageToTensor(img, spec) })), notes: [note] };
+  }
+
   async function start() {
     const key = app.state.shown;
     const m = app.state.models.get(key);
     if (!m) return;
+    if ($('q-images').checked && images.length) {
+      let calib;
+      try {
+        calib = imageSamples(m);
+      } catch (e) {
+        showError(e.message);
+        return;
+      }
+      try {
+        await quantizeLoaded(key, calib);
+      } catch {
+        // shown in the panel and the status bar
+      }
+      return;
+    }
     const useSample = $('q-sample').checked && m.samples?.length;
     const n = Number($('q-n').value);
     if (!useSample && !(Number.isInteger(n) && n >= 1 && n <= 100000)) {
@@ -185,6 +236,20 @@ export function createQuantPanel(app) {
   }
 
   $('q-start').addEventListener('click', start);
+  // Images dropped on the panel calibrate; the page's own drop (a model) is not reached.
+  panel.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    e.stopPropagation();
+    panel.classList.add('dropping');
+  });
+  panel.addEventListener('dragleave', () => panel.classList.remove('dropping'));
+  panel.addEventListener('drop', (e) => {
+    e.preventDefault();
+    e.stopPropagation();
+    panel.classList.remove('dropping');
+    $('drop').hidden = true;
+    addImages(e.dataTransfer?.files ?? []).catch((err) => showError(err.message));
+  });
   $('q-cancel').addEventListener('click', () => worker.cancel());
   $('q-close').addEventListener('click', () => {
     if (!active) panel.hidden = true;

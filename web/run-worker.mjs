@@ -30,13 +30,14 @@ function randomSample(inputs, shapes, k) {
  * input) then msg.random seeded samples, posting {done, total} after each;
  * replies with the QDQ model, the report and the times.
  */
-async function quantizeModel({ id, bytes, samples = [], random = 0, shapes, config }) {
+async function quantizeModel({ id, bytes, samples = [], random = 0, shapes, config, notes = [] }) {
   const total = samples.length + random;
   if (total < 1) throw new Error('quantize: calibration needs at least one sample');
   const t0 = performance.now();
   const q = await quantize(bytes, { config, total, onProgress: (p) => self.postMessage({ id, progress: p }) });
   try {
     // Random inputs in [0, 1) only fit a model that takes that range: the report says so.
+    for (const n of notes) q.note(n);
     if (random > 0) q.note('calibrated on random data (uniform [0, 1)), not on real inputs: the ranges fit that distribution; calibrate on real samples for accuracy');
     for (const feeds of samples) await q.observe(feeds);
     for (let k = 0; k < random; k++) await q.observe(randomSample(q.inputs, shapes, k));

@@ -16,7 +16,10 @@ import { build, preview } from 'vite';
 import { launchChromium, watchErrors, chromiumAvailable } from './chromium.mjs';
 import { SHARED } from '../node/helpers.mjs';
 import { haveSpeechTools, synthesizeRecording } from '../node/speech.mjs';
-import { load } from '../../src/js/index.mjs';
+import { load, quantize } from '../../src/js/index.mjs';
+import { PNG } from 'pngjs';
+import { decodeImageFile } from '../../src/js/calib.mjs';
+import { imageToTensor, resolveImageSpec } from '../../src/js/images.mjs';
 import { BACKEND_COLOURS } from '../../src/js/graph/data.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -251,6 +254,68 @@ test('quantize a float model opened from a file: random calibration with progres
   assert.match(await page.$eval('#q-error', (e) => e.textContent), /already quantized/);
   assert.match(await page.$eval('#status-text', (e) => e.textContent), /already quantized/);
   await shot(page, 'quantize-refused');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Five small PNGs of seeded patterns: what a user drags from a folder.
+function pngFiles() {
+  return [0, 1, 2, 3, 4].map((k) => {
+    const png = new PNG({ width: 40 + 4 * k, height: 30 + 2 * k });
+    for (let i = 0; i < png.width * png.height; i++) {
+      const x = i % png.width;
+      const y = Math.floor(i / png.width);
+      const v = ((x * (k + 3) + y * (7 - k) + ((x * y) % (11 + k))) * 5) % 256;
+      png.data.set([v, (v * 3) % 256, 255 - v, 255], 4 * i);
+    }
+    return { name: `img${k}.png`, bytes: [...PNG.sync.write(png)] };
+  });
+}
+
+test('images dropped on the Quantize panel calibrate: decoded by the browser, the same ONNX bytes as quantize() in Node on the same files', async () => {
+  const { page, errors } = await openPage();
+  await page.setInputFiles('#file', path.join(SHARED, 'models/mnist-8/model.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx');
+  await page.click('#quantize');
+  assert.equal(await page.$eval('#q-images', (e) => e.disabled), true);
+  const files = pngFiles();
+  const drop = async (list) => {
+    const dataTransfer = await page.evaluateHandle((fs) => {
+      const dt = new DataTransfer();
+      for (const f of fs) dt.items.add(new File([new Uint8Array(f.bytes)], f.name, { type: f.type ?? 'image/png' }));
+      return dt;
+    }, list);
+    await page.dispatchEvent('#quant-panel', 'drop', { dataTransfer });
+  };
+  // Not an image: refused in the panel, no model opened.
+  await drop([{ name: 'notes.txt', bytes: [104, 105], type: 'text/plain' }]);
+  await page.waitForSelector('#q-error:not([hidden])');
+  assert.match(await page.$eval('#q-error', (e) => e.textContent), /PNG or JPEG/);
+  await drop(files.slice(0, 2));
+  await page.waitForFunction(() => document.getElementById('quant-panel').dataset.images === '2');
+  await drop(files.slice(2));
+  await page.waitForFunction(() => document.getElementById('quant-panel').dataset.images === '5');
+  assert.equal(await page.$eval('#q-images', (e) => e.checked), true);
+  assert.equal(await page.$eval('#q-images-text', (e) => e.textContent), '5 dropped images (drop more)');
+  assert.deepEqual(await page.$$eval('#graph-model option', (os) => os.map((o) => o.textContent)), ['model.onnx']);
+  await page.click('#q-start');
+  await page.waitForFunction(() => document.getElementById('quant-panel').dataset.ran === 'true', null, { timeout: 60000 });
+  assert.equal(await page.$eval('#quant-panel', (e) => `${e.dataset.done}/${e.dataset.total}`), '5/5');
+  assert.match(await page.$eval('#q-summary', (e) => e.textContent), /images preprocessed by the default spec \(GRAY, pixels \/ 255, crop\)/);
+  await shot(page, 'quantize-dropped-images');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#q-onnx')]);
+  const pageOnnx = readFileSync(await download.path());
+  // Node: the same files decoded by pngjs, the same spec, the same quantizer.
+  const spec = resolveImageSpec({}, [{ name: 'Input3', dtype: 'float32', shape: [1, 1, 28, 28] }]);
+  const q = await quantize(readFileSync(path.join(SHARED, 'models/mnist-8/model.onnx')));
+  try {
+    for (const f of files) await q.observe({ Input3: imageToTensor(decodeImageFile(Buffer.from(f.bytes), f.name), spec) });
+    const { onnx, report } = await q.finish();
+    assert.equal(report.heldOutSamples, 1);
+    assert.deepEqual([...pageOnnx], [...onnx]);
+  } finally {
+    q.dispose();
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });
