@@ -93,8 +93,10 @@ function parseArgs(argv) {
   return opts;
 }
 
-/** A model file as the tables show it: relative to models/ (models-int8/... for the real int8 ones). */
+/** A model file as the tables show it: relative to models/ (models-int8/... for the real int8 ones, bench/out/... for the ones quantized here). */
 function shown(file) {
+  // Models the bench writes itself (bench/out/) are named from the repository.
+  if (file.startsWith(join(BENCH_DIR, 'out'))) return relative(ROOT, file);
   return relative(MODELS, file).replace(/^\.\.\//, '');
 }
 
