@@ -5,8 +5,8 @@
 //  - the summary lists every float node under its op and reason code, and
 //    each "Op xN CODE" entry is exactly the float nodes of that op and code
 //    in the node records (the counts add up);
-//  - `info --lowered` prints the record of each node: its reason sentence
-//    and the kernel its plan chose;
+//  - `info --lowered` prints the record of each node: its reason code and
+//    the nodes it replaced, its sentence and the kernel its plan chose;
 //  - the layout planner's charges: the nodes' planned_bytes add up to the
 //    pass's planned minimum, the transitions' bytes to what the pass says
 //    they move, and each transition moves what the planner counted for it;
@@ -69,11 +69,13 @@ function checkRecords(name, g, lowered) {
 
   // `info --lowered` renders the same record: one block per node, its
   // sentence and its kernel.
-  const blocks = lowered.split('\n').slice(1).join('\n').split(/\n(?=  \[)/);
+  const blocks = lowered.split('\n').slice(1).join('\n').split(/\n(?=  \[)/).map((b) => `${b.replace(/\n$/, '')}\n`);
   assert.equal(blocks.length, g.nodes.length, `${name}: info --lowered lists ${blocks.length} nodes, the JSON ${g.nodes.length}`);
   g.nodes.forEach((n, i) => {
     const b = blocks[i];
-    assert.ok(b.includes(` ${n.name}\n`) || b.endsWith(` ${n.name}`), `${name}: block ${i} is not ${n.name}: ${b.slice(0, 80)}`);
+    assert.ok(b.includes(` ${n.name}\n`), `${name}: block ${i} is not ${n.name}: ${b.slice(0, 80)}`);
+    const from = n.source_ops.map((op, k) => `${op} '${n.source_nodes[k]}'`).join(', ');
+    assert.ok(b.includes(`\n      decision: ${n.reason.code}${from ? ` from ${from}` : ''}\n`), `${name}: ${n.name}'s decision line: ${b}`);
     if (n.reason.detail) assert.ok(b.includes(`why: ${n.reason.detail}`), `${name}: ${n.name}'s detail missing from info --lowered`);
     if (n.kernel) assert.ok(b.includes(`kernel: ${n.kernel} (${n.kernel_isa})`), `${name}: ${n.name}'s kernel missing`);
     else assert.ok(!b.includes('kernel: '), `${name}: ${n.name} prints a kernel its record does not have`);

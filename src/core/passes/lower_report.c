@@ -82,9 +82,14 @@ char *wq_lower_describe(const wq_graph *g) {
                     wq_value_nbytes(&x), wq_dtype_name(x.dtype), wq_value_nbytes(&y),
                     wq_dtype_name(y.dtype));
     }
-    const char *why = wq_lower_why(n);
-    if (why)
-      wq_text_put(&t, "      why: %s\n", why);
+    /* The decision record: its code, what the node replaced, the sentence. */
+    const wq_decision *d = &n->rec;
+    wq_text_put(&t, "      decision: %s", wq_reason_name(d->reason));
+    for (int k = 0; k + 1 < d->n_sources; k += 2)
+      wq_text_put(&t, "%s%s '%s'", k ? ", " : " from ", d->sources[k], d->sources[k + 1]);
+    wq_text_put(&t, "\n");
+    if (d->detail)
+      wq_text_put(&t, "      why: %s\n", d->detail);
     if (n->rec.kernel)
       wq_text_put(&t, "      kernel: %s (%s)\n", n->rec.kernel,
                   n->rec.kernel_isa ? n->rec.kernel_isa : "");
