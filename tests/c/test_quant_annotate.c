@@ -197,9 +197,45 @@ static void test_resize_modes_and_quantized_models(void) {
   wq_graph_free(g);
 }
 
+/* 1-D Convs: the one reading the model input through a Reshape (a raw
+ * signal) stays float, the next one is quantized; Log stays float. */
+static void test_conv1d_raw_signal_and_log(void) {
+  wq_error err;
+  wq_graph *g = wq_graph_new();
+  int64_t dx[2] = {1, 16}, dr[3] = {1, 1, 16}, dw1[3] = {2, 1, 1}, dw2[3] = {2, 2, 1},
+          dy[3] = {1, 2, 16}, ds[1] = {3};
+  int64_t *shape = malloc(3 * sizeof *shape);
+  shape[0] = shape[1] = 1;
+  shape[2] = 16;
+  int x = act(g, "x", 2, dx), r = act(g, "r", 3, dr), y1 = act(g, "y1", 3, dy);
+  int s = add_tensor(g, "shape", WQ_DT_INT64, 1, ds, shape);
+  int y2 = act(g, "y2", 3, dy), z = act(g, "z", 3, dy);
+  int w1 = add_tensor(g, "w1", WQ_DT_FLOAT, 3, dw1, zeros(2));
+  int w2 = add_tensor(g, "w2", WQ_DT_FLOAT, 3, dw2, zeros(4));
+  g->tensors[x].is_input = true;
+  g->tensors[z].is_output = true;
+  add_node(g, "", "Reshape", (int[]){x, s}, 2, r, NULL, 13, &err);
+  int n_c1 = add_node(g, "", "Conv", (int[]){r, w1}, 2, y1, NULL, 13, &err);
+  int n_c2 = add_node(g, "", "Conv", (int[]){y1, w2}, 2, y2, NULL, 13, &err);
+  int n_log = add_node(g, "", "Log", (int[]){y2}, 1, z, NULL, 13, &err);
+  wq_quant_config cfg;
+  wq_quant_config_default(&cfg);
+  wq_annotation a;
+  CHECK(wq_annotate(g, &cfg, NULL, NULL, &a, &err) == WQ_OK);
+  CHECK_MSG(a.nodes[n_c1].decision == WQ_ANN_FLOAT && strstr(a.nodes[n_c1].reason, "raw") != NULL,
+            "%s", a.nodes[n_c1].reason);
+  CHECK_MSG(a.nodes[n_c2].decision == WQ_ANN_QUANTIZED, "%s", a.nodes[n_c2].reason);
+  CHECK(a.tensors[w2].kind == WQ_ANN_T_WEIGHT && a.tensors[w1].kind == WQ_ANN_T_NONE);
+  CHECK(a.nodes[n_log].decision == WQ_ANN_FLOAT);
+  wq_annotation_free(&a);
+  wq_quant_config_free(&cfg);
+  wq_graph_free(g);
+}
+
 int main(void) {
   test_conv_chain_with_shared_cluster();
   test_linear_bias_and_float_reasons();
   test_resize_modes_and_quantized_models();
+  test_conv1d_raw_signal_and_log();
   WQ_TEST_END();
 }

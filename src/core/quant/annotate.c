@@ -111,8 +111,8 @@ static bool linear_ok(const ann_ctx *c, const wq_node *n, wq_ann_node *an) {
     return false;
   }
   const wq_tensor *wt = &g->tensors[w];
-  if (is_op(n, "Conv") && wt->rank != 4) {
-    set_reason(an, "only 2-D convolutions have int8 kernels (weight rank %d)", wt->rank);
+  if (is_op(n, "Conv") && wt->rank != 3 && wt->rank != 4) {
+    set_reason(an, "only 1-D and 2-D convolutions have int8 kernels (weight rank %d)", wt->rank);
     return false;
   }
   if ((is_op(n, "MatMul") || is_op(n, "Gemm")) && wt->rank != 2) {
@@ -142,6 +142,20 @@ static bool linear_ok(const ann_ctx *c, const wq_node *n, wq_ann_node *an) {
   return true;
 }
 
+/* A 1-D Conv reading a model input through data movement alone (Reshape,
+ * Pad, ...) reads a raw signal such as audio: quiet stretches span a few
+ * steps of a per-tensor int8 grid sized for the loud ones, and the front end
+ * (often an STFT) passes that error to everything after it. */
+static bool reads_raw_signal(const ann_ctx *c, const wq_node *n) {
+  int t = n->inputs[0];
+  for (int p; (p = c->producer[t]) >= 0; t = c->g->nodes[p].inputs[0]) {
+    const wq_node *m = &c->g->nodes[p];
+    if (m->n_inputs < 1 || !((m->op && m->op->int8 == WQ_INT8_MOVE) || is_op(m, "Pad")))
+      return false;
+  }
+  return t >= 0 && !c->g->tensors[t].is_constant;
+}
+
 /* Refines the op's role for this node; WQ_QROLE_NONE with a reason when the
  * int8 lowering would not take it. */
 static wq_quant_role node_role(const ann_ctx *c, int i, wq_ann_node *an) {
@@ -166,8 +180,21 @@ static wq_quant_role node_role(const ann_ctx *c, int i, wq_ann_node *an) {
     set_reason(an, "%s", ans.detail);
     return WQ_QROLE_NONE;
   }
+  /* Log is there to compress a range spanning orders of magnitude; a linear
+   * int8 grid over its input flattens the small values it would spread. */
+  if (is_op(n, "Log")) {
+    set_reason(an, "Log input spans orders of magnitude: kept float");
+    return WQ_QROLE_NONE;
+  }
   switch (role) {
-  case WQ_QROLE_LINEAR: return linear_ok(c, n, an) ? role : WQ_QROLE_NONE;
+  case WQ_QROLE_LINEAR:
+    if (!linear_ok(c, n, an))
+      return WQ_QROLE_NONE;
+    if (is_op(n, "Conv") && c->g->tensors[n->inputs[1]].rank == 3 && reads_raw_signal(c, n)) {
+      set_reason(an, "1-D Conv on a raw model input: int8 would lose its quiet passages");
+      return WQ_QROLE_NONE;
+    }
+    return role;
   case WQ_QROLE_CLAMP: return role;
   case WQ_QROLE_OWN_OUTPUT:
     if (all_inputs_are_data(n))
