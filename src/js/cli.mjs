@@ -59,7 +59,9 @@ const HELP = {
   quantize: `  wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI [--config FILE]
                  [--report FILE.json] [--keep-float N] [--target-snr DB]
                  [--target-cosine C] [--max-time S]
-      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)`,
+      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)
+  wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]
+      onnxruntime's dynamic int8 form (no calibration)`,
   render: `  wasmq render MODEL -o graph.svg|report.html|graph.json
                   [--overlay region|time|error] [--node-data FILE.json]
                   [--emit-node-data FILE.json] [--repeats N] [--json]
@@ -596,14 +598,18 @@ const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|rand
   --target-snr  keep nodes in float until the outputs reach DB dB SNR
   --target-cosine  ... until every output's cosine to float reaches C
   --max-time    stop the target search after S seconds
-  --shape       bind an input's symbolic dims for calibration (kept in OUT)`;
+  --shape       bind an input's symbolic dims for calibration (kept in OUT)
+       wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]
+  --mode dynamic  onnxruntime's dynamic form, no calibration: MatMul/Gemm weights
+                int8 per column (--per-tensor: one scale; --uint8-weights: uint8
+                affine), activations quantized at run time`;
 
 const quantizeUsage = (message) => new CliError(message ? `${message}\n${QUANTIZE_USAGE}` : QUANTIZE_USAGE, 2, !message);
 
 /** As the native parse_args: the last of a repeated option wins; '-o' or '--out'. */
 function parseQuantizeArgs(args) {
   if (helpAsked(args)) throw Object.assign(new CliError(QUANTIZE_USAGE, 0, true), { toStdout: true });
-  const a = { model: null, out: null, calib: null, config: null, report: null, keepFloat: 0, targetSnr: 0, targetCosine: 0, maxTime: 0, shapes: {} };
+  const a = { model: null, out: null, calib: null, config: null, report: null, keepFloat: 0, targetSnr: 0, targetCosine: 0, maxTime: 0, shapes: {}, dynamic: false, perTensor: false, uint8Weights: false };
   const valued = { '-o': 'out', '--out': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report' };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -611,6 +617,12 @@ function parseQuantizeArgs(args) {
     if (valued[arg] && val !== undefined) {
       a[valued[arg]] = val;
       i++;
+    } else if (arg === '--mode' && val !== undefined) {
+      if (val !== 'dynamic' && val !== 'static') throw new CliError(`--mode takes static or dynamic, got '${val}'`, 2);
+      a.dynamic = val === 'dynamic';
+      i++;
+    } else if (arg === '--per-tensor' || arg === '--uint8-weights') {
+      a[arg === '--per-tensor' ? 'perTensor' : 'uint8Weights'] = true;
     } else if (arg === '--keep-float' && val !== undefined) {
       // As strtol: optional blanks and sign, then digits to the end.
       const n = /^\s*[+-]?\d+$/.test(val) ? Number(val) : NaN;
@@ -643,7 +655,11 @@ function parseQuantizeArgs(args) {
     }
   }
   if (a.model === null || a.out === null) throw quantizeUsage();
-  if (a.calib === null) {
+  if ((a.perTensor || a.uint8Weights) && !a.dynamic) throw new CliError('--per-tensor and --uint8-weights go with --mode dynamic', 2);
+  if (a.dynamic && (a.calib !== null || a.config !== null || a.report !== null || Object.keys(a.shapes).length || a.keepFloat || a.targetSnr > 0 || a.targetCosine > 0 || a.maxTime > 0)) {
+    throw new CliError('--mode dynamic takes no calibration, config, report, shapes or float-keeping options', 2);
+  }
+  if (a.calib === null && !a.dynamic) {
     throw quantizeUsage("quantize needs --calib: a folder of real samples (DIR), or random:N:LO..HI with the range the model's inputs take");
   }
   return a;
@@ -673,6 +689,10 @@ async function cmdQuantize(args) {
   const a = parseQuantizeArgs(args);
   // Where the results go is checked before the work.
   await checkOutput(a.out);
+  if (a.dynamic) {
+    // The wasm quantizer stays within its size budget without it.
+    throw new CliError('quantize --mode dynamic: only the native CLI (build/wasmq) carries the dynamic quantizer', 2);
+  }
   if (a.report !== null) await checkOutput(a.report);
   const bytes = await readInputFile(a.model);
   const config = a.config !== null ? (await readInputFile(a.config)).toString('utf8') : undefined;

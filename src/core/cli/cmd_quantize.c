@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../quant/dynamic.h"
 #include "../quant/quantizer.h"
 #include "calib_data.h"
 #include "cli_error.h"
@@ -17,18 +18,24 @@
 #define MAX_QUANTIZE_SHAPES 64
 
 static int quantize_usage_to(FILE *out, int rc) {
-  fprintf(out, "usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI\n"
-               "                      [--config FILE.json] [--report FILE.json]\n"
-               "                      [--keep-float N] [--target-snr DB] [--target-cosine C]\n"
-               "                      [--max-time S] [--shape NAME=1x3x224x224]...\n"
-               "  --calib       ONNX test_data_set_* folders or .npy files named by input;\n"
-               "                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:\n"
-               "                ranges then fit random data, not real inputs)\n"
-               "  --keep-float  keep the N most sensitive nodes in float\n"
-               "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
-               "  --target-cosine  ... until every output's cosine to float reaches C\n"
-               "  --max-time    stop the target search after S seconds\n"
-               "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n");
+  fprintf(
+      out,
+      "usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI\n"
+      "                      [--config FILE.json] [--report FILE.json]\n"
+      "                      [--keep-float N] [--target-snr DB] [--target-cosine C]\n"
+      "                      [--max-time S] [--shape NAME=1x3x224x224]...\n"
+      "  --calib       ONNX test_data_set_* folders or .npy files named by input;\n"
+      "                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:\n"
+      "                ranges then fit random data, not real inputs)\n"
+      "  --keep-float  keep the N most sensitive nodes in float\n"
+      "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
+      "  --target-cosine  ... until every output's cosine to float reaches C\n"
+      "  --max-time    stop the target search after S seconds\n"
+      "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n"
+      "       wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]\n"
+      "  --mode dynamic  onnxruntime's dynamic form, no calibration: MatMul/Gemm weights\n"
+      "                int8 per column (--per-tensor: one scale; --uint8-weights: uint8\n"
+      "                affine), activations quantized at run time\n");
   return rc;
 }
 
@@ -55,6 +62,8 @@ typedef struct {
   double target_snr, target_cosine, max_time;
   wq_cli_shape shapes[MAX_QUANTIZE_SHAPES];
   int n_shapes;
+  bool dynamic;
+  wq_dynamic_options dyn;
 } quantize_args;
 
 static int parse_args(int argc, char **argv, quantize_args *a) {
@@ -72,6 +81,17 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
     } else if (strcmp(arg, "--calib") == 0 && val) {
       a->calib = val;
       i++;
+    } else if (strcmp(arg, "--mode") == 0 && val) {
+      if (strcmp(val, "dynamic") && strcmp(val, "static")) {
+        fprintf(stderr, "wasmq: --mode takes static or dynamic, got '%s'\n", val);
+        return 2;
+      }
+      a->dynamic = strcmp(val, "dynamic") == 0;
+      i++;
+    } else if (strcmp(arg, "--per-tensor") == 0) {
+      a->dyn.per_tensor = true;
+    } else if (strcmp(arg, "--uint8-weights") == 0) {
+      a->dyn.uint8_weights = true;
     } else if (strcmp(arg, "--config") == 0 && val) {
       a->config = val;
       i++;
@@ -127,7 +147,17 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
   }
   if (!a->model || !a->out)
     return quantize_usage();
-  if (!a->calib) {
+  if ((a->dyn.per_tensor || a->dyn.uint8_weights) && !a->dynamic) {
+    fprintf(stderr, "wasmq: --per-tensor and --uint8-weights go with --mode dynamic\n");
+    return 2;
+  }
+  if (a->dynamic && (a->calib || a->config || a->report || a->n_shapes || a->keep_float ||
+                     a->target_snr > 0 || a->target_cosine > 0 || a->max_time > 0)) {
+    fprintf(stderr, "wasmq: --mode dynamic takes no calibration, config, report, shapes or "
+                    "float-keeping options\n");
+    return 2;
+  }
+  if (!a->calib && !a->dynamic) {
     fprintf(stderr, "wasmq: quantize needs --calib: a folder of real samples (DIR), or "
                     "random:N:LO..HI with the range the model's inputs take\n");
     return quantize_usage();
@@ -233,11 +263,39 @@ static void print_warnings(const char *lines) {
   }
 }
 
+/* --mode dynamic: one call, no calibration. */
+static int quantize_dynamic(const quantize_args *a, const uint8_t *model, size_t n) {
+  uint8_t *onnx = NULL;
+  size_t onnx_n = 0;
+  wq_dynamic_stats stats;
+  wq_error err;
+  int rc = 0;
+  if (wq_quantize_dynamic(model, n, &a->dyn, &onnx, &onnx_n, &stats, &err) != WQ_OK) {
+    wq_cli_print_error(a->model, &err);
+    rc = err.code == WQ_ERR_INVALID_ARG ? 2 : 1;
+  } else if (wq_cli_write_file_atomic(a->out, onnx, onnx_n, &err) != WQ_OK) {
+    wq_cli_print_error(a->out, &err);
+    rc = 2;
+  } else {
+    printf("wrote %s (%zu bytes): %s\n", a->out, onnx_n, stats.summary);
+  }
+  free(onnx);
+  return rc;
+}
+
 int wq_cli_quantize(int argc, char **argv) {
   quantize_args a;
   int rc = parse_args(argc, argv, &a);
   if (rc)
     return rc < 0 ? 0 : rc; /* -1: --help answered */
+  if (a.dynamic) {
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    if ((rc = read_or_complain(a.model, &bytes, &n)) == 0)
+      rc = quantize_dynamic(&a, bytes, n);
+    free(bytes);
+    return rc;
+  }
   uint8_t *model = NULL, *config = NULL, *onnx = NULL;
   size_t model_n = 0, config_n = 0, onnx_n = 0;
   if ((rc = read_or_complain(a.model, &model, &model_n)) != 0)

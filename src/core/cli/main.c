@@ -46,10 +46,13 @@ static const char *const HELP[][2] = {
                 "      the decision records as JSON (docs/graph-json.md)\n"},
     {"check", "  wasmq check CASE_DIR\n"
               "      run one ONNX backend-test case folder (model.onnx, test_data_set_*)\n"},
-    {"quantize", "  wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI [--config FILE]\n"
-                 "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
-                 "                 [--target-cosine C] [--max-time S]\n"
-                 "      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)\n"},
+    {"quantize",
+     "  wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI [--config FILE]\n"
+     "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
+     "                 [--target-cosine C] [--max-time S]\n"
+     "      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)\n"
+     "  wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]\n"
+     "      onnxruntime's dynamic int8 form (no calibration)\n"},
     {"rewrite", "  wasmq rewrite MODEL -o OUT.onnx [--prepare]\n"
                 "      fold constants (and with --prepare BatchNorm/Mul/Add into linears),\n"
                 "      write ONNX\n"},
