@@ -171,13 +171,7 @@ wq_status lower_binary(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_format(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
   int inputs[2] = {a, b};
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, as, inputs, 2, &sink.tensor, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, as, inputs, 2, &sink.tensor, 1, &attrs, st, why, done, err);
 }
 
 /* ---- pools -------------------------------------------------------------------- */
@@ -203,13 +197,7 @@ wq_status lower_pool(lower_ctx *c, int i, bool *done, wq_error *err) {
   char why[WQ_LOWER_WHY_MAX];
   wq_format(why, sizeof why, "%s from %s", wq_op_by_id(as)->op_type, n->op_type);
   lower_absorb_sink(c, &sink, why, sizeof why);
-  if (st == WQ_OK)
-    st = lower_rewrite_node(c, i, as, &x, 1, &sink.tensor, 1, &attrs, err);
-  lower_attrs_free(&attrs);
-  WQ_TRY(st);
-  lower_why(c, WQ_REASON_INT8, "%s", why);
-  *done = true;
-  return WQ_OK;
+  return lower_commit(c, i, as, &x, 1, &sink.tensor, 1, &attrs, st, why, done, err);
 }
 
 /* ---- Concat ------------------------------------------------------------------- */
