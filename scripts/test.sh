@@ -148,12 +148,14 @@ else
     "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node-threads.log" | grep -oE '[0-9]+$')" $rc
 
   # On Node 24 (relaxed SIMD where its probe passes, else its SIMD128
-  # fallback): the suites that exercise the int8 kernels and the loader.
+  # fallback): the suites that exercise the int8 kernels and the loader. The
+  # stage's name says which kernels auto picked there (the probe's verdict).
+  node24_kernels=$("$node24" -e "import('./src/js/relaxed_probe.mjs').then((m) => { const p = m.probeRelaxed(); console.log(p.ok ? 'relaxed kernels' : 'SIMD128 kernels, relaxed refused: ' + p.reason); })" 2>&1 | tail -1)
   WQ_NATIVE_BUILD=build-asan "$node24" --test --test-reporter=spec tests/node/kernels.test.mjs tests/node/real_int8.test.mjs \
     tests/node/api.test.mjs tests/node/threads.test.mjs 2>&1 |
     tee "$logdir/node24.log" | tail -12
   rc=${PIPESTATUS[0]}
-  count "node tests, Node 24" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node24.log" | grep -oE '[0-9]+$')" \
+  count "node tests, Node 24 ($node24_kernels)" "$(grep -oE '^ℹ pass [0-9]+' "$logdir/node24.log" | grep -oE '[0-9]+$')" \
     "$(grep -oE '^ℹ fail [0-9]+' "$logdir/node24.log" | grep -oE '[0-9]+$')" $rc
 
   # The inspector app in Chromium (built with vite, driven by playwright-core)
