@@ -182,13 +182,13 @@ static void test_conv_random(void) {
     float *y = malloc(sizeof(float) * (size_t)(nb * m * out_size));
     float *want = malloc(sizeof(float) * (size_t)(nb * m * out_size));
     naive_conv(&g, nb, c, m, group, x, w, b, want);
-    CHECK(wq_ref_conv_f32(&g, nb, c, m, group, x, w, b, false, y) == WQ_OK);
+    CHECK(wq_conv_f32(&g, nb, c, m, group, x, w, b, false, y) == WQ_OK);
     double err = max_rel_err(y, want, nb * m * out_size);
     CHECK_MSG(err < 1e-3, "conv trial %d ns=%d group=%lld cg=%lld: rel err %g", trial, ns,
               (long long)group, (long long)cg, err);
     /* A fused Relu equals Relu applied afterwards, bit for bit. */
     float *fused = malloc(sizeof(float) * (size_t)(nb * m * out_size));
-    CHECK(fused && wq_ref_conv_f32(&g, nb, c, m, group, x, w, b, true, fused) == WQ_OK);
+    CHECK(fused && wq_conv_f32(&g, nb, c, m, group, x, w, b, true, fused) == WQ_OK);
     int differ = 0;
     for (int64_t i = 0; fused && i < nb * m * out_size; i++) {
       float relu = y[i] < 0.0f ? 0.0f : y[i];
@@ -219,7 +219,7 @@ static void test_conv_transpose_adjoint(void) {
     float *y = rand_floats(m * out_size);
     float *cx = malloc(sizeof(float) * (size_t)(m * out_size));
     float *ty = malloc(sizeof(float) * (size_t)(c * in_size));
-    CHECK(wq_ref_conv_f32(&g, 1, c, m, group, x, w, NULL, false, cx) == WQ_OK);
+    CHECK(wq_conv_f32(&g, 1, c, m, group, x, w, NULL, false, cx) == WQ_OK);
     /* Transposed geometry: input = conv output, output = conv input. W [M, C/g, k] read as
      * ConvTranspose's [C_in = M, M_out/g = C/g, k]. */
     wq_conv_geometry t = g;
@@ -227,7 +227,7 @@ static void test_conv_transpose_adjoint(void) {
       t.in[d] = g.out[d];
       t.out[d] = g.in[d];
     }
-    CHECK(wq_ref_conv_transpose_f32(&t, 1, m, c, group, y, w, NULL, ty) == WQ_OK);
+    CHECK(wq_conv_transpose_f32(&t, 1, m, c, group, y, w, NULL, ty) == WQ_OK);
     double lhs = 0.0, rhs = 0.0;
     for (int64_t i = 0; i < m * out_size; i++)
       lhs += (double)cx[i] * y[i];
@@ -254,7 +254,7 @@ static void test_conv_huge_scratch(void) {
   CHECK(g.out[0] == 1 && g.out[1] == 64);
   float x = 0.0f, w = 0.0f, y = 0.0f;
   int64_t channels = (int64_t)1 << 26;
-  CHECK(wq_ref_conv_f32(&g, 1, channels, 1, 1, &x, &w, NULL, false, &y) == WQ_ERR_OUT_OF_MEMORY);
+  CHECK(wq_conv_f32(&g, 1, channels, 1, 1, &x, &w, NULL, false, &y) == WQ_ERR_OUT_OF_MEMORY);
   CHECK(x == 0.0f && w == 0.0f && y == 0.0f);
 }
 

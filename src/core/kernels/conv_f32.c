@@ -119,8 +119,8 @@ static int64_t input_offset(const wq_conv_geometry *g, const int64_t *opos, cons
   return off;
 }
 
-void wq_ref_im2col_f32(const wq_conv_geometry *g, const float *x, int64_t channels,
-                       int64_t col_begin, int64_t col_count, float *col) {
+void wq_im2col_f32(const wq_conv_geometry *g, const float *x, int64_t channels, int64_t col_begin,
+                   int64_t col_count, float *col) {
   plane_geometry p = {0};
   if (as_plane(g, &p)) {
     im2col_plane(&p, x, channels, col_begin, col_count, col);
@@ -301,7 +301,7 @@ static void conv_columns(conv_job *job, int64_t c, int64_t j0, int64_t cnt, floa
   int64_t n = c / group, gi = c % group;
   const float *xg = job->x + (n * job->in_channels + gi * job->cg) * job->in_size;
   float *yg = job->y + (n * job->out_channels + gi * job->mg) * job->out_size;
-  wq_ref_im2col_f32(job->g, xg, job->cg, j0, cnt, col);
+  wq_im2col_f32(job->g, xg, job->cg, j0, cnt, col);
   wq_status st = wq_sgemm(job->mg, cnt, job->kdim, 1.0f, job->w + gi * job->mg * job->kdim,
                           job->kdim, 1, col, cnt, 1, 0.0f, yg + j0, job->out_size);
   if (st != WQ_OK)
@@ -418,15 +418,15 @@ static wq_status conv_small(const plane_geometry *p, const conv_job *job, int64_
   return st;
 }
 
-int64_t wq_ref_conv_f32_scratch_bytes(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
-                                      int64_t out_channels, int64_t group) {
+int64_t wq_conv_f32_scratch_bytes(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                                  int64_t out_channels, int64_t group) {
   const int64_t cg = in_channels / group, mg = out_channels / group;
   const int64_t ksize = wq_conv_geometry_kernel_size(g), out_size = wq_conv_geometry_out_size(g);
   int64_t kdim;
   if (!wq_mul_i64(cg, ksize, &kdim) || batch == 0 || out_channels == 0 || out_size == 0)
     return 0;
   plane_geometry p = {0};
-  /* The paths of wq_ref_conv_f32, each with what it allocates. */
+  /* The paths of wq_conv_f32, each with what it allocates. */
   if (cg == 1 && mg < 4 && as_plane(g, &p)) { /* depthwise_planes: one padded plane */
     if (!wq_kernel_set_default()->sgemm->dw_plane)
       return 0;
@@ -469,9 +469,9 @@ int64_t wq_ref_conv_f32_scratch_bytes(const wq_conv_geometry *g, int64_t batch, 
   return bytes;
 }
 
-wq_status wq_ref_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
-                          int64_t out_channels, int64_t group, const float *x, const float *w,
-                          const float *bias, bool relu, float *y) {
+wq_status wq_conv_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                      int64_t out_channels, int64_t group, const float *x, const float *w,
+                      const float *bias, bool relu, float *y) {
   int64_t cg = in_channels / group, mg = out_channels / group;
   int64_t ksize = wq_conv_geometry_kernel_size(g);
   int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);
@@ -585,8 +585,8 @@ static void col2im_add(const wq_conv_geometry *g, const float *col, int64_t chan
   }
 }
 
-int64_t wq_ref_conv_transpose_f32_scratch_bytes(const wq_conv_geometry *g, int64_t in_channels,
-                                                int64_t out_channels, int64_t group) {
+int64_t wq_conv_transpose_f32_scratch_bytes(const wq_conv_geometry *g, int64_t in_channels,
+                                            int64_t out_channels, int64_t group) {
   const int64_t cg = in_channels / group, mg = out_channels / group;
   const int64_t in_size = wq_conv_geometry_in_size(g);
   int64_t rows;
@@ -598,9 +598,9 @@ int64_t wq_ref_conv_transpose_f32_scratch_bytes(const wq_conv_geometry *g, int64
                                         : 0;
 }
 
-wq_status wq_ref_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
-                                    int64_t out_channels, int64_t group, const float *x,
-                                    const float *w, const float *bias, float *y) {
+wq_status wq_conv_transpose_f32(const wq_conv_geometry *g, int64_t batch, int64_t in_channels,
+                                int64_t out_channels, int64_t group, const float *x, const float *w,
+                                const float *bias, float *y) {
   int64_t cg = in_channels / group, mg = out_channels / group;
   int64_t ksize = wq_conv_geometry_kernel_size(g);
   int64_t in_size = wq_conv_geometry_in_size(g), out_size = wq_conv_geometry_out_size(g);

@@ -94,8 +94,8 @@ static wq_status conv_run(const wq_node *node, const wq_value *in, wq_value *out
   wq_conv_geometry g;
   WQ_TRY(conv_resolve(node, in, &g, err));
   const wq_value *b = node->n_inputs > 2 && wq_value_present(&in[2]) ? &in[2] : NULL;
-  wq_status st = wq_ref_conv_f32(&g, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group,
-                                 in[0].data, in[1].data, b ? b->data : NULL, s->relu, out[0].data);
+  wq_status st = wq_conv_f32(&g, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group, in[0].data,
+                             in[1].data, b ? b->data : NULL, s->relu, out[0].data);
   if (st != WQ_OK)
     return wq_fail(err, st, node->name, "Conv: out of memory for im2col scratch");
   return WQ_OK;
@@ -113,7 +113,7 @@ static int64_t conv_memory(const wq_node *node, const wq_graph *g, int64_t *scra
   if (s && wq_value_shape_known(&in[0]) && wq_value_shape_known(&in[1]) &&
       conv_resolve(node, in, &geo, &err) == WQ_OK)
     *scratch =
-        wq_ref_conv_f32_scratch_bytes(&geo, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group);
+        wq_conv_f32_scratch_bytes(&geo, in[0].dims[0], in[0].dims[1], in[1].dims[0], s->group);
   return 0;
 }
 

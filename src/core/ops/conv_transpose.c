@@ -175,8 +175,8 @@ static wq_status conv_transpose_run(const wq_node *node, const wq_value *in, wq_
     g.in[i] = in[0].dims[2 + i];
   const wq_value *b = node->n_inputs > 2 && wq_value_present(&in[2]) ? &in[2] : NULL;
   wq_status st =
-      wq_ref_conv_transpose_f32(&g, in[0].dims[0], in[0].dims[1], in[1].dims[1] * s->group,
-                                s->group, in[0].data, in[1].data, b ? b->data : NULL, out[0].data);
+      wq_conv_transpose_f32(&g, in[0].dims[0], in[0].dims[1], in[1].dims[1] * s->group, s->group,
+                            in[0].data, in[1].data, b ? b->data : NULL, out[0].data);
   if (st != WQ_OK)
     return wq_fail(err, st, node->name, "ConvTranspose: out of memory for col2im scratch");
   return WQ_OK;
@@ -194,8 +194,8 @@ static int64_t conv_transpose_memory(const wq_node *node, const wq_graph *g, int
       conv_transpose_resolve(node, in, &geo, &err) == WQ_OK) {
     for (int i = 0; i < geo.n_spatial; i++)
       geo.in[i] = in[0].dims[2 + i];
-    *scratch = wq_ref_conv_transpose_f32_scratch_bytes(&geo, in[0].dims[1],
-                                                       in[1].dims[1] * s->group, s->group);
+    *scratch = wq_conv_transpose_f32_scratch_bytes(&geo, in[0].dims[1], in[1].dims[1] * s->group,
+                                                   s->group);
   }
   return 0;
 }
