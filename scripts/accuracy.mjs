@@ -42,6 +42,10 @@ const option = (name, fallback) => {
 const RUNS = Number(option('--runs', 9));
 const MD_FILE = option('--md', null);
 const ONLY = option('--only', null);
+// --target C [--max-time S]: every case quantized with that cosine target
+// search (how much stays int8, and how long the search takes).
+const TARGET = Number(option('--target', 0));
+const MAX_TIME = Number(option('--max-time', 0));
 
 // --- data ---------------------------------------------------------------------
 
@@ -114,6 +118,16 @@ const CASES = [
     calib: () => cropSet('bgrm', TEAMS, TEAMS_SPEC, 48, 1),
     calibText: '48 skimage photo crops 96x160, BGR in [0,1], mask channel 0',
     eval: () => cropSet('bgrm', TEAMS, TEAMS_SPEC, 16, 2),
+    evalText: '16 other crops',
+  },
+  {
+    // What the model is for: frames with a person in them.
+    name: 'teams-segmentation-msra190729, people',
+    file: 'teams-segmentation-msra190729/model.onnx',
+    shapes: { bgrm: TEAMS },
+    calib: () => cropSet('bgrm', TEAMS, TEAMS_SPEC, 48, 1, 'people'),
+    calibText: '48 crops of skimage\'s astronaut and cameraman and matplotlib\'s Grace Hopper 96x160, BGR in [0,1], mask channel 0',
+    eval: () => cropSet('bgrm', TEAMS, TEAMS_SPEC, 16, 2, 'people'),
     evalText: '16 other crops',
   },
   {
@@ -260,7 +274,8 @@ async function measure(c) {
   // Symbolic dims bound to the evaluation shape, in the float model and the quantized one alike.
   const inputShapes = c.shapes ?? {};
   // The script evaluates on its own set: nothing held apart inside the quantizer.
-  const q = await quantize(bytes, { inputShapes, config: { holdout: 0, ...c.config } });
+  const search = TARGET > 0 ? { targetCosine: TARGET, maxTime: MAX_TIME } : {};
+  const q = await quantize(bytes, { inputShapes, config: { holdout: 0, ...c.config, ...search } });
   let result;
   try {
     await q.observeAll(calib);

@@ -5,12 +5,17 @@
 //            (skimage/data/*.png|jpg: astronaut, chelsea the cat, coffee,
 //            a motorcycle, a rocket, the Hubble deep field, ...)
 //   text     strips of its scanned page and text images (for OCR models)
+//   people   the photographs of people among them (the astronaut, the
+//            cameraman) and matplotlib's portrait of Grace Hopper
+//            (python3-matplotlib, which python3-skimage depends on): for
+//            person segmentation, whose output on scenes without a person
+//            is a mask of near-zero probabilities
 //   digits   the ten demo digits (demo/digits.npy) under seeded small
 //            rotations, scalings and shifts, 0..255 like MNIST
 // Every crop is drawn by a seeded generator, so a seed gives the same pixels
 // on every machine with the same package.
 //
-//   node scripts/photo_samples.mjs OUT_DIR [--count N] [--size HxW] [--kind photos|text] [--seed S]
+//   node scripts/photo_samples.mjs OUT_DIR [--count N] [--size HxW] [--kind photos|text|people] [--seed S]
 // writes OUT_DIR/0000.png ... (a folder `wasmq quantize --calib` reads).
 
 import { readFileSync, readdirSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -31,11 +36,13 @@ const PHOTOS = [
   'brick.png', 'ihc.png', 'retina.jpg', 'motorcycle_right.png', 'clock_motion.png',
 ];
 const TEXT = ['page.png', 'text.png'];
+const MATPLOTLIB_DATA = '/usr/share/matplotlib/mpl-data/sample_data';
+const PEOPLE = ['astronaut.png', 'camera.png', path.join(MATPLOTLIB_DATA, 'grace_hopper.jpg')];
 
 const cache = new Map();
 function decoded(name) {
   if (!cache.has(name)) {
-    const file = path.join(SKIMAGE_DATA, name);
+    const file = path.resolve(SKIMAGE_DATA, name);
     if (!existsSync(file)) throw new Error(`${file} is missing: install Debian's python3-skimage (scripts/setup.sh does)`);
     cache.set(name, decodeImageFile(readFileSync(file), file));
   }
@@ -43,7 +50,7 @@ function decoded(name) {
 }
 
 /** The available files of a list (the package's set can vary by version). */
-const present = (names) => names.filter((n) => existsSync(path.join(SKIMAGE_DATA, n)));
+const present = (names) => names.filter((n) => existsSync(path.resolve(SKIMAGE_DATA, n)));
 
 /** Copies the w x h rectangle at (x, y) of an RGBA image, mirrored when flip. */
 function crop(img, x, y, w, h, flip) {
@@ -60,11 +67,13 @@ function crop(img, x, y, w, h, flip) {
 
 /**
  * `count` seeded crops ({name, image}) with the aspect ratio height:width,
- * from the photos (kind 'photos') or text scans ('text'); each crop covers
- * 30-100% of the largest such rectangle of its source, photos in turn.
+ * from the photos (kind 'photos'), text scans ('text') or photos of people
+ * ('people'); each crop covers 30-100% of the largest such rectangle of its
+ * source (text 15-50%, people 60-100% so the person stays in frame),
+ * sources in turn.
  */
 export function photoCrops(count, { height = 1, width = 1, kind = 'photos', seed = 1 } = {}) {
-  const names = present(kind === 'text' ? TEXT : PHOTOS);
+  const names = present(kind === 'text' ? TEXT : kind === 'people' ? PEOPLE : PHOTOS);
   if (names.length === 0) throw new Error(`no ${kind} images in ${SKIMAGE_DATA}: install python3-skimage`);
   const next = mulberry32(seed);
   const u = () => next() / 4294967296;
@@ -74,7 +83,7 @@ export function photoCrops(count, { height = 1, width = 1, kind = 'photos', seed
     const img = decoded(name);
     const aspect = height / width;
     let w = Math.min(img.width, Math.floor(img.height / aspect));
-    const frac = kind === 'text' ? 0.15 + 0.35 * u() : 0.3 + 0.7 * u();
+    const frac = kind === 'text' ? 0.15 + 0.35 * u() : kind === 'people' ? 0.6 + 0.4 * u() : 0.3 + 0.7 * u();
     w = Math.max(8, Math.floor(w * frac));
     const h = Math.max(2, Math.min(img.height, Math.round(w * aspect)));
     const x = Math.floor(u() * (img.width - w + 1));
@@ -131,7 +140,7 @@ function main(argv) {
     return i >= 0 && i + 1 < argv.length ? argv[i + 1] : fallback;
   };
   if (!out || out.startsWith('-')) {
-    console.error('usage: node scripts/photo_samples.mjs OUT_DIR [--count N] [--size HxW] [--kind photos|text] [--seed S]');
+    console.error('usage: node scripts/photo_samples.mjs OUT_DIR [--count N] [--size HxW] [--kind photos|text|people] [--seed S]');
     process.exit(2);
   }
   const [height, width] = opt('--size', '224x224').split('x').map(Number);
