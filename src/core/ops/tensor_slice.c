@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/qeltwise.h"
 #include "../kernels/ref/transpose_ref.h"
 #include "tensor_util.h"
 
@@ -88,6 +89,17 @@ static wq_status concat_run(const wq_node *node, const wq_value *in, wq_value *o
   int64_t outer = wq_tu_prod(ym.dims, 0, at);
   int64_t inner = wq_tu_prod(ym.dims, at + 1, out[0].rank);
   unsigned char *dst = out[0].data;
+  if (elem ==
+      1) { /* codes: each input's rows in one strided copy (short rows of channels-last data) */
+    const int64_t out_row = ym.dims[at] * inner;
+    for (int i = 0; i < node->n_inputs; i++) {
+      const int64_t block = in[i].dims[axis] * inner;
+      if (block > 0)
+        wq_copy_rows_q8(outer, block, block, out_row, NULL, false, in[i].data, dst);
+      dst += block;
+    }
+    return WQ_OK;
+  }
   for (int64_t o = 0; o < outer; o++)
     for (int i = 0; i < node->n_inputs; i++) {
       size_t block = (size_t)(in[i].dims[axis] * inner) * elem;
