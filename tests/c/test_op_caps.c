@@ -111,8 +111,8 @@ static void test_checks(void) {
   int sub_v = add_node(g, "", "Sub", in_xx, 2, y[2], NULL, 13, &err);
   int div_c3 = add_node(g, "", "Div", in_c3, 2, y[3], NULL, 13, &err);
   int pow_n = add_node(g, "", "Pow", in_xx, 2, y[4], NULL, 13, &err);
-  attr_spec linear[] = {S("mode", "linear"), AEND};
-  int rs_lin = add_node(g, "", "Resize", in_rs, 3, y[5], linear, 13, &err);
+  attr_spec cubic[] = {S("mode", "cubic"), AEND};
+  int rs_lin = add_node(g, "", "Resize", in_rs, 3, y[5], cubic, 13, &err);
   attr_spec nearest[] = {S("mode", "nearest"), AEND};
   int rs_near = add_node(g, "", "Resize", in_rs, 3, y[6], nearest, 13, &err);
   attr_spec crop[] = {S("mode", "nearest"),

@@ -154,7 +154,8 @@ static void test_resize_modes_and_quantized_models(void) {
   int s = add_tensor(g, "scales", WQ_DT_FLOAT, 1, ds, scales);
   g->tensors[x].is_input = true;
   g->tensors[z].is_output = g->tensors[y2].is_output = true;
-  const attr_spec linear_mode[] = {{"mode", 0, NULL, 0, "linear", 0.0f, false}, AEND};
+  /* cubic stays float (linear runs on codes like nearest) */
+  const attr_spec linear_mode[] = {{"mode", 0, NULL, 0, "cubic", 0.0f, false}, AEND};
   int n_near = add_node(g, "", "Resize", (int[]){x, -1, s}, 3, y, NULL, 13, &err);
   int n_lin = add_node(g, "", "Resize", (int[]){x, -1, s}, 3, y2, linear_mode, 13, &err);
   int n_conv = add_node(g, "", "Conv", (int[]){y, w}, 2, z, NULL, 13, &err);

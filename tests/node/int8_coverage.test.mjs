@@ -154,3 +154,38 @@ test('Transposes read channels-last codes as written (any perm), no transition, 
   assert.match(r.lowered, /QConv[\s\S]*layout NHWC/);
   assert.match(r.summary, /float: 0 nodes; 1 transition moving 0 B \(1 fused\)/);
 });
+
+// Resize linear between a DequantizeLinear and a QuantizeLinear runs on the
+// codes: onnxruntime's float bilinear weights and four-term sum between the
+// dequantized codes, then quantized (its level 'disabled' computes exactly
+// that), in the conv's channels-last layout and, fed by the graph input, in
+// the layout the input arrives in.
+function resizeGraph(actDtype, axis, channels) {
+  const g = new FloatGraph(`resize_${actDtype}`, actDtype, 13);
+  g.input('x', [1, 3, 7, 9]);
+  g.weight('w', [channels, 3, 3, 3], 0.4, { axis }), g.weight('b', [channels], 0.1, { bias: true });
+  g.node('Conv', ['x', 'w', 'b'], 'c', { pads: [1, 1, 1, 1] });
+  g.const('roi', [0], []);
+  g.const('s2', [4], [1, 1, 2, 2]);
+  g.const('s4', [4], [1, 1, 4, 4]);
+  g.const('sf', [4], [1, 1, 1.5, 2.5]);
+  g.ints('sz', [1, channels, 11, 5]);
+  const resize = (input, out, mode, inputs, opts = {}) => g.node('Resize', [input, 'roi', ...inputs], out, { mode: 'linear', coordinate_transformation_mode: mode }, opts);
+  resize('c', 'half', 'half_pixel', ['s2']);
+  resize('c', 'asym', 'asymmetric', ['s4'], { share: 'c' });
+  g.node('Resize', ['c', 'roi', '', 'sz'], 'corners', { mode: 'linear', coordinate_transformation_mode: 'align_corners' });
+  resize('c', 'torch', 'pytorch_half_pixel', ['sf']);
+  resize('x', 'in', 'half_pixel', ['sf']);
+  for (const t of ['half', 'asym', 'corners', 'torch', 'in']) g.output(t);
+  return g;
+}
+
+for (const [actDtype, axis, channels] of [['int8', null, 6], ['uint8', 0, 5], ['int8', 0, 1]]) {
+  test(`DQ -> Resize linear -> Q on codes (${actDtype}, ${axis === null ? 'per-tensor' : 'per-channel'} conv weights, ${channels} channels): equal to onnxruntime`, async () => {
+    const g = resizeGraph(actDtype, axis, channels);
+    const r = await compare(quantize(g, await calibrate(g)), [{ name: 'x', dims: [1, 3, 7, 9] }]);
+    assert.deepEqual(r.differ, { half: 0, asym: 0, corners: 0, torch: 0, in: 0 });
+    assert.match(r.summary, /float: 0 nodes/);
+    assert.equal((r.lowered.match(/Resize linear on int8 codes/g) ?? []).length, 5, r.lowered);
+  });
+}

@@ -268,21 +268,37 @@ test('per-group weights: opset 21 blocked DequantizeLinear, within one step of o
 });
 
 // A real model with symbolic input dims ([batch, 4, height, width]): the
-// written QDQ file keeps them, our loader still lowers every conv to int8
-// (shape probes through the symbolic dims), and only the three bilinear
-// Resize nodes and the final Sigmoid (alone between a float Resize and the
-// output) stay float; onnxruntime agrees within one output step.
-test('teams-segmentation (symbolic dims): int8 except its bilinear Resizes, within one step of onnxruntime', async () => {
+// written QDQ file keeps them, our loader still lowers every node to int8
+// (shape probes through the symbolic dims): its bilinear Resizes run on the
+// codes and the final Sigmoid is a lookup, so the mask is 8-bit. Against the
+// float model (onnxruntime) the mask stays within 0.01 and every pixel on
+// the same side of 0.5. onnxruntime's own run of the QDQ file differs from
+// ours where a conv's float rounding moves a code (the scales are not powers
+// of two) and the steep part of the Sigmoid magnifies it: most outputs agree
+// within one step.
+test('teams-segmentation (symbolic dims): every node int8 (bilinear Resizes on codes), within 0.01 of the float model', async () => {
   const dir = path.join(MODELS, 'teams-segmentation-msra190729');
   const { bytes, report } = quantize(path.join(dir, 'model.onnx'), ['--calib', dir]);
-  const floats = report.nodes.filter((n) => n.decision === 'float');
-  assert.deepEqual(floats.map((n) => n.op), ['Resize', 'Resize', 'Resize', 'Sigmoid']);
+  assert.deepEqual(report.nodes.filter((n) => n.decision === 'float').map((n) => n.op), []);
   const set = readDataSet(dataSetDirs(dir)[0]);
   const feeds = { bgrm: { data: set.inputs[0].data, dims: set.inputs[0].dims } };
-  // The mask comes from the float Sigmoid: one 8-bit step of its [0, 1] range.
-  const { fraction, worst, floatNodes, model } = await agreement(bytes, report, [feeds], 1 / 255);
-  model.dispose();
-  console.log(`teams: ${(fraction * 100).toFixed(3)}% within one step (worst ${worst.toFixed(2)}), float: ${floatNodes.join(', ')}`);
-  assert.ok(fraction >= 0.999, `only ${fraction} within one step`);
-  assert.deepEqual(floatNodes.map((n) => n.split(' ')[0]), ['Resize', 'Resize', 'Resize', 'Sigmoid']);
+  const step = report.tensors.find((t) => t.name === 'mask').scale;
+  const { fraction, worst, floatNodes, model } = await agreement(bytes, report, [feeds], step);
+  try {
+    console.log(`teams: ${(fraction * 100).toFixed(3)}% within one step of onnxruntime (worst ${worst.toFixed(2)})`);
+    assert.ok(fraction >= 0.9, `only ${fraction} within one step`);
+    assert.deepEqual(floatNodes, []);
+    const session = await ort.InferenceSession.create(readFileSync(path.join(dir, 'model.onnx')), ORT_OPTIONS);
+    const ref = (await session.run({ bgrm: new ort.Tensor('float32', feeds.bgrm.data, feeds.bgrm.dims) })).mask.data;
+    const ours = (await model.run(feeds)).mask.data;
+    let worstAbs = 0, flipped = 0;
+    for (let i = 0; i < ref.length; i++) {
+      worstAbs = Math.max(worstAbs, Math.abs(ours[i] - ref[i]));
+      if (ours[i] > 0.5 !== ref[i] > 0.5) flipped++;
+    }
+    assert.ok(worstAbs <= 0.01, `mask ${worstAbs} from the float model`);
+    assert.equal(flipped, 0);
+  } finally {
+    model.dispose();
+  }
 });

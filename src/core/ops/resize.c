@@ -7,12 +7,15 @@
  * resized) when the layout pass stores them so: the source pixel of every
  * output pixel is found when planned by running this op itself on a tensor
  * of pixel indices, so the mapping is the reference's exactly. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/qeltwise.h"
+#include "../kernels/quantize.h"
 #include "../kernels/ref/ref_resize.h"
+#include "../quant/qparams.h"
 #include "op.h"
 
 typedef struct {
@@ -31,6 +34,11 @@ typedef struct {
   int x_rank;
   int32_t *src_h, *src_w;
   int64_t out_h, out_w;
+  /* Bilinear on codes, planned from the tensors' qparams: X's layout and
+   * parameters, Y's, the H, W scales (lin_sizes: out / in of the run). */
+  bool q8_linear, lin_sizes, lin_nhwc;
+  float lin_scale[2], x_scale, y_scale;
+  int32_t x_zero_point, y_zero_point;
 } resize_state;
 
 static void resize_free(void *p) {
@@ -172,7 +180,9 @@ static wq_status resize_plan_build(const wq_node *node, const wq_value *in, resi
                    "Resize: opset %d takes exactly 2 inputs (X, scales), got %d", node->opset,
                    node->n_inputs);
   bool fixed_size = wq_dtype_size(x->dtype) > 0 && wq_dtype_supported(x->dtype);
-  if (!fixed_size || (s->mode != WQ_RESIZE_NEAREST && x->dtype != WQ_DT_FLOAT))
+  /* Linear mode takes 8-bit codes once planned with their parameters. */
+  bool codes = s->mode == WQ_RESIZE_LINEAR && wq_dtype_size(x->dtype) == 1;
+  if (!fixed_size || (s->mode != WQ_RESIZE_NEAREST && x->dtype != WQ_DT_FLOAT && !codes))
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
                    "Resize: input type %s is not supported in mode %s", wq_dtype_name(x->dtype),
                    s->mode == WQ_RESIZE_NEAREST ? "nearest" : "linear/cubic");
@@ -494,8 +504,16 @@ static wq_status resize_nhwc_run(const wq_node *node, const wq_value *in, wq_val
   return WQ_OK;
 }
 
+static wq_status resize_q8_linear_run(const wq_node *node, const wq_value *x, wq_value *y,
+                                      wq_error *err);
+
 static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const resize_state *s = node->op_state;
+  if (s->mode == WQ_RESIZE_LINEAR && wq_dtype_size(in[0].dtype) == 1) {
+    if (!s->q8_linear || in[0].rank != 4 || out[0].rank != 4)
+      return wq_fail(err, WQ_ERR_SHAPE, node->name, "Resize: linear on codes was not planned");
+    return resize_q8_linear_run(node, &in[0], &out[0], err);
+  }
   if (wq_layout_channels_last(in[0].layout, in[0].rank))
     return resize_nhwc_run(node, in, out, err);
   resize_plan p;
@@ -605,27 +623,160 @@ static wq_status resize_nhwc_plan(wq_node *node, const wq_graph *g, wq_error *er
   return WQ_OK;
 }
 
-/* A channels-last X (the layout pass's choice) is planned here. */
+/* onnxruntime's bilinear source indices and weights along one axis,
+ * computed in float32 as it does (so codes equal its float Resize between
+ * DequantizeLinear and QuantizeLinear). */
+static void ort_linear_axis(wq_resize_coord_mode coord, float scale, int64_t in_len,
+                            int64_t out_len, int32_t *i1, int32_t *i2, float *d1, float *d2) {
+  const float last = (float)(in_len - 1);
+  for (int64_t o = 0; o < out_len; o++) {
+    const float xo = (float)o;
+    float v = xo;
+    if (scale != 1.0f && coord == WQ_RESIZE_ALIGN_CORNERS)
+      v = out_len == 1 ? 0.0f : xo * last / (float)(out_len - 1);
+    else if (scale != 1.0f) /* half_pixel, pytorch_half_pixel; asymmetric adds 0s */
+      v = coord == WQ_RESIZE_PYTORCH_HALF_PIXEL && out_len == 1 ? 0.0f
+          : coord == WQ_RESIZE_ASYMMETRIC                       ? xo / scale
+                                                                : (xo + 0.5f) / scale - 0.5f;
+    v = v > last ? last : v;
+    v = v < 0.0f ? 0.0f : v;
+    int32_t a = (int32_t)v;
+    a = a > in_len - 1 ? (int32_t)(in_len - 1) : a;
+    const int32_t b = a + 1 > in_len - 1 ? (int32_t)(in_len - 1) : a + 1;
+    i1[o] = a;
+    i2[o] = b;
+    d1[o] = a == b ? 0.5f : fabsf(v - (float)a);
+    d2[o] = a == b ? 0.5f : fabsf(v - (float)b);
+  }
+}
+
+/* The constant scales (float) or sizes (int64) of a rank-4 resize. */
+static const wq_tensor *resize_factors(const wq_graph *g, const wq_node *n) {
+  for (int k = n->opset < 11 ? 1 : 2; k < n->n_inputs && k < 4; k++) {
+    const wq_tensor *t = n->inputs[k] >= 0 ? &g->tensors[n->inputs[k]] : NULL;
+    if (t && t->is_constant && t->data && t->rank == 1 && t->dims[0] == 4)
+      return t;
+  }
+  return NULL;
+}
+
+/* Linear on codes: the parameters of X and Y (the lowering gave them
+ * theirs) and the scales; shapes may stay symbolic until the run. */
+static wq_status resize_q8_linear_plan(wq_node *node, const wq_graph *g, wq_error *err) {
+  resize_state *s = node->op_state;
+  const wq_tensor *xt = &g->tensors[node->inputs[0]], *yt = &g->tensors[node->outputs[0]];
+  const wq_tensor *f = resize_factors(g, node);
+  const wq_qparams *xq = xt->qparams, *yq = yt->qparams;
+  s->q8_linear = f && xq && yq && xq->scale && yq->scale && xq->count == 1 && yq->count == 1 &&
+                 yt->dtype == xt->dtype && xt->rank == 4;
+  if (!s->q8_linear)
+    return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
+                   "Resize: linear on codes needs per-tensor 8-bit X, Y of rank 4");
+  s->lin_nhwc = wq_layout_channels_last(xt->layout, 4);
+  s->x_scale = xq->scale[0];
+  s->y_scale = yq->scale[0];
+  s->x_zero_point = xq->zero_point[0];
+  s->y_zero_point = yq->zero_point[0];
+  s->lin_sizes = f->dtype != WQ_DT_FLOAT;
+  if (!s->lin_sizes)
+    memcpy(s->lin_scale, (const float *)f->data + 2, sizeof s->lin_scale);
+  return WQ_OK;
+}
+
+/* onnxruntime's tables for the run's shapes; the codes dequantized, its
+ * four-term sum ((c11*X11 + c21*X21) + c12*X12) + c22*X22 in float32 per
+ * output row (c11 = dx2*dy2, c21 = dx1*dy2, c12 = dx2*dy1, c22 = dx1*dy1),
+ * quantized. Channels-first data is N*C images of one channel. */
+static wq_status resize_q8_linear_run(const wq_node *node, const wq_value *x, wq_value *y,
+                                      wq_error *err) {
+  const resize_state *s = node->op_state;
+  const int64_t C = s->lin_nhwc ? x->dims[1] : 1;
+  const int64_t images = x->dims[0] * (s->lin_nhwc ? 1 : x->dims[1]);
+  const int64_t ih = x->dims[2], iw = x->dims[3], oh = y->dims[2], ow = y->dims[3];
+  const int64_t n_in = images * ih * iw * C, row_len = ow * C, n_tab = 2 * (oh + ow);
+  /* Tables (y1, y2, x1, x2 then dy1, dy2, dx1, dx2), X in float, one output row. */
+  int32_t *ix = malloc(sizeof(int32_t) * (size_t)n_tab +
+                       sizeof(float) * (size_t)(n_tab + n_in + row_len + 1));
+  if (!ix)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "Resize: out of memory");
+  float *w = (float *)(ix + n_tab), *xf = w + n_tab, *row = xf + n_in;
+  for (int d = 0; d < 2; d++) {
+    const int64_t in = x->dims[2 + d], out = y->dims[2 + d], at = d ? 2 * oh : 0;
+    /* as onnxruntime: sizes give out / in in float32 */
+    ort_linear_axis(s->coord, s->lin_sizes ? (float)out / (float)in : s->lin_scale[d], in, out,
+                    ix + at, ix + at + out, w + at, w + at + out);
+  }
+  const int32_t *y1 = ix, *y2 = ix + oh, *x1 = ix + 2 * oh, *x2 = x1 + ow;
+  const float *dy1 = w, *dy2 = w + oh, *dx1 = w + 2 * oh, *dx2 = dx1 + ow;
+  wq_dequantize_q8_f32(x->data, n_in, s->x_scale, s->x_zero_point, x->dtype, xf);
+  const int32_t qmin = x->dtype == WQ_DT_UINT8 ? 0 : -128;
+  uint8_t *out = y->data;
+  for (int64_t b = 0; b < images; b++)
+    for (int64_t oy = 0; oy < oh; oy++) {
+      const float *r1 = xf + (b * ih + y1[oy]) * iw * C, *r2 = xf + (b * ih + y2[oy]) * iw * C;
+      for (int64_t ox = 0; ox < ow; ox++) {
+        const float c11 = dx2[ox] * dy2[oy], c21 = dx1[ox] * dy2[oy], c12 = dx2[ox] * dy1[oy],
+                    c22 = dx1[ox] * dy1[oy];
+        const float *p11 = r1 + x1[ox] * C, *p21 = r1 + x2[ox] * C, *p12 = r2 + x1[ox] * C,
+                    *p22 = r2 + x2[ox] * C;
+        for (int64_t c = 0; c < C; c++)
+          row[ox * C + c] = c11 * p11[c] + c21 * p21[c] + c12 * p12[c] + c22 * p22[c];
+      }
+      wq_quantize_f32_q8(row, row_len, s->y_scale, s->y_zero_point, x->dtype, qmin, qmin + 255,
+                         out + (b * oh + oy) * row_len);
+    }
+  free(ix);
+  return WQ_OK;
+}
+
+/* A channels-last X (the layout pass's choice) is planned here, and linear
+ * mode on codes. */
 static wq_status resize_plan_hook(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
                                   wq_error *err) {
   (void)kernel;
   const wq_tensor *x = &g->tensors[node->inputs[0]];
+  const resize_state *s = node->op_state;
+  if (s->mode == WQ_RESIZE_LINEAR && wq_dtype_size(x->dtype) == 1)
+    return resize_q8_linear_plan(node, g, err);
   if (!wq_layout_channels_last(x->layout, x->rank))
     return WQ_OK;
   return resize_nhwc_plan(node, g, err);
 }
 
-/* On int8 codes only in nearest mode (copies elements) and not with
- * tf_crop_and_resize (writes an extrapolation value). */
+/* The constant scales/sizes leave N and C of a rank-4 X as they are. */
+static bool resizes_hw_only(const wq_graph *g, const wq_node *n) {
+  const wq_tensor *x = &g->tensors[n->inputs[0]], *t = resize_factors(g, n);
+  if (x->rank != 4 || !t)
+    return false;
+  if (t->dtype == WQ_DT_FLOAT)
+    return ((const float *)t->data)[0] == 1.0f && ((const float *)t->data)[1] == 1.0f;
+  return t->dtype == WQ_DT_INT64 && ((const int64_t *)t->data)[0] == x->dims[0] &&
+         ((const int64_t *)t->data)[1] == x->dims[1];
+}
+
+/* On int8 codes: nearest mode (copies elements), and linear mode over H and
+ * W with the coordinate transforms whose float arithmetic the kernel
+ * repeats; not with tf_crop_and_resize (writes an extrapolation value). */
 static void resize_int8_check(const wq_graph *g, const wq_node *n, wq_int8_answer *a) {
-  (void)g;
-  const wq_attr *mode = wq_node_attr(n, "mode");
-  const wq_attr *ctm = wq_node_attr(n, "coordinate_transformation_mode");
-  if (mode && mode->s && strcmp(mode->s, "nearest") != 0)
-    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR,
-               "Resize mode '%s' interpolates; only nearest moves codes unchanged", mode->s);
-  else if (ctm && ctm->s && strcmp(ctm->s, "tf_crop_and_resize") == 0)
+  resize_state parsed;
+  wq_error err;
+  memset(&parsed, 0, sizeof parsed);
+  if (resize_parse(n, &parsed, &err) != WQ_OK) {
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR, "%s", err.message);
+    return;
+  }
+  const resize_state *s = &parsed;
+  if (s->coord == WQ_RESIZE_TF_CROP_AND_RESIZE)
     wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR, "Resize tf_crop_and_resize extrapolates");
+  else if (s->mode == WQ_RESIZE_CUBIC)
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR, "Resize mode 'cubic' stays float");
+  else if (s->mode == WQ_RESIZE_LINEAR &&
+           (s->antialias || s->n_axes || s->keep_aspect || !resizes_hw_only(g, n) ||
+            s->coord == WQ_RESIZE_HALF_PIXEL_SYMMETRIC ||
+            s->coord == WQ_RESIZE_TF_HALF_PIXEL_FOR_NN))
+    wq_int8_no(a, WQ_REASON_UNSUPPORTED_ATTR,
+               "Resize linear on codes: H and W of rank 4 by constant scales/sizes, no "
+               "antialias/axes/aspect policy, coordinates of onnxruntime's 2-D kernel");
 }
 
 const wq_op wq_op_resize = {

@@ -278,11 +278,21 @@ wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err) {
     return WQ_OK;
   const wq_qparams *xq = g->tensors[x].qparams, *yq = g->tensors[sink.tensor].qparams;
   char why[WQ_LOWER_WHY_MAX];
-  if (lower_per_tensor_equal(xq, yq)) {
+  /* Resize linear requantizes itself (its plan reads both tensors' parameters). */
+  const wq_attr *mode = wq_node_attr(n, "mode");
+  const bool interpolates =
+      wq_node_is(n, WQ_OPID(resize)) && mode && mode->s && strcmp(mode->s, "nearest") != 0;
+  if (interpolates && sink.dtype != g->tensors[x].dtype)
+    return lower_why(c, WQ_REASON_UNSUPPORTED_DTYPE, "Resize linear reads %s and writes %s",
+                     wq_dtype_name(g->tensors[x].dtype), wq_dtype_name(sink.dtype));
+  if (interpolates || lower_per_tensor_equal(xq, yq)) {
     wq_node *mut = &g->nodes[i];
     mut->inputs[0] = x;
     mut->outputs[0] = sink.tensor;
-    wq_format(why, sizeof why, "%s on int8 data (input and output share parameters)", mut->op_type);
+    wq_format(why, sizeof why,
+              interpolates ? "%s linear on int8 codes (onnxruntime's float weights)"
+                           : "%s on int8 data (input and output share parameters)",
+              mut->op_type);
     lower_absorb_sink(c, &sink, why, sizeof why);
     lower_why(c, WQ_REASON_INT8, "%s", why);
     *done = true;

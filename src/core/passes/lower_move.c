@@ -21,6 +21,9 @@
  * (Resize nearest, MaxPool without a read Indices output). */
 static bool moves_elements(lower_ctx *c, const wq_node *n) {
   wq_int8_answer a;
+  const wq_attr *mode = wq_node_attr(n, "mode"); /* Resize linear runs on codes but mixes them */
+  if (wq_node_is(n, WQ_OPID(resize)) && mode && mode->s && strcmp(mode->s, "nearest") != 0)
+    return false;
   return n->op && n->op->int8 == WQ_INT8_MOVE && n->n_outputs >= 1 && n->outputs[0] >= 0 &&
          wq_op_int8_check(c->g, n, &a) == WQ_REASON_INT8;
 }
