@@ -186,7 +186,7 @@ static void test_config_errors(void) {
   expect_error("{\"activaton\": {}}",
                "activaton: unknown key (expected one of: activation, weight, calibration, io, "
                "minRange, ops, exclude, keepFloat, targetSnrDb, targetCosine, maxTime, holdout, "
-               "warnCosine, images, maxMemoryBytes, biasCorrection) (at 1:15)");
+               "warnCosine, images, maxMemoryBytes, biasCorrection, equalization) (at 1:15)");
   {
     wq_quant_config cfg;
     wq_quant_config_default(&cfg);

@@ -745,6 +745,75 @@ static void test_model_sweep(void) {
   printf("onnx node tests: %d prepared and equal\n", cases);
 }
 
+/* ---- cross-layer equalization ------------------------------------------------ */
+
+/* Conv -> Relu -> depthwise Conv -> Relu -> 1x1 Conv -> y, then a Conv
+ * read twice and a Conv -> Sigmoid -> Conv (neither is a pair): two pairs,
+ * the first channelwise; positive factors on both leave y as it was. */
+static void test_equalization(void) {
+  wq_graph *g = wq_graph_new();
+  wq_error err;
+  const int64_t C = 6, xd[4] = {1, 3, 5, 5}, yd[4] = {1, C, 5, 5}, od[4] = {1, 4, 5, 5};
+  const int64_t w1d[4] = {C, 3, 3, 3}, w2d[4] = {C, 1, 3, 3}, w3d[4] = {4, C, 1, 1}, bd[1] = {C};
+  const int64_t pads[4] = {1, 1, 1, 1};
+  int x = activation(g, "x", 4, xd), t[4], y = activation(g, "y", 4, od);
+  for (int k = 0; k < 4; k++) {
+    char name[8];
+    snprintf(name, sizeof name, "t%d", k);
+    t[k] = activation(g, name, 4, yd);
+  }
+  attr_spec pad[] = {AL("pads", pads, 4), AEND};
+  attr_spec dw[] = {AL("pads", pads, 4), AI("group", C), AEND};
+  int c1[3] = {x, constant(g, "w1", 4, w1d, -1.0f, 0.5f), constant(g, "b1", 1, bd, -1.0f, 0.5f)};
+  int c2[3] = {t[1], constant(g, "w2", 4, w2d, -1.0f, 0.5f), constant(g, "b2", 1, bd, -1.0f, 0.5f)};
+  int c3[2] = {t[3], constant(g, "w3", 4, w3d, -1.0f, 0.5f)};
+  CHECK(add_node(g, "", "Conv", c1, 3, t[0], pad, 11, &err) >= 0);
+  CHECK(add_node(g, "", "Relu", &t[0], 1, t[1], NULL, 13, &err) >= 0);
+  CHECK(add_node(g, "", "Conv", c2, 3, t[2], dw, 11, &err) >= 0);
+  CHECK(add_node(g, "", "Relu", &t[2], 1, t[3], NULL, 13, &err) >= 0);
+  CHECK(add_node(g, "", "Conv", c3, 2, y, NULL, 11, &err) >= 0);
+  set_io(g, x, &y, 1);
+  wq_quant_eq_pair p[4];
+  CHECK(wq_quant_eq_pairs(g, p, 4) == 2);
+  CHECK(p[0].a == 0 && p[0].b == 2 && p[0].tensor == t[1] && p[0].channels == C &&
+        p[0].channelwise);
+  CHECK(p[1].a == 2 && p[1].b == 4 && p[1].tensor == t[3] && !p[1].channelwise);
+  float *xv = random_floats(75, -2.0f, 1.0f);
+  run_result before = run_graph(g, xv, 0, NULL);
+  const double f[6] = {0.25, 4.0, 1.0, 16.0, 0.5, 2.0};
+  CHECK(wq_quant_eq_apply(g, &p[0], f, &err) == WQ_OK);
+  CHECK(wq_quant_eq_apply(g, &p[1], f, &err) == WQ_OK);
+  /* rewritten in place: the same tensors */
+  CHECK(g->nodes[0].inputs[1] == c1[1] && g->nodes[2].inputs[1] == c2[1]);
+  run_result after = run_graph(g, xv, 0, NULL);
+  CHECK(before.data[0] && after.data[0] &&
+        relative_error(before.data[0], after.data[0], before.n[0]) <= 1e-5);
+  run_result_free(&before);
+  run_result_free(&after);
+  free(xv);
+  wq_graph_free(g);
+
+  /* not pairs: two readers; a Sigmoid between; a Conv into a Gemm */
+  g = wq_graph_new();
+  x = activation(g, "x", 4, xd);
+  int u = activation(g, "u", 4, yd), v = activation(g, "v", 4, yd), s = activation(g, "s", 4, yd);
+  int y1 = activation(g, "y1", 4, od), y2 = activation(g, "y2", 4, od);
+  int a1[2] = {x, constant(g, "w1", 4, w1d, -1.0f, 0.5f)};
+  int a2[2] = {u, constant(g, "w2", 4, w3d, -1.0f, 0.5f)};
+  int a3[2] = {u, constant(g, "w3", 4, w1d, -1.0f, 0.5f)};
+  int a4[2] = {s, constant(g, "w4", 4, w3d, -1.0f, 0.5f)};
+  CHECK(add_node(g, "", "Conv", a1, 2, u, pad, 11, &err) >= 0);
+  CHECK(add_node(g, "", "Conv", a2, 2, y1, NULL, 11, &err) >= 0);
+  a3[0] = x;
+  CHECK(add_node(g, "", "Conv", a3, 2, v, pad, 11, &err) >= 0);
+  CHECK(add_node(g, "", "Sigmoid", &v, 1, s, NULL, 13, &err) >= 0);
+  CHECK(add_node(g, "", "Conv", a4, 2, y2, NULL, 11, &err) >= 0);
+  int outs[3] = {y1, y2, u};
+  set_io(g, x, outs, 3); /* u is also a graph output: a second reader */
+  CHECK(wq_quant_eq_pairs(g, NULL, 0) == 0);
+  wq_graph_free(g);
+}
+
 int main(void) {
   test_hardswish();
   test_batchnorm_folds();
@@ -755,6 +824,7 @@ int main(void) {
   test_shared_weight();
   test_not_folded();
   test_linear_bias_add();
+  test_equalization();
   test_real_models();
   test_model_sweep();
   WQ_TEST_END();

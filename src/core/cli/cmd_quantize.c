@@ -224,7 +224,10 @@ static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
     }
     if (!got)
       break;
+    /* Observing may replace the float model (equalization): g afresh. */
+    g = wq_model_get_ir(wq_quantizer_float_model(q))->graph;
     if (wq_quantizer_observe(q, values, g->n_inputs, err) != WQ_OK) {
+      g = wq_model_get_ir(wq_quantizer_float_model(q))->graph;
       if (tty)
         fputc('\n', stderr);
       char what[600];

@@ -642,3 +642,68 @@ bool wq_quant_is_linear_bias_add(const wq_graph *g, int add_node) {
   }
   return false;
 }
+
+/* ---- cross-layer equalization -------------------------------------------- */
+
+/* A linear whose weight (and bias, when it has one) only it reads, so both
+ * can be rescaled in place; Conv (not transposed) or Gemm reading x on its
+ * channel axis 1. */
+static bool equalizable(const wq_graph *g, int i, linear *lin) {
+  if (!describe_linear(g, i, lin) || !lin->bias_ok || tensor_uses(g, lin->weight) != 1 ||
+      (lin->kind != LIN_CONV && lin->kind != LIN_GEMM) || lin->in_axis != 1)
+    return false;
+  const wq_tensor *b = lin->bias >= 0 ? &g->tensors[lin->bias] : NULL;
+  return !b || (tensor_uses(g, lin->bias) == 1 && b->rank == 1);
+}
+
+int wq_quant_eq_pairs(const wq_graph *g, wq_quant_eq_pair *out, int max) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    linear a, b;
+    if (!equalizable(g, i, &a))
+      continue;
+    int y = g->nodes[i].outputs[0], r = sole_reader(g, y);
+    if (r >= 0 && is_op(&g->nodes[r], "Relu") && g->nodes[r].n_outputs == 1) {
+      y = g->nodes[r].outputs[0];
+      r = sole_reader(g, y);
+    }
+    if (r < 0 || !equalizable(g, r, &b) || b.kind != a.kind || g->nodes[r].inputs[0] != y ||
+        b.in_channels != a.out_channels)
+      continue;
+    if (out && n < max) {
+      const wq_tensor *w = &g->tensors[b.weight];
+      out[n] = (wq_quant_eq_pair){.a = i,
+                                  .b = r,
+                                  .tensor = y,
+                                  .channels = a.out_channels,
+                                  .channelwise = b.kind == LIN_CONV && w->dims[1] == 1};
+    }
+    n++;
+  }
+  return n;
+}
+
+wq_status wq_quant_eq_apply(wq_graph *g, const wq_quant_eq_pair *p, const double *t,
+                            wq_error *err) {
+  linear a, b;
+  describe_linear(g, p->a, &a);
+  describe_linear(g, p->b, &b);
+  double *inv = malloc((size_t)p->channels * sizeof *inv);
+  for (int64_t c = 0; inv && c < p->channels; c++)
+    inv[c] = 1.0 / t[c];
+  float *wa = scaled_weight(g, &a, t, NULL), *wb = inv ? scaled_weight(g, &b, NULL, inv) : NULL;
+  free(inv);
+  if (!wa || !wb) {
+    free(wa);
+    free(wb);
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, g->nodes[p->a].name, "out of memory");
+  }
+  /* Sole readers: the weights and the bias change in place. */
+  float *bias = a.bias >= 0 ? g->tensors[a.bias].data : NULL;
+  for (int64_t c = 0; bias && c < p->channels; c++)
+    bias[c] = (float)((double)bias[c] * t[c]);
+  install_weight(g, &a, wa, err);
+  install_weight(g, &b, wb, err);
+  WQ_TRY(reprepare(&g->nodes[p->a], err));
+  return reprepare(&g->nodes[p->b], err);
+}

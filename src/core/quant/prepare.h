@@ -77,4 +77,24 @@ wq_status wq_quant_prepare_ex(wq_graph *g, bool raise_opset, wq_quant_prepare_st
  * one linear, so no Q/DQ belongs between the two. */
 bool wq_quant_is_linear_bias_add(const wq_graph *g, int add_node);
 
+/* Cross-layer equalization: a linear A (Conv or Gemm) whose output, alone
+ * or through a Relu, is read only by a linear B of the same kind. Scaling
+ * A's output channel c by t[c] (its weight row and bias) and B's input
+ * channel c by 1/t[c] leaves B's output unchanged in real arithmetic (Relu
+ * commutes with a positive factor, zero padding with any), while the tensor
+ * between them, quantized per tensor, gets channels of more even range.
+ * Weights and bias must be read by A or B alone (changed in place). */
+typedef struct wq_quant_eq_pair {
+  int a, b;   /* the two linears */
+  int tensor; /* what B reads: A's output or the Relu's */
+  int64_t channels;
+  bool channelwise; /* B is a Conv whose every output reads one input channel (depthwise) */
+} wq_quant_eq_pair;
+
+/* The pairs of g in node order, up to max of them into out (NULL: none);
+ * returns how many there are. */
+int wq_quant_eq_pairs(const wq_graph *g, wq_quant_eq_pair *out, int max);
+/* Scales A's output channels by t and B's input channels by 1/t. */
+wq_status wq_quant_eq_apply(wq_graph *g, const wq_quant_eq_pair *p, const double *t, wq_error *err);
+
 #endif

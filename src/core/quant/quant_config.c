@@ -63,6 +63,7 @@ void wq_quant_config_default(wq_quant_config *cfg) {
   cfg->holdout = 4;
   cfg->warn_cosine = 0.99f;
   cfg->bias_correction = true;
+  cfg->equalization = true;
 }
 
 static void free_overrides(wq_quant_op_override *overrides, int n) {
@@ -414,12 +415,15 @@ static wq_status read_exclude(const wq_json *arr, wq_quant_config *cfg, wq_error
 }
 
 static wq_status read_config(const wq_json *root, wq_quant_config *cfg, wq_error *err) {
-  static const char *const keys[] = {
-      "activation",  "weight",       "calibration",    "io",
-      "minRange",    "ops",          "exclude",        "keepFloat",
-      "targetSnrDb", "targetCosine", "maxTime",        "holdout",
-      "warnCosine",  "images",       "maxMemoryBytes", "biasCorrection",
-      NULL};
+  static const char *const keys[] = {"activation",     "weight",
+                                     "calibration",    "io",
+                                     "minRange",       "ops",
+                                     "exclude",        "keepFloat",
+                                     "targetSnrDb",    "targetCosine",
+                                     "maxTime",        "holdout",
+                                     "warnCosine",     "images",
+                                     "maxMemoryBytes", "biasCorrection",
+                                     "equalization",   NULL};
   static const char *const io_names[] = {"float", "int8", "uint8", NULL};
   static const wq_dtype io_values[] = {WQ_DT_FLOAT, WQ_DT_INT8, WQ_DT_UINT8};
   if (root->type != WQ_JSON_OBJECT)
@@ -492,6 +496,8 @@ static wq_status read_config(const wq_json *root, wq_quant_config *cfg, wq_error
     WQ_TRY(want_type(v, WQ_JSON_OBJECT, "images", err));
   if ((v = wq_json_member(root, "biasCorrection")))
     WQ_TRY(read_bool(v, "biasCorrection", &cfg->bias_correction, err));
+  if ((v = wq_json_member(root, "equalization")))
+    WQ_TRY(read_bool(v, "equalization", &cfg->equalization, err));
   if ((v = wq_json_member(root, "holdout"))) {
     int64_t n;
     WQ_TRY(read_int(v, "holdout", 0, 1000000, &n, err));

@@ -69,6 +69,7 @@ typedef struct wq_quant_config {
    * (wq_load_options.max_memory_bytes); 0: none */
   size_t max_memory_bytes;
   bool bias_correction; /* take each linear's mean quantization error off its bias */
+  bool equalization;    /* cross-layer equalization of linear -> (Relu) -> linear pairs */
 } wq_quant_config;
 
 void wq_quant_config_default(wq_quant_config *cfg);

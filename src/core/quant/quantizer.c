@@ -50,6 +50,16 @@ struct wq_quantizer {
   void *progress_ctx;
   float **bias_shift; /* per node: bias correction per output channel, or NULL */
   int bias_corrected;
+  /* Cross-layer equalization: the pairs of the float graph, per pair and
+   * channel the largest |x| of the tensor between them over the first
+   * calibration samples, then the factors every load applies. */
+  wq_quant_eq_pair *eq;
+  int n_eq;
+  double **eq_range;
+  double **eq_scale;
+  bool eq_decided;
+  bool bound;    /* symbolic input dims were bound to the first sample's sizes */
+  int equalized; /* pairs rescaled */
   /* Results of the last finish. */
   wq_annotation ann;
   wq_qdq_params *params; /* per tensor */
@@ -69,20 +79,42 @@ struct wq_quantizer {
   char summary[320];
 };
 
-/* ctx: the wq_quant_prepare_stats the folds are counted into. */
+typedef struct {
+  const wq_quantizer *q;
+  wq_quant_prepare_stats *stats; /* the folds are counted into it */
+} load_ctx;
+
 static wq_status prepare_hook(void *ctx, wq_graph *g, wq_error *err) {
+  const load_ctx *c = ctx;
+  const wq_quantizer *q = c->q;
   /* The converter raises the model's opset to the HardSwish it may add. */
-  return wq_quant_prepare_ex(g, true, ctx, err);
+  WQ_TRY(wq_quant_prepare_ex(g, true, c->stats, err));
+  if (!q->eq_scale)
+    return WQ_OK;
+  /* The same graph gives the same pairs in the same order. */
+  wq_quant_eq_pair *pairs = malloc((size_t)q->n_eq * sizeof *pairs);
+  if (!pairs)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  wq_status st =
+      wq_quant_eq_pairs(g, pairs, q->n_eq) == q->n_eq
+          ? WQ_OK
+          : wq_fail(err, WQ_ERR_INVALID_MODEL, NULL, "equalization pairs changed between loads");
+  for (int k = 0; st == WQ_OK && k < q->n_eq; k++)
+    if (q->eq_scale[k])
+      st = wq_quant_eq_apply(g, &pairs[k], q->eq_scale[k], err);
+  free(pairs);
+  return st;
 }
 
 wq_status wq_quantizer_load_float(const wq_quantizer *q, wq_quant_prepare_stats *stats,
                                   wq_model **out, wq_error *err) {
+  load_ctx ctx = {q, stats};
   wq_load_options opts = {.input_shapes = q->shapes,
                           .n_input_shapes = q->n_shapes,
                           .no_lowering = 1,
                           .no_float_fusion = 1,
                           .rewrite = prepare_hook,
-                          .rewrite_ctx = stats,
+                          .rewrite_ctx = &ctx,
                           .max_memory_bytes = q->cfg.max_memory_bytes};
   return wq_model_load(q->model, q->model_len, &opts, out, err);
 }
@@ -103,6 +135,60 @@ static wq_status copy_shapes(wq_quantizer *q, const wq_input_shape *shapes, int 
     memcpy(dims, shapes[i].dims, (size_t)shapes[i].rank * sizeof *dims);
   }
   return WQ_OK;
+}
+
+static void free_eq(wq_quantizer *q) {
+  for (int k = 0; k < q->n_eq; k++) {
+    free(q->eq_range ? q->eq_range[k] : NULL);
+    free(q->eq_scale ? q->eq_scale[k] : NULL);
+  }
+  free(q->eq_range);
+  free(q->eq_scale);
+  free(q->eq);
+  q->eq_range = q->eq_scale = NULL;
+  q->eq = NULL;
+}
+
+/* The float graph's equalization pairs; those whose weights are quantized
+ * per channel get a range to fill (a per-tensor grid would take the
+ * rescaled rows' range for every row). */
+static wq_status find_pairs(wq_quantizer *q, const wq_graph *g, wq_error *err) {
+  int n = wq_quant_eq_pairs(g, NULL, 0);
+  q->eq = calloc((size_t)n + 1, sizeof *q->eq);
+  q->eq_range = calloc((size_t)n + 1, sizeof *q->eq_range);
+  if (!q->eq || !q->eq_range)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  q->n_eq = wq_quant_eq_pairs(g, q->eq, n);
+  for (int k = 0; k < n; k++) {
+    const wq_quant_eq_pair *p = &q->eq[k];
+    if (wq_quant_config_weight_for(&q->cfg, g->nodes[p->a].op_type)->granularity !=
+            WQ_QGRAN_PER_CHANNEL ||
+        wq_quant_config_weight_for(&q->cfg, g->nodes[p->b].op_type)->granularity !=
+            WQ_QGRAN_PER_CHANNEL)
+      continue;
+    q->eq_range[k] = calloc((size_t)p->channels, sizeof **q->eq_range);
+    if (!q->eq_range[k])
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  return WQ_OK;
+}
+
+/* What is kept per tensor and node of the float graph (before any sample). */
+static wq_status graph_state(wq_quantizer *q, const wq_graph *g, wq_error *err) {
+  free(q->obs);
+  free(q->has_obs);
+  free(q->bias_shift);
+  free_eq(q);
+  q->n_eq = 0;
+  q->n_tensors = g->n_tensors;
+  q->n_nodes = g->n_nodes;
+  size_t nt = (size_t)g->n_tensors + 1;
+  q->obs = calloc(nt, sizeof *q->obs);
+  q->has_obs = calloc(nt, sizeof *q->has_obs);
+  q->bias_shift = calloc((size_t)g->n_nodes + 1, sizeof *q->bias_shift);
+  if (!q->obs || !q->has_obs || !q->bias_shift)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  return q->cfg.equalization ? find_pairs(q, g, err) : WQ_OK;
 }
 
 wq_status wq_quantizer_new(const uint8_t *model, size_t n, const char *config_json,
@@ -135,16 +221,8 @@ wq_status wq_quantizer_new_shaped(const uint8_t *model, size_t n, const char *co
     st = wq_annotate_check_float(g, err);
   if (st == WQ_OK)
     st = wq_quant_config_check_nodes(&q->cfg, g, err);
-  if (st == WQ_OK) {
-    q->n_tensors = g->n_tensors;
-    q->n_nodes = g->n_nodes;
-    size_t nt = (size_t)g->n_tensors + 1;
-    q->obs = calloc(nt, sizeof *q->obs);
-    q->has_obs = calloc(nt, sizeof *q->has_obs);
-    q->bias_shift = calloc((size_t)g->n_nodes + 1, sizeof *q->bias_shift);
-    if (!q->obs || !q->has_obs || !q->bias_shift)
-      st = wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
-  }
+  if (st == WQ_OK)
+    st = graph_state(q, g, err);
   if (st != WQ_OK) {
     wq_quantizer_free(q);
     return st;
@@ -193,6 +271,7 @@ void wq_quantizer_free(wq_quantizer *q) {
   free(q->obs);
   free(q->has_obs);
   free(q->bias_shift);
+  free_eq(q);
   free_samples(q->kept, q->n_kept);
   free_samples(q->heldout, q->n_heldout);
   for (int i = 0; i < q->n_notes; i++)
@@ -240,6 +319,21 @@ static wq_status observe_tensor(wq_quantizer *q, const wq_graph *g, int t, const
   return wq_observer_update(&q->obs[t], v->data, v->rank, v->dims, g->tensors[t].name, err);
 }
 
+/* Per channel (axis 1), the largest |x| of a pair's tensor so far. */
+static void eq_observe(wq_quantizer *q, int t, const wq_value *v) {
+  for (int k = 0; k < q->n_eq; k++) {
+    double *r = q->eq_range[k];
+    int64_t c = q->eq[k].channels;
+    if (q->eq[k].tensor != t || !r || v->rank < 2 || v->dims[1] != c)
+      continue;
+    int64_t inner = wq_value_numel(v) / (v->dims[0] * c);
+    const float *x = v->data;
+    for (int64_t o = 0; o < v->dims[0] * c; o++)
+      for (int64_t i = 0; i < inner; i++)
+        r[o % c] = fmax(r[o % c], fabs((double)x[o * inner + i]));
+  }
+}
+
 static wq_status observe_node(void *ctx, const wq_graph *g, int node, const wq_value *values,
                               wq_error *err) {
   wq_quantizer *q = ctx;
@@ -250,6 +344,8 @@ static wq_status observe_node(void *ctx, const wq_graph *g, int node, const wq_v
       continue;
     q->dtypes[t] = values[t].dtype;
     WQ_TRY(observe_tensor(q, g, t, &values[t], err));
+    if (!q->eq_decided && values[t].dtype == WQ_DT_FLOAT)
+      eq_observe(q, t, &values[t]);
   }
   return WQ_OK;
 }
@@ -289,13 +385,130 @@ static wq_status keep_sample(kept_sample *s, int *count, const wq_value *inputs,
   return WQ_OK;
 }
 
-wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
-  wq_error_clear(err);
-  int want = wq_model_input_count(q->fmodel);
-  if (n != want)
-    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "a calibration sample needs %d input(s), got %d",
-                   want, n);
-  WQ_TRY(check_finite(q->fmodel, inputs, n, err));
+/* Symbolic input dims the caller left unbound take the first sample's sizes,
+ * as --shape would (some rewrites need static shapes): the float model is
+ * loaded again with them and the written model keeps them. */
+static wq_status bind_from_sample(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
+  wq_input_shape *shapes = realloc(q->shapes, (size_t)(q->n_shapes + n + 1) * sizeof *shapes);
+  if (!shapes)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  q->shapes = shapes;
+  int before = q->n_shapes;
+  for (int i = 0; i < n; i++) {
+    const wq_tensor *t = wq_model_input(q->fmodel, i);
+    int d = 0;
+    while (d < t->rank && t->dims[d] >= 0)
+      d++;
+    if (d == t->rank || inputs[i].rank != t->rank)
+      continue;
+    int64_t *dims = malloc(((size_t)t->rank + 1) * sizeof *dims);
+    q->shapes[q->n_shapes++] = (wq_input_shape){wq_strdup(t->name), t->rank, dims};
+    if (!dims || !q->shapes[q->n_shapes - 1].name)
+      return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+    memcpy(dims, inputs[i].dims, (size_t)t->rank * sizeof *dims);
+  }
+  if (q->n_shapes == before)
+    return WQ_OK;
+  q->bound = true;
+  wq_model *m = NULL;
+  WQ_TRY(wq_quantizer_load_float(q, &q->prepared, &m, err));
+  wq_model_free(q->fmodel);
+  q->fmodel = m;
+  return graph_state(q, wq_model_get_ir(m)->graph, err);
+}
+
+/* One run both records the dtypes and feeds the observers. */
+static wq_status calibrate_on(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
+  const wq_graph *g = wq_model_get_ir(q->fmodel)->graph;
+  wq_model_observe(q->fmodel, observe_node, q);
+  WQ_TRY(wq_model_run(q->fmodel, inputs, n, err));
+  for (int i = 0; i < n; i++)
+    WQ_TRY(observe_tensor(q, g, g->inputs[i], &inputs[i], err));
+  return WQ_OK;
+}
+
+/* Largest factor equalization gives a channel: a channel nearly silent on
+ * the calibration samples must not be blown up past what others reach. */
+#define EQ_MAX_FACTOR 16.0
+
+/* The factors of one pair from its tensor's channel ranges r: a depthwise
+ * B quantizes each channel's weights alone, so every channel is brought to
+ * the widest one's range; otherwise halfway (sqrt), as B's weight columns
+ * shrink by the same factors. NULL when nothing changes. */
+static double *eq_factors(const wq_quant_eq_pair *p, const double *r) {
+  double *t = malloc((size_t)p->channels * sizeof *t), top = 0;
+  bool changed = false;
+  for (int64_t c = 0; t && c < p->channels; c++)
+    top = fmax(top, r[c]);
+  for (int64_t c = 0; t && c < p->channels; c++) {
+    double f = r[c] > 0 ? top / r[c] : 1.0;
+    t[c] = fmin(p->channelwise ? f : sqrt(f), EQ_MAX_FACTOR);
+    changed = changed || t[c] != 1.0;
+  }
+  if (!changed) {
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* Rescales every pair by the ranges seen so far, reloads the float model
+ * with the new weights and calibrates again on the kept samples (the
+ * tensors between the pairs changed). */
+static wq_status equalize(wq_quantizer *q, wq_error *err) {
+  q->eq_decided = true;
+  if (!q->n_eq)
+    return WQ_OK;
+  q->eq_scale = calloc((size_t)q->n_eq, sizeof *q->eq_scale);
+  if (!q->eq_scale)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  int changed = 0;
+  for (int k = 0; k < q->n_eq; k++) {
+    if (!q->eq_range[k])
+      continue;
+    q->eq_scale[k] = eq_factors(&q->eq[k], q->eq_range[k]);
+    changed += q->eq_scale[k] != NULL;
+  }
+  wq_model *m = NULL;
+  wq_status st = changed ? wq_quantizer_load_float(q, NULL, &m, err) : WQ_OK;
+  if (st != WQ_OK || !changed) {
+    for (int k = 0; k < q->n_eq; k++)
+      free(q->eq_scale[k]);
+    free(q->eq_scale);
+    q->eq_scale = NULL;
+    return st;
+  }
+  wq_model_free(q->fmodel);
+  q->fmodel = m;
+  q->equalized = changed;
+  for (int t = 0; t < q->n_tensors; t++)
+    if (q->has_obs[t])
+      wq_observer_free(&q->obs[t]);
+  memset(q->has_obs, 0, (size_t)q->n_tensors * sizeof *q->has_obs);
+  for (int s = 0; s < q->n_kept; s++)
+    WQ_TRY(calibrate_on(q, q->kept[s].inputs, q->kept[s].n, err));
+  return WQ_OK;
+}
+
+/* A failed sample after symbolic dims were bound from the first one: the
+ * error says so. */
+static wq_status bound_hint(const wq_quantizer *q, wq_status st, wq_error *err) {
+  if (st == WQ_OK || !q->bound)
+    return st;
+  char why[sizeof err->message], node[sizeof err->node];
+  wq_format(why, sizeof why, "%s", err->message);
+  wq_format(node, sizeof node, "%s", err->node);
+  return wq_fail(err, st, node[0] ? node : NULL,
+                 "%s (symbolic input dims were bound to the first calibration sample's sizes; "
+                 "every sample must have them, or bind others with --shape)",
+                 why);
+}
+
+/* One sample, held apart or calibrating; equalization after the first
+ * KEPT_SAMPLES calibration samples. */
+static wq_status observe_one(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
+  if (q->samples == 0)
+    WQ_TRY(bind_from_sample(q, inputs, n, err));
   const wq_graph *g = wq_model_get_ir(q->fmodel)->graph;
   /* Every holdout-th sample is held apart: the ranges never see it, the
    * accuracy evaluation runs on it. The run checks its dtypes and shapes. */
@@ -316,15 +529,24 @@ wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, w
     for (int t = 0; t < g->n_tensors; t++)
       q->dtypes[t] = g->tensors[t].dtype;
   }
-  /* One run both records the dtypes and feeds the observers. */
-  wq_model_observe(q->fmodel, observe_node, q);
-  WQ_TRY(wq_model_run(q->fmodel, inputs, n, err));
-  for (int i = 0; i < n; i++)
-    WQ_TRY(observe_tensor(q, g, g->inputs[i], &inputs[i], err));
+  WQ_TRY(calibrate_on(q, inputs, n, err));
   if (q->n_kept < KEPT_SAMPLES)
     WQ_TRY(keep_sample(q->kept, &q->n_kept, inputs, n, err));
   q->samples++;
+  /* The first calibration samples decide the equalization. */
+  if (q->n_kept == KEPT_SAMPLES && !q->eq_decided)
+    WQ_TRY(equalize(q, err));
   return WQ_OK;
+}
+
+wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
+  wq_error_clear(err);
+  int want = wq_model_input_count(q->fmodel);
+  if (n != want)
+    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "a calibration sample needs %d input(s), got %d",
+                   want, n);
+  WQ_TRY(check_finite(q->fmodel, inputs, n, err));
+  return bound_hint(q, observe_one(q, inputs, n, err), err);
 }
 
 /* ---- ranges -> parameters ------------------------------------------------ */
@@ -477,6 +699,7 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len, co
   wq_text_put(
       &r, "  \"calibrationSamples\": %lld,\n  \"heldOutSamples\": %d,\n  \"biasCorrected\": %d,\n",
       (long long)(q->samples - q->n_heldout), q->n_heldout, q->bias_corrected);
+  wq_text_put(&r, "  \"equalized\": %d,\n", q->equalized);
   /* Measured on (some of) the calibration samples: what a target search
    * steers by, never the accuracy the evaluation reports. */
   if (isfinite(q->output_snr_db))
@@ -858,9 +1081,14 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
   if (q->samples - q->n_heldout == 0)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
                    "no calibration samples: observe at least one before finish");
+  if (!q->eq_decided)
+    WQ_TRY(equalize(q, err));
   free_results(q);
   for (int i = 0; i < q->n_notes; i++)
     warn(q, "%s", q->notes[i]);
+  if (q->bound)
+    warn(q, "symbolic input dims were bound to the first calibration sample's sizes: the "
+            "written model takes them (--shape binds others)");
   const wq_graph *g = wq_model_get_ir(q->fmodel)->graph;
   bool *keep_float = calloc((size_t)g->n_nodes + 1, sizeof *keep_float);
   q->params = calloc((size_t)g->n_tensors + 1, sizeof *q->params);

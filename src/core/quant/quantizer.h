@@ -36,7 +36,10 @@ wq_status wq_quantizer_new_shaped(const uint8_t *model, size_t n, const char *co
                                   wq_quantizer **out, wq_error *err);
 void wq_quantizer_free(wq_quantizer *q);
 
-/* The float model being calibrated (its inputs tell what a sample holds). */
+/* The float model being calibrated (its inputs tell what a sample holds).
+ * Cross-layer equalization replaces it with a rescaled twin (same inputs,
+ * outputs and graph structure) once the first calibration samples are in:
+ * the pointer is valid until the next observe or finish. */
 const wq_model *wq_quantizer_float_model(const wq_quantizer *q);
 
 /* Runs the float model on one sample (inputs in input order, as
