@@ -159,6 +159,14 @@ test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as th
       writeFileSync(path.join(npyDir, `d${k}`, 'Input3.npy'), encodeNpy({ dtype: 'float32', dims: Input3.dims, data: Input3.data }));
     });
     const TEAMS = path.join(MODELS, 'teams-segmentation-msra190729/model.onnx');
+    // Ten small teams frames without --shape: the first binds the symbolic
+    // dims, the first eight calibration samples decide the equalization.
+    const teamsDir = path.join(dir, 'frames');
+    for (let k = 0; k < 10; k++) {
+      mkdirSync(path.join(teamsDir, `f${k}`), { recursive: true });
+      const data = new Float32Array(4 * 32 * 48).map((_, i) => (i < 3 * 32 * 48 ? (((i * 7 + k * 13) % 97) / 96) * (1 + (i % 3)) / 3 : 0));
+      writeFileSync(path.join(teamsDir, `f${k}`, 'bgrm.npy'), encodeNpy({ dtype: 'float32', dims: [1, 4, 32, 48], data }));
+    }
     const variants = [
       [MNIST, '--calib', 'random:4:0..1', '--keep-float', '1'],
       [MNIST, '--calib', npyDir],
@@ -166,6 +174,7 @@ test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as th
       [MNIST, '--calib', 'random:8:0..255', '--target-cosine', '0.9999', '--max-time', '100'],
       // Symbolic dims (batch, height, width) bound for calibration.
       [TEAMS, '--shape', 'bgrm=1x4x32x48', '--calib', 'random:2:0..1'],
+      [TEAMS, '--calib', teamsDir],
     ];
     for (const [k, [model, ...extra]] of variants.entries()) {
       const more = ['quantize', model, '-o', 'out.onnx', '--report', 'report.json', ...extra];
@@ -177,6 +186,9 @@ test('npx wasmq quantize: the same ONNX and report bytes as quantize() and as th
       assert.deepEqual(read(`js${k}`, 'out.onnx'), read(`c${k}`, 'out.onnx'), extra.join(' '));
       assert.deepEqual(read(`js${k}`, 'report.json'), read(`c${k}`, 'report.json'), extra.join(' '));
     }
+    const bound = JSON.parse(read(`js${variants.length - 1}`, 'report.json'));
+    assert.ok(bound.equalized >= 20, `equalized ${bound.equalized}`);
+    assert.ok(bound.warnings.some((w) => w.startsWith("symbolic input dims were bound to the first calibration sample's sizes")), bound.warnings.join('\n'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
