@@ -758,7 +758,7 @@ static void test_equalization(void) {
   const int64_t pads[4] = {1, 1, 1, 1};
   int x = activation(g, "x", 4, xd), t[4], y = activation(g, "y", 4, od);
   for (int k = 0; k < 4; k++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "t%d", k);
     t[k] = activation(g, name, 4, yd);
   }
