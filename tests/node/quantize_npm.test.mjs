@@ -319,3 +319,16 @@ test('the quantizer stays out of the shipped runtime .wasm: only the quant build
   const size = (file) => readFileSync(path.join(REPO, 'wasm_build/out', file)).length;
   assert.ok(size('wasmq-quant.wasm') > size('wasmq.wasm'));
 });
+
+test('quantize(): symbolic input dims take the first sample\'s sizes; a later sample of other sizes fails naming --shape', async () => {
+  const q = await quantize(readFileSync(path.join(MODELS, 'teams-segmentation-msra190729/model.onnx')));
+  try {
+    const frame = (w) => ({ bgrm: { data: new Float32Array(4 * 32 * w).fill(0.5), dims: [1, 4, 32, w] } });
+    await q.observe(frame(48));
+    await assert.rejects(q.observe(frame(64)), (e) => e instanceof WasmqError && e.code === 'WQ_ERR_SHAPE' && /got \[1,4,32,64\]/.test(e.message) && /bound to the first calibration sample's sizes.*--shape/.test(e.message));
+    const { report } = await q.finish();
+    assert.ok(report.warnings.some((w) => w.startsWith("symbolic input dims were bound to the first calibration sample's sizes")));
+  } finally {
+    q.dispose();
+  }
+});
