@@ -37,15 +37,9 @@ static inline bool wq_muladd_i64(int64_t a, int64_t b, int64_t c, int64_t *out) 
   return wq_mul_i64(a, b, &p) && wq_add_i64(p, c, out);
 }
 
-/* Product of n values >= 0; false when it exceeds `limit`. */
-static inline bool wq_product_within(const int64_t *v, int n, int64_t limit, int64_t *out) {
-  int64_t p = 1;
-  for (int i = 0; i < n; i++)
-    if (v[i] < 0 || !wq_mul_i64(p, v[i], &p) || p > limit)
-      return false;
-  *out = p;
-  return true;
-}
+/* Product of n values >= 0; false when it exceeds `limit`. Out of line:
+ * its callers are plan-time checks, and inlined copies cost wasm size. */
+bool wq_product_within(const int64_t *v, int n, int64_t limit, int64_t *out);
 
 /* Byte size count * elem_size as size_t; false when negative, past
  * WQ_MAX_TENSOR_BYTES or past size_t. */
