@@ -20,7 +20,8 @@ import { readFile, writeFile, mkdir, readdir, open, rename, unlink, stat, access
 import { constants } from 'node:fs';
 import path from 'node:path';
 import { readLocalFile, maxFileBytesFromEnv } from '#platform';
-import { load, WasmqError, quantize } from './index.mjs';
+import { load, WasmqError } from './index.mjs';
+import { quantizeSince } from './quantize.mjs';
 import { checkCase } from './internal.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
 import { randomArray } from './random.mjs';
@@ -46,7 +47,8 @@ const HELP = {
       or with --repeats N the median of N runs after one warm-up run);
       --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)
       rather than hold more than BYTES of weights, outputs and arena;
-      --max-time: stop a run past S seconds (checked between nodes)
+      --max-time: stop a run past S seconds (checked between nodes
+      and between blocks of long float GEMMs)
   wasmq run MODEL --stream --chunk N [--state OUT=IN]... --input NAME=LONG.npy ...
       the inputs cut into chunks of N along their last dim, run in turn, each
       --state output fed to its input for the next chunk (starting from zeros,
@@ -58,7 +60,7 @@ const HELP = {
       run one ONNX backend-test case folder (model.onnx, test_data_set_*)`,
   quantize: `  wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI [--config FILE]
                  [--report FILE.json] [--keep-float N] [--target-snr DB]
-                 [--target-cosine C] [--max-time S]
+                 [--target-cosine C] [--max-time S] [--timeout S]
       float ONNX in, QDQ int8 ONNX out (docs/quantize.md)
   wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]
       onnxruntime's dynamic int8 form (no calibration)`,
@@ -590,7 +592,7 @@ export async function writeFileAtomic(file, bytes) {
 const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI
                       [--config FILE.json] [--report FILE.json]
                       [--keep-float N] [--target-snr DB] [--target-cosine C]
-                      [--max-time S] [--shape NAME=1x3x224x224]...
+                      [--max-time S] [--timeout S] [--shape NAME=1x3x224x224]...
   --calib       ONNX test_data_set_* folders or .npy files named by input;
                 random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:
                 ranges then fit random data, not real inputs)
@@ -598,6 +600,7 @@ const QUANTIZE_USAGE = `usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|rand
   --target-snr  keep nodes in float until the outputs reach DB dB SNR
   --target-cosine  ... until every output's cosine to float reaches C
   --max-time    stop the target search after S seconds
+  --timeout     give up after S seconds in all (exit 1, nothing written)
   --shape       bind an input's symbolic dims for calibration (kept in OUT)
        wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]
   --mode dynamic  onnxruntime's dynamic form, no calibration: MatMul/Gemm weights
@@ -609,7 +612,7 @@ const quantizeUsage = (message) => new CliError(message ? `${message}\n${QUANTIZ
 /** As the native parse_args: the last of a repeated option wins; '-o' or '--out'. */
 function parseQuantizeArgs(args) {
   if (helpAsked(args)) throw Object.assign(new CliError(QUANTIZE_USAGE, 0, true), { toStdout: true });
-  const a = { model: null, out: null, calib: null, config: null, report: null, keepFloat: 0, targetSnr: 0, targetCosine: 0, maxTime: 0, shapes: {}, dynamic: false, perTensor: false, uint8Weights: false };
+  const a = { model: null, out: null, calib: null, config: null, report: null, keepFloat: 0, targetSnr: 0, targetCosine: 0, maxTime: 0, timeout: 0, shapes: {}, dynamic: false, perTensor: false, uint8Weights: false };
   const valued = { '-o': 'out', '--out': 'out', '--calib': 'calib', '--config': 'config', '--report': 'report' };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -643,6 +646,11 @@ function parseQuantizeArgs(args) {
       const t = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(val) ? Number(val) : NaN;
       if (!(t > 0 && t <= 1e6)) throw new CliError(`--max-time takes seconds in (0, 1e6], got '${val}'`, 2);
       a.maxTime = t;
+      i++;
+    } else if (arg === '--timeout' && val !== undefined) {
+      const t = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(val) ? Number(val) : NaN;
+      if (!(t > 0 && t <= 1e6)) throw new CliError(`--timeout takes seconds in (0, 1e6], got '${val}'`, 2);
+      a.timeout = t;
       i++;
     } else if (arg === '--shape' && val !== undefined) {
       const [name, dims] = splitAssignment(arg, val, 'NAME=D0xD1x...');
@@ -686,6 +694,7 @@ function imagesSpec(configText) {
 }
 
 async function cmdQuantize(args) {
+  const started = performance.now();
   const a = parseQuantizeArgs(args);
   // Where the results go is checked before the work.
   await checkOutput(a.out);
@@ -699,12 +708,14 @@ async function cmdQuantize(args) {
   const options = { config, inputShapes: a.shapes };
   if (a.keepFloat || a.targetSnr > 0) Object.assign(options, { keepFloat: a.keepFloat, targetSnrDb: a.targetSnr });
   if (a.targetCosine > 0 || a.maxTime > 0) Object.assign(options, { targetCosine: a.targetCosine, maxTime: a.maxTime });
+  // --timeout counts from the start, as the native CLI's.
+  if (a.timeout > 0) options.timeoutMs = a.timeout * 1e3;
   // Search steps: one line each, terminal or not (a long search is never silent).
   options.onSearch = (line) => process.stderr.write(`wasmq: ${line}\n`);
   let q;
   step(`loading ${a.model}`);
   try {
-    q = await quantize(bytes, options);
+    q = await quantizeSince(started, bytes, options);
   } catch (e) {
     stepEnd();
     if (!(e instanceof WasmqError)) throw e;
@@ -747,7 +758,7 @@ async function cmdQuantize(args) {
         await q.observe(next.value.feeds);
       } catch (e) {
         if (tty) process.stderr.write('\n');
-        const sym = q.inputs.find((info) => info.shape && info.shape.some((d) => typeof d !== 'number'));
+        const sym = e.code !== 'WQ_ERR_TIMEOUT' && q.inputs.find((info) => info.shape && info.shape.some((d) => typeof d !== 'number'));
         const hint = sym ? `\nwasmq: input '${sym.name}' has symbolic dims: if the sample's sizes are not what the model expects, bind them with --shape ${sym.name}=D0xD1x...` : '';
         throw new CliError(describeError(`calibration sample ${next.value.name}`, e) + hint, 1);
       }

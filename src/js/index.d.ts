@@ -156,8 +156,9 @@ export interface RunOptions {
   /** Keep every intermediate tensor (results carry `captured`). */
   capture?: boolean;
   /**
-   * Milliseconds the run may take (default 0: no limit), checked between nodes: past it the run
-   * stops with code 'WQ_ERR_TIMEOUT' naming the last node finished; the model stays usable.
+   * Milliseconds the run may take (default 0: no limit), checked between nodes and inside long
+   * float GEMMs and convolutions: past it the run stops with code 'WQ_ERR_TIMEOUT' naming the node; the model
+   * stays usable.
    */
   timeoutMs?: number;
 }
@@ -440,7 +441,7 @@ export type WasmqErrorCode =
   | 'WQ_ERR_INVALID_ARG'
   | 'WQ_ERR_OUT_OF_MEMORY'
   | 'WQ_ERR_IO'
-  /** A run passed its timeoutMs; the model stays usable. */
+  /** A run or a quantization passed its timeoutMs (a model stays usable, a quantizer does not). */
   | 'WQ_ERR_TIMEOUT'
   | 'WQ_ERR_DISPOSED'
   /** The wasm core trapped or aborted inside the call; the package dropped it and the next load() starts a fresh one. */
@@ -546,6 +547,12 @@ export interface QuantizeOptions {
   targetCosine?: number;
   /** Seconds the target search may take (0 = no limit); a warning says when it stopped there. */
   maxTime?: number;
+  /**
+   * Milliseconds the whole quantization may take from the quantize() call (0: no limit): an
+   * observe() or finish() past it stops, inside a long node too, with code 'WQ_ERR_TIMEOUT' and
+   * returns no model; so does every later call on that quantizer.
+   */
+  timeoutMs?: number;
   /** One line per target-search step, called during finish(). */
   onSearch?: (line: string) => void;
 }

@@ -89,16 +89,29 @@ function checkTotal(total) {
  * options.targetSnrDb replace the config's keepFloat / targetSnrDb (both:
  * one left out becomes 0, as with the CLI's --keep-float / --target-snr):
  * keep the N most sensitive nodes in float, and/or keep adding nodes to
- * float until the outputs reach that SNR on the calibration samples. Fails (WasmqError) for a
+ * float until the outputs reach that SNR on the calibration samples.
+ * options.timeoutMs (0: none) bounds the whole quantization from this call:
+ * an observe() or finish() past it stops (inside a long node too) with code
+ * WQ_ERR_TIMEOUT and returns no model, and so does every later call.
+ * Fails (WasmqError) for a
  * model that is already quantized, a config the core rejects (the message
  * names the JSON path), or a model that does not load.
  */
 export async function quantize(source, options = {}) {
-  return wasmqErrors('quantize', () => quantizeChecked(source, readOptions(options, 'quantize')));
+  return quantizeSince(performance.now(), source, options);
 }
 
-async function quantizeChecked(source, options) {
+/** quantize() with options.timeoutMs counted from `started` (performance.now() of an earlier start: the CLI's). */
+export async function quantizeSince(started, source, options = {}) {
+  return wasmqErrors('quantize', () => quantizeChecked(source, readOptions(options, 'quantize'), started));
+}
+
+async function quantizeChecked(source, options, started) {
   const { onProgress, total, onSearch } = options;
+  const timeoutMs = options.timeoutMs ?? 0;
+  if (!(typeof timeoutMs === 'number' && timeoutMs >= 0 && timeoutMs <= 2 ** 31)) {
+    throw new WasmqError(`quantize: timeoutMs must be a number of milliseconds >= 0 (got ${String(timeoutMs)})`);
+  }
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new WasmqError('quantize: onProgress must be a function');
   if (onSearch !== undefined && typeof onSearch !== 'function') throw new WasmqError('quantize: onSearch must be a function');
   checkTotal(total);
@@ -120,6 +133,8 @@ async function quantizeChecked(source, options) {
       const shapes = allocShapes(core, shapeEntries, allocations);
       const handle = core._wqx_quantizer_new(ctx, bytesPtr, bytes.byteLength, configPtr, configBytes.byteLength, shapes.count, shapes.namesPtr, shapes.ranksPtr, shapes.dimsPtr);
       if (!handle) throw errorFromCtx(core, ctx);
+      // Counted from the start; the core checks it in every observe and finish.
+      if (timeoutMs > 0) core._wqx_quantizer_time_limit(handle, timeoutMs, started);
       if (options.keepFloat !== undefined || options.targetSnrDb !== undefined) {
         core._wqx_quantizer_keep_float(handle, options.keepFloat ?? 0, options.targetSnrDb ?? 0);
       }

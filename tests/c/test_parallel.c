@@ -2,7 +2,10 @@
  * bounds fixed by the range and the grain, runs nested loops and unbound
  * callers serially, and a model run on several threads gives results equal
  * bit for bit to one thread's (float GEMM column slices, im2col conv
- * chunks; natively the int8 kernels are the scalar references). */
+ * chunks; natively the int8 kernels are the scalar references). Under a
+ * time limit (wq_deadline) no chunk starts once it has passed, on one thread
+ * or several, a run stops inside a long node with WQ_ERR_TIMEOUT and the
+ * model stays usable, and a limit never reached changes no bit. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -227,6 +230,104 @@ static void test_scratch_slices(void) {
   free((void *)c.block);
 }
 
+/* A clock that advances 1 ms per reading: deadlines pass at a known check. */
+static atomic_int clock_reads;
+static double counting_ms(void) { return (double)atomic_fetch_add(&clock_reads, 1) + 1; }
+
+static void test_deadline_chunks(int threads) {
+  wq_error err;
+  wq_pool *pool = NULL;
+  CHECK(wq_pool_new(threads, &pool, &err) == WQ_OK);
+  wq_pool *previous = wq_pool_bind(pool);
+  CHECK(!wq_deadline_passed()); /* none bound */
+  /* On one thread the clock is read before every chunk but the first: it
+   * passes at the 4th reading, so chunks 0..3 run, no later one, and the
+   * loop still ends. */
+  wq_deadline d = {.now_ms = counting_ms, .at_ms = 4};
+  atomic_int items;
+  atomic_init(&items, 0);
+  if (threads == 1) {
+    atomic_store(&clock_reads, 0);
+    CHECK(wq_deadline_bind(&d) == NULL && wq_deadline_current() == &d);
+    wq_parallel_for(100, 1, count_chunk, &items);
+    CHECK_MSG(atomic_load(&items) == 4, "%d chunks ran, want 4", atomic_load(&items));
+    CHECK(atomic_load(&d.passed) == 1 && wq_deadline_passed());
+  } else {
+    /* Workers never read the clock, only the flag the caller sets: once
+     * it is set no thread starts a chunk. */
+    CHECK(wq_deadline_bind(&d) == NULL);
+    atomic_store(&d.passed, 1);
+    wq_parallel_for(100, 1, count_chunk, &items);
+    CHECK_MSG(atomic_load(&items) == 0, "%d chunks ran after the deadline", atomic_load(&items));
+    CHECK(wq_deadline_passed());
+  }
+  /* Nested: an inner deadline far away still stops for the outer one. */
+  wq_deadline inner = {.now_ms = counting_ms, .at_ms = 1e12};
+  CHECK(wq_deadline_bind(&inner) == &d && inner.outer == &d);
+  CHECK(wq_deadline_passed() && atomic_load(&inner.passed) == 1);
+  CHECK(wq_deadline_bind(inner.outer) == &inner);
+  CHECK(wq_deadline_bind(NULL) == &d && !wq_deadline_passed());
+  wq_pool_bind(previous);
+  wq_pool_free(pool);
+}
+
+/* A time limit never reached: the same bits as no limit (the timed kernels
+ * split their work into blocks as threads would). One reached inside the
+ * single MatMul of a 256^3 product: WQ_ERR_TIMEOUT naming it, then the
+ * model runs again, exactly as before. */
+static void check_time_limits(const char *rel, int threads) {
+  wq_model *free_run = load_model(rel, threads), *limited = load_model(rel, threads);
+  if (free_run && limited) {
+    wq_model_time_limit(limited, counting_ms, 1e12);
+    for (uint32_t run = 0; run < 2; run++) {
+      if (!run_seeded(free_run, 21u + run) || !run_seeded(limited, 21u + run))
+        break;
+      for (int i = 0; i < wq_model_output_count(free_run); i++) {
+        const wq_value *a = wq_model_result(free_run, i), *b = wq_model_result(limited, i);
+        CHECK_MSG(a && b && wq_value_nbytes(a) == wq_value_nbytes(b) &&
+                      memcmp(a->data, b->data, wq_value_nbytes(a)) == 0,
+                  "%s output %d (%d threads): a time limit changed the result", rel, i, threads);
+      }
+    }
+  }
+  wq_model_free(free_run);
+  wq_model_free(limited);
+}
+
+static void test_timeout_inside_node(void) {
+  wq_model *m = load_model("models/synthetic/matmul_256x256x256_f32.onnx", 1);
+  if (!m)
+    return;
+  CHECK(wq_model_node_count(m) == 1);
+  CHECK(run_seeded(m, 5));
+  const wq_value *r = wq_model_result(m, 0);
+  size_t bytes = r ? wq_value_nbytes(r) : 0;
+  float *want = malloc(bytes ? bytes : 1);
+  if (r && want)
+    memcpy(want, r->data, bytes);
+  /* Bound at reading 1 (limit 0.5 ms: due at 1.5); the GEMM runs as two
+   * column slices and reads the clock before the second: past it. */
+  atomic_store(&clock_reads, 0);
+  wq_model_time_limit(m, counting_ms, 0.5);
+  const wq_tensor *t = wq_model_input(m, 0);
+  wq_value in = {.dtype = t->dtype, .rank = t->rank};
+  memcpy(in.dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  in.data = calloc((size_t)wq_value_numel(&in), sizeof(float));
+  wq_error err;
+  wq_status st = in.data ? wq_model_run(m, &in, 1, &err) : WQ_ERR_OUT_OF_MEMORY;
+  CHECK_MSG(st == WQ_ERR_TIMEOUT, "status %d: %s", st, err.message);
+  CHECK_MSG(strstr(err.message, "run stopped in node 1 of 1: the time limit of 0.5 ms") != NULL,
+            "%s", err.message);
+  CHECK_MSG(atomic_load(&clock_reads) >= 2, "%d clock readings", atomic_load(&clock_reads));
+  free(in.data);
+  wq_model_time_limit(m, NULL, 0);
+  CHECK(run_seeded(m, 5));
+  r = wq_model_result(m, 0);
+  CHECK_MSG(r && want && memcmp(r->data, want, bytes) == 0, "after a timeout: different result");
+  free(want);
+  wq_model_free(m);
+}
+
 int main(void) {
   test_parallel_for();
   test_scratch_slices();
@@ -234,5 +335,15 @@ int main(void) {
   check_threads_match("models/synthetic/smallcnn_f32.onnx");
   check_threads_match("models/synthetic/smallcnn_qdq.onnx");
   check_threads_match("models/synthetic/matmul_256x256x256_f32.onnx");
+  /* On one thread: with more, workers may take every slice before the
+   * caller (who reads the clock) checks. */
+  test_timeout_inside_node();
+  for (int threads = 1; threads <= 3; threads += 2) {
+    test_deadline_chunks(threads);
+    check_time_limits("models/mnist-8/model.onnx", threads);
+    check_time_limits("models/synthetic/smallcnn_f32.onnx", threads);
+    check_time_limits("models/synthetic/smallcnn_qdq.onnx", threads);
+    check_time_limits("models/synthetic/matmul_256x256x256_f32.onnx", threads);
+  }
   WQ_TEST_END();
 }

@@ -492,3 +492,87 @@ test('run(feeds, {timeoutMs}) stops between nodes with WQ_ERR_TIMEOUT; the model
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** X[m, k] x Y[k, n] as one MatMul of two inputs (no weights to build), and seeded inputs for it. */
+function bigMatMul(m, k, n) {
+  const bytes = buildModel({
+    nodes: [{ op: 'MatMul', name: 'big_matmul', inputs: ['x', 'y'], outputs: ['z'] }],
+    inputs: [
+      { name: 'x', dtype: 'float32', shape: [m, k] },
+      { name: 'y', dtype: 'float32', shape: [k, n] },
+    ],
+    outputs: [{ name: 'z', dtype: 'float32', shape: [m, n] }],
+  });
+  const x = Float32Array.from({ length: m * k }, (_, i) => ((i * 7) % 13) / 13 - 0.5);
+  const y = Float32Array.from({ length: k * n }, (_, i) => ((i * 5) % 11) / 11 - 0.5);
+  return { bytes, feeds: { x, y } };
+}
+
+test('one long MatMul stops inside the node under timeoutMs; a limit never reached changes no bit', async () => {
+  const { bytes, feeds } = bigMatMul(256, 1024, 1024); // 2^28 multiply-adds
+  const model = await load(bytes);
+  try {
+    let start = performance.now();
+    const want = (await model.run(feeds)).z.data;
+    const fullMs = performance.now() - start;
+    start = performance.now();
+    const e = await rejectsWasmq(model.run(feeds, { timeoutMs: fullMs / 20 }), 'timeoutMs', 'WQ_ERR_TIMEOUT');
+    const stoppedMs = performance.now() - start;
+    assert.match(e.message, /run stopped in node 1 of 1: the time limit of [\d.]+ ms was reached/);
+    assert.equal(e.node, 'big_matmul');
+    // Checked between column blocks of about 2^23 multiply-adds (1/32 of this product).
+    assert.ok(stoppedMs < fullMs / 2, `stopped after ${stoppedMs.toFixed(1)} ms of a ${fullMs.toFixed(1)} ms run`);
+    assert.deepEqual((await model.run(feeds, { timeoutMs: 1e9 })).z.data, want);
+    assert.deepEqual((await model.run(feeds)).z.data, want);
+  } finally {
+    model.dispose();
+  }
+});
+
+test('quantize timeoutMs: past it observe and finish fail with WQ_ERR_TIMEOUT and give no model; both CLIs --timeout write nothing', async () => {
+  const { bytes, feeds } = bigMatMul(128, 512, 512);
+  // A generous limit changes nothing: the same bytes as without one.
+  const free = await quantize(bytes);
+  const limited = await quantize(bytes, { timeoutMs: 1e9 });
+  for (const q of [free, limited]) for (let s = 0; s < 5; s++) await q.observe(feeds);
+  const a = await free.finish();
+  const b = await limited.finish();
+  assert.deepEqual(b.onnx, a.onnx);
+  // A short one: the samples that fit are observed, the next fails, and so does every later call.
+  const q = await quantize(bytes, { timeoutMs: 200 });
+  let e = null;
+  for (let s = 0; s < 10000 && !e; s++) {
+    try {
+      await q.observe(feeds);
+    } catch (err) {
+      e = err;
+    }
+  }
+  assert.ok(e instanceof WasmqError, String(e));
+  assert.equal(e.code, 'WQ_ERR_TIMEOUT');
+  assert.match(e.message, /quantize stopped after \d+ calibration sample\(s\): the time limit of 200 ms was reached/);
+  const late = await rejectsWasmq(q.finish(), 'finish after the limit', 'WQ_ERR_TIMEOUT');
+  assert.match(late.message, /quantize stopped while writing the int8 model/);
+  q.dispose();
+  await rejectsWasmq(quantize(bytes, { timeoutMs: -5 }), 'timeoutMs -5', 'WQ_ERR_INVALID_ARG');
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'wq-trust-'));
+  try {
+    const file = path.join(dir, 'matmul.onnx');
+    writeFileSync(file, bytes);
+    const clis = [[process.execPath, CLI]];
+    if (existsSync(NATIVE_CLI)) clis.push([NATIVE_CLI]);
+    for (const [cmd, ...pre] of clis) {
+      const out = path.join(dir, 'out.onnx');
+      const r = spawnSync(cmd, [...pre, 'quantize', file, '-o', out, '--calib', 'random:100000:0..1', '--timeout', '0.3'], { encoding: 'utf8', timeout: 120000 });
+      assert.equal(r.status, 1, `${cmd}: ${r.stderr}`);
+      assert.match(r.stderr, /quantize stopped after \d+ calibration sample\(s\): the time limit of 300 ms was reached \[WQ_ERR_TIMEOUT\]/);
+      assert.ok(!existsSync(out), 'nothing written');
+      const bad = spawnSync(cmd, [...pre, 'quantize', file, '-o', out, '--calib', 'random:1:0..1', '--timeout', '0'], { encoding: 'utf8' });
+      assert.equal(bad.status, 2);
+      assert.match(bad.stderr, /--timeout takes seconds in \(0, 1e6\], got '0'/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -392,9 +392,9 @@ WQX_EXPORT int32_t wqx_arena_tensor_count(const wqx_model *model) {
 }
 
 #if defined(__EMSCRIPTEN__)
-static double clock_ms(void) { return emscripten_get_now(); }
+double wqx_clock_ms(void) { return emscripten_get_now(); }
 #else
-static double clock_ms(void) {
+double wqx_clock_ms(void) {
   struct timespec ts;
   timespec_get(&ts, TIME_UTC);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
@@ -420,13 +420,13 @@ WQX_EXPORT int32_t wqx_profile(wqx_ctx *ctx, wqx_model *model, int32_t on) {
   wq_error_clear(&ctx->err);
   if (!model)
     return wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "profile: no model");
-  return wq_model_profile(model->model, on ? clock_ms : NULL, &ctx->err);
+  return wq_model_profile(model->model, on ? wqx_clock_ms : NULL, &ctx->err);
 }
 
 /* Milliseconds each later run may take (0: no limit); see wq_model_time_limit. */
 WQX_EXPORT void wqx_time_limit(wqx_model *model, double ms) {
   if (model)
-    wq_model_time_limit(model->model, clock_ms, ms);
+    wq_model_time_limit(model->model, wqx_clock_ms, ms);
 }
 
 WQX_EXPORT int32_t wqx_node_count(const wqx_model *model) {

@@ -63,6 +63,9 @@ void wqx_input_shapes_free(wqx_input_shapes *s);
  * name (NULL); each also for t == NULL (the values in brackets). */
 const wq_tensor *wqx_model_input_tensor(const wq_model *m, int32_t i);
 
+/* Milliseconds on the engine's monotonic clock (time limits, profiling). */
+double wqx_clock_ms(void);
+
 static inline const char *wqx_tensor_name(const wq_tensor *t) { return t ? t->name : NULL; }
 
 static inline int32_t wqx_tensor_dtype(const wq_tensor *t) { return t ? (int32_t)t->dtype : -1; }

@@ -138,6 +138,13 @@ WQX_EXPORT void wqx_quantizer_search(wqx_quantizer *qx, double target_cosine, do
     wq_quantizer_search(qx->q, (float)target_cosine, (float)max_time);
 }
 
+/* Milliseconds the quantization may take from from_ms on the engine's clock
+ * (performance.now(); wq_quantizer_time_limit; 0: no limit). */
+WQX_EXPORT void wqx_quantizer_time_limit(wqx_quantizer *qx, double ms, double from_ms) {
+  if (qx)
+    wq_quantizer_time_limit(qx->q, wqx_clock_ms, ms, from_ms);
+}
+
 /* A warning carried into the report (wq_quantizer_note). */
 WQX_EXPORT int32_t wqx_quantizer_note(wqx_ctx *ctx, wqx_quantizer *qx, const char *warning) {
   if (!ctx)

@@ -23,7 +23,7 @@ static int quantize_usage_to(FILE *out, int rc) {
       "usage: wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI\n"
       "                      [--config FILE.json] [--report FILE.json]\n"
       "                      [--keep-float N] [--target-snr DB] [--target-cosine C]\n"
-      "                      [--max-time S] [--shape NAME=1x3x224x224]...\n"
+      "                      [--max-time S] [--timeout S] [--shape NAME=1x3x224x224]...\n"
       "  --calib       ONNX test_data_set_* folders or .npy files named by input;\n"
       "                random:N:LO..HI: N seeded samples uniform in [LO, HI) (a warning:\n"
       "                ranges then fit random data, not real inputs)\n"
@@ -31,6 +31,7 @@ static int quantize_usage_to(FILE *out, int rc) {
       "  --target-snr  keep nodes in float until the outputs reach DB dB SNR\n"
       "  --target-cosine  ... until every output's cosine to float reaches C\n"
       "  --max-time    stop the target search after S seconds\n"
+      "  --timeout     give up after S seconds in all (exit 1, nothing written)\n"
       "  --shape       bind an input's symbolic dims for calibration (kept in OUT)\n"
       "       wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]\n"
       "  --mode dynamic  onnxruntime's dynamic form, no calibration: MatMul/Gemm weights\n"
@@ -59,7 +60,7 @@ static void progress(bool tty, int done, int total) {
 typedef struct {
   const char *model, *out, *calib, *config, *report;
   int keep_float;
-  double target_snr, target_cosine, max_time;
+  double target_snr, target_cosine, max_time, timeout;
   wq_cli_shape shapes[MAX_QUANTIZE_SHAPES];
   int n_shapes;
   bool dynamic;
@@ -128,6 +129,14 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
       a->max_time = strtod(val, &end);
       if (*end || !(a->max_time > 0 && a->max_time <= 1e6)) {
         fprintf(stderr, "wasmq: --max-time takes seconds in (0, 1e6], got '%s'\n", val);
+        return 2;
+      }
+      i++;
+    } else if (strcmp(arg, "--timeout") == 0 && val) {
+      char *end;
+      a->timeout = strtod(val, &end);
+      if (*end || !(a->timeout > 0 && a->timeout <= 1e6)) {
+        fprintf(stderr, "wasmq: --timeout takes seconds in (0, 1e6], got '%s'\n", val);
         return 2;
       }
       i++;
@@ -233,7 +242,7 @@ static int calibrate(wq_quantizer *q, const char *spec, wq_error *err) {
       char what[600];
       snprintf(what, sizeof what, "calibration sample %s", wq_calib_sample_name(data));
       wq_cli_print_error(what, err);
-      const char *sym = symbolic_input(g);
+      const char *sym = err->code == WQ_ERR_TIMEOUT ? NULL : symbolic_input(g);
       if (sym)
         fprintf(stderr,
                 "wasmq: input '%s' has symbolic dims: if the sample's sizes are not what the "
@@ -287,6 +296,7 @@ static int quantize_dynamic(const quantize_args *a, const uint8_t *model, size_t
 }
 
 int wq_cli_quantize(int argc, char **argv) {
+  const double started = wq_cli_now_ms();
   quantize_args a;
   int rc = parse_args(argc, argv, &a);
   if (rc)
@@ -326,6 +336,10 @@ int wq_cli_quantize(int argc, char **argv) {
         a.config && err.code == WQ_ERR_INVALID_ARG && !err.node[0] ? a.config : a.model, &err);
     rc = err.code == WQ_ERR_INVALID_ARG ? 2 : 1;
   }
+  /* --timeout counts from the start; the quantizer checks it in every step
+   * (a limit already passed: fails at the first). */
+  if (!rc && a.timeout > 0)
+    wq_quantizer_time_limit(q, wq_cli_now_ms, a.timeout * 1e3, started);
   if (!rc && (a.keep_float || a.target_snr > 0))
     wq_quantizer_keep_float(q, a.keep_float, (float)a.target_snr);
   if (!rc && (a.target_cosine > 0 || a.max_time > 0))

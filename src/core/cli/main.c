@@ -36,7 +36,8 @@ static const char *const HELP[][2] = {
      "      or with --repeats N the median of N runs after one warm-up run);\n"
      "      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)\n"
      "      rather than hold more than BYTES of weights, outputs and arena;\n"
-     "      --max-time: stop a run past S seconds (checked between nodes)\n"
+     "      --max-time: stop a run past S seconds (checked between nodes\n"
+     "      and between blocks of long float GEMMs)\n"
      "  wasmq run MODEL --stream --chunk N [--state OUT=IN]... --input NAME=LONG.npy ...\n"
      "      the inputs cut into chunks of N along their last dim, run in turn, each\n"
      "      --state output fed to its input for the next chunk (starting from zeros,\n"
@@ -49,7 +50,7 @@ static const char *const HELP[][2] = {
     {"quantize",
      "  wasmq quantize MODEL -o OUT.onnx --calib DIR|random:N:LO..HI [--config FILE]\n"
      "                 [--report FILE.json] [--keep-float N] [--target-snr DB]\n"
-     "                 [--target-cosine C] [--max-time S]\n"
+     "                 [--target-cosine C] [--max-time S] [--timeout S]\n"
      "      float ONNX in, QDQ int8 ONNX out (docs/quantize.md)\n"
      "  wasmq quantize MODEL -o OUT.onnx --mode dynamic [--per-tensor] [--uint8-weights]\n"
      "      onnxruntime's dynamic int8 form (no calibration)\n"},
@@ -97,12 +98,6 @@ static int unknown_option(const char *command, const char *arg) {
     if (strcmp(HELP[c][0], command) == 0)
       fprintf(stderr, "usage:\n%s", HELP[c][1]);
   return 2;
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 static int compare_doubles(const void *a, const void *b) {
@@ -485,7 +480,7 @@ static int cmd_run(int argc, char **argv) {
   if (!m)
     return rc;
   rc = 1;
-  wq_model_time_limit(m, now_ms, max_time * 1e3);
+  wq_model_time_limit(m, wq_cli_now_ms, max_time * 1e3);
   int n_inputs = wq_model_input_count(m);
   if (n_inputs > MAX_CLI_INPUTS) {
     fprintf(stderr, "wasmq: models with more than %d inputs are not supported by the CLI\n",
@@ -604,7 +599,7 @@ static int cmd_run(int argc, char **argv) {
     if (repeats > 1)
       wq_cli_step_update("running %s: %s %ld of %ld", model_path, r < 0 ? "warm-up," : "run",
                          r < 0 ? 0 : r + 1, repeats);
-    double t0 = now_ms();
+    double t0 = wq_cli_now_ms();
     if (wq_model_run(m, values, n_inputs, &err) != WQ_OK) {
       wq_cli_step_end();
       wq_cli_print_error("run failed", &err);
@@ -612,7 +607,7 @@ static int cmd_run(int argc, char **argv) {
       goto done;
     }
     if (r >= 0)
-      ms[r] = now_ms() - t0;
+      ms[r] = wq_cli_now_ms() - t0;
   }
   wq_cli_step_end();
   qsort(ms, (size_t)repeats, sizeof *ms, compare_doubles);

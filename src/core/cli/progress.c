@@ -17,11 +17,13 @@ static char step[512];
 static int active;
 static double step_start, next_line;
 
-static double now_s(void) {
+double wq_cli_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
+
+static double now_s(void) { return wq_cli_now_ms() / 1e3; }
 
 static void *watch(void *arg) {
   (void)arg;

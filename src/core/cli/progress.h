@@ -22,4 +22,7 @@ void wq_cli_step_update(const char *fmt, ...)
 /* Ends the current step: no more lines for it. */
 void wq_cli_step_end(void);
 
+/* Milliseconds on the monotonic clock (timings and time limits). */
+double wq_cli_now_ms(void);
+
 #endif

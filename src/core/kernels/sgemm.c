@@ -14,6 +14,7 @@ static const wq_sgemm_config *sgemm_config(void) { return wq_kernel_set_default(
  * the workers costs more than they save (at 2^19, mnist-8 float and the
  * 1x1024x1024 GEMV ran 0.7x as fast on 2 threads as on one). */
 #define SGEMM_PARALLEL_MIN_MACS ((int64_t)1 << 21)
+#define SGEMM_TIMED_MACS ((int64_t)1 << 23)
 
 typedef struct {
   int64_t m, k;
@@ -62,7 +63,18 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
   int64_t grain = (n / 8 + 7) / 8 * 8;
   if (grain < 64)
     grain = 64;
-  if (wq_parallel_threads() > 1 && n > grain && m * n * k >= SGEMM_PARALLEL_MIN_MACS) {
+  /* Under a time limit, slices of about SGEMM_TIMED_MACS (at least 64
+   * columns; on one thread no smaller a product is split), so the limit
+   * is checked between them. */
+  const bool timed = wq_deadline_current() != NULL;
+  if (timed && m * k > 0) {
+    int64_t cols = (SGEMM_TIMED_MACS / (m * k) + 7) / 8 * 8;
+    if (cols < 64)
+      cols = 64;
+    if (cols < grain || wq_parallel_threads() == 1)
+      grain = cols;
+  }
+  if ((wq_parallel_threads() > 1 || timed) && n > grain && m * n * k >= SGEMM_PARALLEL_MIN_MACS) {
     sgemm_job job = {.m = m,
                      .k = k,
                      .alpha = alpha,

@@ -11,6 +11,7 @@
 #include "../ir/text.h"
 #include "../kernels/ref/quant_ref.h"
 #include "../passes/partition.h"
+#include "../runtime/parallel.h"
 #include "annotate.h"
 #include "observer.h"
 #include "prepare.h"
@@ -77,6 +78,10 @@ struct wq_quantizer {
   int n_warnings;
   char *report;
   char summary[320];
+  /* wq_quantizer_time_limit: bound around every observe and finish (so the
+   * model runs inside stop too); limit.now_ms NULL: none. */
+  wq_deadline limit;
+  double limit_ms;
 };
 
 typedef struct {
@@ -385,6 +390,46 @@ static wq_status keep_sample(kept_sample *s, int *count, const wq_value *inputs,
   return WQ_OK;
 }
 
+/* ---- time limit ---------------------------------------------------------- */
+
+void wq_quantizer_time_limit(wq_quantizer *q, double (*now_ms)(void), double ms, double from_ms) {
+  q->limit.now_ms = now_ms && ms > 0 ? now_ms : NULL;
+  q->limit.at_ms = from_ms + ms;
+  q->limit_ms = ms;
+}
+
+static wq_status timed_out(const wq_quantizer *q, const char *what, wq_error *err) {
+  char node[sizeof err->node];
+  wq_format(node, sizeof node, "%s", err->code == WQ_ERR_TIMEOUT ? err->node : "");
+  return wq_fail(err, WQ_ERR_TIMEOUT, node[0] ? node : NULL,
+                 "quantize stopped %s: the time limit of %g ms was reached", what, q->limit_ms);
+}
+
+/* Between steps: WQ_ERR_TIMEOUT once the limit has passed. */
+static wq_status check_limit(const wq_quantizer *q, const char *what, wq_error *err) {
+  return q->limit.now_ms && wq_deadline_passed() ? timed_out(q, what, err) : WQ_OK;
+}
+
+/* An observe or finish runs with the time limit bound (limit_begin ...
+ * limit_end): past it a model run inside stops in the node it is in, and
+ * whatever failed then is reported as the timeout. */
+static wq_deadline *limit_begin(wq_quantizer *q) {
+  wq_deadline *caller = wq_deadline_current();
+  if (q->limit.now_ms)
+    wq_deadline_bind(&q->limit);
+  return caller;
+}
+
+static wq_status limit_end(wq_quantizer *q, wq_deadline *caller, wq_status st, const char *what,
+                           wq_error *err) {
+  if (!q->limit.now_ms)
+    return st;
+  if (st != WQ_OK && wq_deadline_passed())
+    st = timed_out(q, what, err);
+  wq_deadline_bind(caller);
+  return st;
+}
+
 /* Symbolic input dims the caller left unbound take the first sample's sizes,
  * as --shape would (some rewrites need static shapes): the float model is
  * loaded again with them and the written model keeps them. */
@@ -541,12 +586,19 @@ static wq_status observe_one(wq_quantizer *q, const wq_value *inputs, int n, wq_
 
 wq_status wq_quantizer_observe(wq_quantizer *q, const wq_value *inputs, int n, wq_error *err) {
   wq_error_clear(err);
+  char what[64];
+  wq_format(what, sizeof what, "after %lld calibration sample(s)", (long long)q->samples);
+  wq_deadline *caller = limit_begin(q);
+  wq_status st = check_limit(q, what, err);
   int want = wq_model_input_count(q->fmodel);
-  if (n != want)
-    return wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "a calibration sample needs %d input(s), got %d",
-                   want, n);
-  WQ_TRY(check_finite(q->fmodel, inputs, n, err));
-  return bound_hint(q, observe_one(q, inputs, n, err), err);
+  if (st == WQ_OK && n != want)
+    st = wq_fail(err, WQ_ERR_INVALID_ARG, NULL, "a calibration sample needs %d input(s), got %d",
+                 want, n);
+  if (st == WQ_OK)
+    st = check_finite(q->fmodel, inputs, n, err);
+  if (st == WQ_OK)
+    st = bound_hint(q, observe_one(q, inputs, n, err), err);
+  return limit_end(q, caller, st, what, err);
 }
 
 /* ---- ranges -> parameters ------------------------------------------------ */
@@ -990,6 +1042,7 @@ static wq_status search(wq_quantizer *q, const wq_graph *g, bool *keep_float, ui
   int order[SEARCH_TRIALS], n_order = 0, next_in_order = 0;
   bool changed = false;
   while (targeted && below_target(q)) {
+    WQ_TRY(check_limit(q, "in the target search", err));
     double elapsed = now_seconds() - t0;
     if (q->cfg.max_time > 0 && elapsed >= q->cfg.max_time) {
       warn(q,
@@ -1074,10 +1127,7 @@ static wq_status evaluate(wq_quantizer *q, const uint8_t *onnx, size_t onnx_len,
   return st;
 }
 
-wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_error *err) {
-  wq_error_clear(err);
-  *onnx = NULL;
-  *onnx_len = 0;
+static wq_status finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_error *err) {
   if (q->samples - q->n_heldout == 0)
     return wq_fail(err, WQ_ERR_INVALID_ARG, NULL,
                    "no calibration samples: observe at least one before finish");
@@ -1106,19 +1156,23 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
   wq_status st = WQ_OK;
   if (q->method == WQ_CALIB_AUTO)
     st = choose_method(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK)
+  /* Each step checks the time limit; model runs inside them check it too. */
+  const char *what = "while writing the int8 model";
+  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
     st = convert(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK)
+  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
     st = wq_quant_sensitivity(q, &q->ann, q->params, q->cfg.bias_correction, &q->sens, err);
   /* With the bias corrections measured, convert again. */
-  if (st == WQ_OK && q->bias_corrected)
+  if (st == WQ_OK && q->bias_corrected && (st = check_limit(q, what, err)) == WQ_OK)
     st = convert(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK)
+  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
     st = measure_kept(q, *onnx, *onnx_len, err);
   if (st == WQ_OK)
     st = search(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK)
+  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
     st = evaluate(q, *onnx, *onnx_len, err);
+  if (st == WQ_OK)
+    st = check_limit(q, what, err);
   free(keep_float);
   if (st != WQ_OK) {
     free(*onnx);
@@ -1137,6 +1191,18 @@ wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len,
   write_report(q, g, *onnx_len, rt);
   wq_model_free(rt);
   return WQ_OK;
+}
+
+wq_status wq_quantizer_finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_error *err) {
+  wq_error_clear(err);
+  *onnx = NULL;
+  *onnx_len = 0;
+  const char *what = "while writing the int8 model";
+  wq_deadline *caller = limit_begin(q);
+  wq_status st = check_limit(q, what, err);
+  if (st == WQ_OK)
+    st = finish(q, onnx, onnx_len, err);
+  return limit_end(q, caller, st, what, err);
 }
 
 char *wq_quantizer_report_json(const wq_quantizer *q) {

@@ -63,6 +63,12 @@ void wq_quantizer_keep_float(wq_quantizer *q, int n, float target_snr_db);
  * calibration samples; 0: none), within max_time seconds (0: no limit). */
 void wq_quantizer_search(wq_quantizer *q, float target_cosine, float max_time);
 
+/* A time limit: `ms` milliseconds counted from from_ms on the clock now_ms
+ * (the caller's start; ms <= 0 or no clock: none). An observe or finish
+ * past it stops - a model run inside it in the node it is in - and fails
+ * with WQ_ERR_TIMEOUT, returning no model; so does every later call. */
+void wq_quantizer_time_limit(wq_quantizer *q, double (*now_ms)(void), double ms, double from_ms);
+
 /* A warning the caller knows and the quantizer cannot (e.g. "calibrated on
  * random data"): carried into the report's "warnings" of every finish. */
 wq_status wq_quantizer_note(wq_quantizer *q, const char *warning, wq_error *err);

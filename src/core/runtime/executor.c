@@ -7,6 +7,7 @@
 #include "../ir/format.h"
 #include "../ops/op.h"
 #include "arena.h"
+#include "parallel.h"
 
 /* Input-shape sets whose arena plans are kept at once. */
 #define WQ_ARENA_CACHE 4
@@ -578,7 +579,6 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
   const wq_graph *g = plan->graph;
   wq_status st = WQ_OK;
   plan->clock++;
-  double deadline = plan->time_limit_ms > 0 ? plan->limit_now_ms() + plan->time_limit_ms : 0;
   int64_t key_stack[4 * WQ_KEY_STRIDE];
   size_t key_words = (size_t)g->n_inputs * WQ_KEY_STRIDE;
   int64_t *key = key_words <= 4 * WQ_KEY_STRIDE ? key_stack : malloc(key_words * sizeof *key);
@@ -609,6 +609,16 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
   bool at_load = entry && entry->at_load;
   wq_value *templates = at_load ? entry->templates : NULL;
   bool reuse_shapes = at_load && entry->templates_ready;
+
+  /* The run's own time limit, nested in any the caller bound (a quantizer's). */
+  wq_deadline limit = {0};
+  wq_deadline *caller_deadline = NULL;
+  if (plan->time_limit_ms > 0) {
+    limit.now_ms = plan->limit_now_ms;
+    limit.at_ms = limit.now_ms() + plan->time_limit_ms;
+    caller_deadline = wq_deadline_bind(&limit);
+  }
+  wq_deadline *deadline = wq_deadline_current();
 
   for (int i = 0; i < g->n_nodes && st == WQ_OK; i++) {
     const wq_node *node = &g->nodes[i];
@@ -713,11 +723,25 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
     }
     if (plan->node_ms)
       plan->node_ms[2 * i] += plan->now_ms() - node_t0;
-    if (st == WQ_OK && deadline > 0 && i + 1 < g->n_nodes && plan->limit_now_ms() >= deadline)
-      st = wq_fail(err, WQ_ERR_TIMEOUT, node->name,
-                   "run stopped after node %d of %d: the time limit of %g ms was reached", i + 1,
-                   g->n_nodes, plan->time_limit_ms);
+    /* A node a kernel cut short (the flag set inside it) fails even as the
+     * last one; a finished node past the limit stops the run before the next. */
+    if (st == WQ_OK && deadline) {
+      bool cut = atomic_load(&deadline->passed);
+      if (cut || (i + 1 < g->n_nodes && wq_deadline_passed())) {
+        const char *where = cut ? "in" : "after";
+        if (plan->time_limit_ms > 0 && limit.now_ms() >= limit.at_ms)
+          st = wq_fail(err, WQ_ERR_TIMEOUT, node->name,
+                       "run stopped %s node %d of %d: the time limit of %g ms was reached", where,
+                       i + 1, g->n_nodes, plan->time_limit_ms);
+        else
+          st = wq_fail(err, WQ_ERR_TIMEOUT, node->name,
+                       "run stopped %s node %d of %d: the caller's time limit was reached", where,
+                       i + 1, g->n_nodes);
+      }
+    }
   }
+  if (plan->time_limit_ms > 0)
+    wq_deadline_bind(caller_deadline);
   if (entry && outgrown)
     entry->stale = true;
   /* First run with these input shapes (or a slot was outgrown): plan from

@@ -65,7 +65,8 @@ struct wq_pool {
   wq_range_fn fn;
   void *ctx;
   int64_t n, grain;
-  wq_scratch scratch; /* the caller's, whose slice i worker i takes */
+  wq_scratch scratch;    /* the caller's, whose slice i worker i takes */
+  wq_deadline *deadline; /* the caller's, or NULL: workers read its flag only */
 #endif
 };
 
@@ -120,13 +121,46 @@ wq_status wq_scratch_missing(wq_error *err, const char *kernel, int64_t bytes) {
 
 int wq_pool_threads(const wq_pool *pool) { return pool ? pool->threads : 1; }
 
+/* The innermost deadline of the run in progress on this thread. */
+static _Thread_local wq_deadline *bound_deadline;
+
+wq_deadline *wq_deadline_bind(wq_deadline *d) {
+  wq_deadline *previous = bound_deadline;
+  if (d) {
+    d->outer = previous;
+    atomic_init(&d->passed, 0);
+  }
+  bound_deadline = d;
+  return previous;
+}
+
+wq_deadline *wq_deadline_current(void) { return bound_deadline; }
+
+static bool deadline_check(wq_deadline *d) {
+  for (wq_deadline *at = d; at; at = at->outer)
+    if (atomic_load_explicit(&at->passed, memory_order_relaxed) || at->now_ms() >= at->at_ms) {
+      /* Seen by this deadline and the ones it nests in (what a worker reads). */
+      for (; d != at->outer; d = d->outer)
+        atomic_store_explicit(&d->passed, 1, memory_order_relaxed);
+      return true;
+    }
+  return false;
+}
+
+bool wq_deadline_passed(void) { return bound_deadline && deadline_check(bound_deadline); }
+
 #ifdef WQ_THREADS
 int wq_parallel_threads(void) { return wq_pool_threads(bound_pool); }
 #endif
 
+/* Chunk by chunk; none after the bound deadline has passed. */
 static void run_serial(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
-  for (int64_t b = 0; b < n; b += grain)
+  wq_deadline *d = bound_deadline;
+  for (int64_t b = 0; b < n; b += grain) {
+    if (d && b > 0 && deadline_check(d))
+      return;
     fn(ctx, b, n - b < grain ? n : b + grain);
+  }
 }
 
 #ifdef WQ_THREADS
@@ -142,7 +176,9 @@ static double now_us(void) {
 
 /* Runs chunks of loop `gen` until none is left unclaimed (or another loop
  * was published); a worker (slot >= 1) on its own slice of the caller's
- * scratch, the caller (slot 0) on what is left of its own. */
+ * scratch, the caller (slot 0) on what is left of its own. Past the
+ * deadline, chunks are claimed and counted but not run: the caller reads
+ * the clock, workers the flag it sets. */
 static void run_chunks(wq_pool *p, uint32_t gen, int slot) {
   for (;;) {
     uint64_t t = atomic_load(&p->ticket);
@@ -153,9 +189,14 @@ static void run_chunks(wq_pool *p, uint32_t gen, int slot) {
     /* Chunk TICKET_NEXT(t) is ours: the loop cannot end (nor its fields
      * change) before it is done. */
     const int64_t chunks = TICKET_CHUNKS(t), b = TICKET_NEXT(t) * p->grain;
-    if (slot > 0)
-      scratch_enter(p->scratch, slot);
-    p->fn(p->ctx, b, p->n - b < p->grain ? p->n : b + p->grain);
+    wq_deadline *d = p->deadline;
+    const bool late = d && (slot == 0 ? deadline_check(d)
+                                      : atomic_load_explicit(&d->passed, memory_order_relaxed));
+    if (!late) {
+      if (slot > 0)
+        scratch_enter(p->scratch, slot);
+      p->fn(p->ctx, b, p->n - b < p->grain ? p->n : b + p->grain);
+    }
     if (atomic_fetch_add(&p->done, 1) + 1 == chunks && atomic_load(&p->caller_waiting)) {
       pthread_mutex_lock(&p->lock);
       pthread_cond_signal(&p->idle);
@@ -242,6 +283,7 @@ void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx) {
   p->n = n;
   p->grain = grain;
   p->scratch = scratch_here.bound;
+  p->deadline = bound_deadline;
   atomic_store(&p->done, 0);
   publish(p, chunks);
   run_chunks(p, p->generation, 0);

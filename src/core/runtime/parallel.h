@@ -12,6 +12,8 @@
 #ifndef WQ_RUNTIME_PARALLEL_H
 #define WQ_RUNTIME_PARALLEL_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +38,28 @@ wq_pool *wq_pool_current(void);
  * or when called from inside a parallel loop). Returns when all are done. */
 typedef void (*wq_range_fn)(void *ctx, int64_t begin, int64_t end);
 void wq_parallel_for(int64_t n, int64_t grain, wq_range_fn fn, void *ctx);
+
+/* A time limit bound to the running thread like the pool (wq_deadline_bind):
+ * the executor's between nodes, the quantizer's around its calls. A long
+ * node stops early too: wq_parallel_for runs no further chunk once it has
+ * passed (on any thread), and kernels that split their work only for it
+ * (wq_deadline_current() set) check between blocks. The executor then fails
+ * the node with WQ_ERR_TIMEOUT; what a cut kernel wrote is never read.
+ * Deadlines nest: one bound inside another's span checks both (`outer`). */
+typedef struct wq_deadline {
+  double (*now_ms)(void); /* the clock at_ms is on (read on the binding thread only) */
+  double at_ms;
+  atomic_int passed; /* seen past: set once, read by every thread */
+  struct wq_deadline *outer;
+} wq_deadline;
+
+/* Makes d (NULL: none) this thread's innermost deadline, chaining the
+ * current one as d->outer; returns the previous one (bind it back after). */
+wq_deadline *wq_deadline_bind(wq_deadline *d);
+wq_deadline *wq_deadline_current(void);
+/* True once the bound deadline (or an outer one) has passed: reads the
+ * clocks, so call it between blocks of work, not per element. */
+bool wq_deadline_passed(void);
 
 /* Threads of the bound pool (1 without one). Without WQ_THREADS a constant
  * 1: the compiler drops every split behind `wq_parallel_threads() > 1` from

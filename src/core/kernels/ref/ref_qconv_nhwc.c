@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "../../runtime/parallel.h"
 #include "quant_ref.h"
 #include "ref_qgemm.h"
 
@@ -27,8 +28,12 @@ void wq_ref_qconv_run(const wq_qconv_plan *p, const void *x, void *y) {
   const int64_t C = p->in_channels, M = p->out_channels;
   const int64_t cg = C / p->group, mg = M / p->group;
   const int64_t per_channel = p->kernel_h * p->kernel_w * cg;
+  /* Under a time limit (wq_deadline_passed), checked once per output row. */
+  const bool timed = wq_deadline_current() != NULL;
   for (int64_t n = 0; n < p->batch; n++)
-    for (int64_t oh = 0; oh < p->out_h; oh++)
+    for (int64_t oh = 0; oh < p->out_h; oh++) {
+      if (timed && wq_deadline_passed())
+        return;
       for (int64_t ow = 0; ow < p->out_w; ow++) {
         const int64_t out_pixel = (n * p->out_h + oh) * p->out_w + ow;
         for (int64_t m = 0; m < M; m++) {
@@ -62,6 +67,7 @@ void wq_ref_qconv_run(const wq_qconv_plan *p, const void *x, void *y) {
           wq_ref_q8_store(y, p->y_dtype, out_pixel * M + m, q);
         }
       }
+    }
 }
 
 static wq_status ref_run(const wq_qconv_plan *p, const void *x, void *y, wq_error *err) {

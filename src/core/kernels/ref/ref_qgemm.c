@@ -1,5 +1,6 @@
 #include "ref_qgemm.h"
 
+#include "../../runtime/parallel.h"
 #include "quant_ref.h"
 
 wq_status wq_ref_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const char *node,
@@ -13,7 +14,11 @@ wq_status wq_ref_qgemm_pack(wq_qgemm_packed *p, const wq_qgemm_desc *d, const ch
 
 void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
                       int64_t ldy) {
-  for (int64_t i = 0; i < m; i++)
+  /* Under a time limit (wq_deadline_passed), checked once per row. */
+  const bool timed = wq_deadline_current() != NULL;
+  for (int64_t i = 0; i < m; i++) {
+    if (timed && wq_deadline_passed())
+      return;
     for (int64_t j = 0; j < p->n; j++) {
       const int8_t *wj = p->w + j * p->k;
       int64_t sum = p->bias[j];
@@ -30,6 +35,7 @@ void wq_ref_qgemm_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_
                                           p->y_zero_point, p->y_min, p->y_max);
       wq_ref_q8_store(y, p->y_dtype, i * ldy + j, q);
     }
+  }
 }
 
 static wq_status ref_run(const wq_qgemm_packed *p, int64_t m, const void *a, int64_t lda, void *y,
