@@ -48,7 +48,7 @@ const HELP = {
       --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)
       rather than hold more than BYTES of weights, outputs and arena;
       --max-time: stop a run past S seconds (checked between nodes
-      and between blocks of long float GEMMs)
+      and, with threads, between blocks of long float GEMMs)
   wasmq run MODEL --stream --chunk N [--state OUT=IN]... --input NAME=LONG.npy ...
       the inputs cut into chunks of N along their last dim, run in turn, each
       --state output fed to its input for the next chunk (starting from zeros,

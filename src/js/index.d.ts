@@ -156,8 +156,8 @@ export interface RunOptions {
   /** Keep every intermediate tensor (results carry `captured`). */
   capture?: boolean;
   /**
-   * Milliseconds the run may take (default 0: no limit), checked between nodes and inside long
-   * float GEMMs and convolutions: past it the run stops with code 'WQ_ERR_TIMEOUT' naming the node; the model
+   * Milliseconds the run may take (default 0: no limit), checked between nodes and (threaded build,
+   * threads > 1) inside long float GEMMs: past it the run stops with code 'WQ_ERR_TIMEOUT' naming the node; the model
    * stays usable.
    */
   timeoutMs?: number;
@@ -549,7 +549,7 @@ export interface QuantizeOptions {
   maxTime?: number;
   /**
    * Milliseconds the whole quantization may take from the quantize() call (0: no limit): an
-   * observe() or finish() past it stops, inside a long node too, with code 'WQ_ERR_TIMEOUT' and
+   * observe() or finish() past it stops (between nodes) with code 'WQ_ERR_TIMEOUT' and
    * returns no model; so does every later call on that quantizer.
    */
   timeoutMs?: number;

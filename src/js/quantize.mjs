@@ -91,7 +91,7 @@ function checkTotal(total) {
  * keep the N most sensitive nodes in float, and/or keep adding nodes to
  * float until the outputs reach that SNR on the calibration samples.
  * options.timeoutMs (0: none) bounds the whole quantization from this call:
- * an observe() or finish() past it stops (inside a long node too) with code
+ * an observe() or finish() past it stops (between nodes) with code
  * WQ_ERR_TIMEOUT and returns no model, and so does every later call.
  * Fails (WasmqError) for a
  * model that is already quantized, a config the core rejects (the message

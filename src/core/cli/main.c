@@ -37,7 +37,7 @@ static const char *const HELP[][2] = {
      "      --out DIR writes DIR/OUTPUT.npy; --max-memory: fail (out of memory)\n"
      "      rather than hold more than BYTES of weights, outputs and arena;\n"
      "      --max-time: stop a run past S seconds (checked between nodes\n"
-     "      and between blocks of long float GEMMs)\n"
+     "      and, with threads, between blocks of long float GEMMs)\n"
      "  wasmq run MODEL --stream --chunk N [--state OUT=IN]... --input NAME=LONG.npy ...\n"
      "      the inputs cut into chunks of N along their last dim, run in turn, each\n"
      "      --state output fed to its input for the next chunk (starting from zeros,\n"

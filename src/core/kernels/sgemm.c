@@ -65,8 +65,13 @@ wq_status wq_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
     grain = 64;
   /* Under a time limit, slices of about SGEMM_TIMED_MACS (at least 64
    * columns; on one thread no smaller a product is split), so the limit
-   * is checked between them. */
+   * is checked between them. Builds without threads carry no split code
+   * (size): there the limit is checked between nodes only. */
+#ifdef WQ_THREADS
   const bool timed = wq_deadline_current() != NULL;
+#else
+  const bool timed = false;
+#endif
   if (timed && m * k > 0) {
     int64_t cols = (SGEMM_TIMED_MACS / (m * k) + 7) / 8 * 8;
     if (cols < 64)

@@ -392,13 +392,15 @@ static wq_status keep_sample(kept_sample *s, int *count, const wq_value *inputs,
 
 /* ---- time limit ---------------------------------------------------------- */
 
-void wq_quantizer_time_limit(wq_quantizer *q, double (*now_ms)(void), double ms, double from_ms) {
+__attribute__((cold)) void wq_quantizer_time_limit(wq_quantizer *q, double (*now_ms)(void),
+                                                   double ms, double from_ms) {
   q->limit.now_ms = now_ms && ms > 0 ? now_ms : NULL;
   q->limit.at_ms = from_ms + ms;
   q->limit_ms = ms;
 }
 
-static wq_status timed_out(const wq_quantizer *q, const char *what, wq_error *err) {
+__attribute__((cold)) static wq_status timed_out(const wq_quantizer *q, const char *what,
+                                                 wq_error *err) {
   char node[sizeof err->node];
   wq_format(node, sizeof node, "%s", err->code == WQ_ERR_TIMEOUT ? err->node : "");
   return wq_fail(err, WQ_ERR_TIMEOUT, node[0] ? node : NULL,
@@ -1156,23 +1158,23 @@ static wq_status finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_er
   wq_status st = WQ_OK;
   if (q->method == WQ_CALIB_AUTO)
     st = choose_method(q, g, keep_float, onnx, onnx_len, err);
-  /* Each step checks the time limit; model runs inside them check it too. */
-  const char *what = "while writing the int8 model";
-  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
+  /* The model runs inside these steps check the time limit (bound by
+   * wq_quantizer_finish); the search checks it per step, and the end. */
+  if (st == WQ_OK)
     st = convert(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
+  if (st == WQ_OK)
     st = wq_quant_sensitivity(q, &q->ann, q->params, q->cfg.bias_correction, &q->sens, err);
   /* With the bias corrections measured, convert again. */
-  if (st == WQ_OK && q->bias_corrected && (st = check_limit(q, what, err)) == WQ_OK)
+  if (st == WQ_OK && q->bias_corrected)
     st = convert(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
+  if (st == WQ_OK)
     st = measure_kept(q, *onnx, *onnx_len, err);
   if (st == WQ_OK)
     st = search(q, g, keep_float, onnx, onnx_len, err);
-  if (st == WQ_OK && (st = check_limit(q, what, err)) == WQ_OK)
+  if (st == WQ_OK)
     st = evaluate(q, *onnx, *onnx_len, err);
   if (st == WQ_OK)
-    st = check_limit(q, what, err);
+    st = check_limit(q, "while writing the int8 model", err);
   free(keep_float);
   if (st != WQ_OK) {
     free(*onnx);

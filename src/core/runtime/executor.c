@@ -575,6 +575,15 @@ static wq_status reserve_arena(wq_exec_plan *plan, size_t bytes, wq_error *err) 
 
 #define WQ_STACK_ARGS 16
 
+/* A run past a time limit: the plan's own, or the one its caller bound
+ * (whose caller words it: the quantizer). */
+__attribute__((cold)) static wq_status timed_out(const wq_exec_plan *plan, const char *node,
+                                                 bool cut, int done, int nodes, wq_error *err) {
+  return wq_fail(err, WQ_ERR_TIMEOUT, node,
+                 "run stopped %s node %d of %d: the time limit of %g ms was reached",
+                 cut ? "in" : "after", done, nodes, plan->time_limit_ms);
+}
+
 wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error *err) {
   const wq_graph *g = plan->graph;
   wq_status st = WQ_OK;
@@ -727,17 +736,8 @@ wq_status wq_execute(wq_exec_plan *plan, wq_value *values, bool *owned, wq_error
      * last one; a finished node past the limit stops the run before the next. */
     if (st == WQ_OK && deadline) {
       bool cut = atomic_load(&deadline->passed);
-      if (cut || (i + 1 < g->n_nodes && wq_deadline_passed())) {
-        const char *where = cut ? "in" : "after";
-        if (plan->time_limit_ms > 0 && limit.now_ms() >= limit.at_ms)
-          st = wq_fail(err, WQ_ERR_TIMEOUT, node->name,
-                       "run stopped %s node %d of %d: the time limit of %g ms was reached", where,
-                       i + 1, g->n_nodes, plan->time_limit_ms);
-        else
-          st = wq_fail(err, WQ_ERR_TIMEOUT, node->name,
-                       "run stopped %s node %d of %d: the caller's time limit was reached", where,
-                       i + 1, g->n_nodes);
-      }
+      if (cut || (i + 1 < g->n_nodes && wq_deadline_passed()))
+        st = timed_out(plan, node->name, cut, i + 1, g->n_nodes, err);
     }
   }
   if (plan->time_limit_ms > 0)
