@@ -28,7 +28,7 @@ const DISABLED = { graphOptimizationLevel: 'disabled' };
 // onnxruntime-node is held to it only with uint8 weights: with int8 weights
 // its x86 MatMulInteger saturates pair sums (0.56 where the exact result is
 // 0.47 on one input).
-test('quantize --mode dynamic: onnxruntime loads the MLP and agrees', async (t) => {
+test('quantize --mode dynamic: onnxruntime loads the MLP and agrees; ours runs its three products on the int8 kernels', async (t) => {
   if (!existsSync(NATIVE_CLI)) return t.skip(`no native CLI at ${NATIVE_CLI}`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wasmq-dyn-'));
   try {
@@ -42,6 +42,9 @@ test('quantize --mode dynamic: onnxruntime loads the MLP and agrees', async (t) 
       const node = await ortNode.InferenceSession.create(bytes, { graphOptimizationLevel: 'disabled', logSeverityLevel: 3 });
       const model = await load(bytes), modelFp = await load(bytes, { partition: 'fp' });
       try {
+        const lowered = model.describeLowered(); // each product on the int8 GEMM
+        assert.equal((lowered.match(/\] wasmq\.QGemmToFloat /g) ?? []).length, 3, lowered);
+        assert.doesNotMatch(lowered, /\] (DynamicQuantizeLinear|MatMulInteger) /);
         for (const seed of [0, 1]) {
           const data = Float32Array.from(randomArray('float32', 2400, seed), (v) => 2 * v - 1);
           const dims = [1, 25, 96];

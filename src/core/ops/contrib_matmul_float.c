@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/quantize.h"
 #include "../kernels/ref/quant_ref.h"
 #include "quant_common.h"
 
@@ -77,26 +78,15 @@ static wq_status a_codes(const wq_node *node, const wq_value *in, wq_value *code
     *zero_point = zp ? wq_ref_q_load(zp->data, zp->dtype, 0) : 0;
     return WQ_OK;
   }
-  const wq_op *dql = wq_op_by_id(WQ_OPID(dynamic_quantize_linear));
-  int64_t n = wq_value_numel(&in[0]);
-  uint8_t zp8 = 0;
+  const int64_t n = wq_value_numel(&in[0]);
+  WQ_TRY(wq_dynamic_qparams(node, in[0].data, n, scale, zero_point, err));
   *codes = in[0];
   codes->dtype = WQ_DT_UINT8;
   codes->data = malloc((size_t)(n > 0 ? n : 1));
   if (!codes->data)
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, node->name, "%s: out of memory", node->op_type);
-  wq_node view = *node;
-  view.n_outputs = 3;
-  wq_value outs[3] = {*codes,
-                      {.dtype = WQ_DT_FLOAT, .rank = 0, .data = scale},
-                      {.dtype = WQ_DT_UINT8, .rank = 0, .data = &zp8}};
-  wq_status st = dql->run(&view, in, outs, err);
-  *zero_point = zp8;
-  if (st != WQ_OK) {
-    free(codes->data);
-    codes->data = NULL;
-  }
-  return st;
+  wq_quantize_f32_q8(in[0].data, n, *scale, *zero_point, WQ_DT_UINT8, 0, 255, codes->data);
+  return WQ_OK;
 }
 
 static wq_status matmul_float_run(const wq_node *node, const wq_value *in, wq_value *out,
@@ -141,7 +131,9 @@ static wq_status matmul_float_run(const wq_node *node, const wq_value *in, wq_va
   return WQ_OK;
 }
 
-const wq_op wq_op_contrib_matmul_integer_to_float = {.op_type = "MatMulIntegerToFloat",
+const wq_op wq_op_contrib_matmul_integer_to_float = {.int8 = WQ_INT8_INTEGER,
+                                                     .int8_as = WQ_OPID(int8_gemm_to_float),
+                                                     .op_type = "MatMulIntegerToFloat",
                                                      .domain = "com.microsoft",
                                                      .min_opset = 1,
                                                      .min_inputs = 4,
@@ -152,7 +144,9 @@ const wq_op wq_op_contrib_matmul_integer_to_float = {.op_type = "MatMulIntegerTo
                                                      .infer = matmul_float_infer,
                                                      .run = matmul_float_run};
 
-const wq_op wq_op_contrib_dynamic_quantize_matmul = {.op_type = "DynamicQuantizeMatMul",
+const wq_op wq_op_contrib_dynamic_quantize_matmul = {.int8 = WQ_INT8_INTEGER,
+                                                     .int8_as = WQ_OPID(int8_gemm_to_float),
+                                                     .op_type = "DynamicQuantizeMatMul",
                                                      .domain = "com.microsoft",
                                                      .min_opset = 1,
                                                      .min_inputs = 3,

@@ -14,25 +14,37 @@
  * output [N, M, (OH,) OW] float; it runs the NHWC kernels of
  * kernels/qconv.h, reading x and writing y as the layout pass stores them
  * (a channels-first one through a channels-last copy). QGemmToFloat: x [..., K], w
- * [N, K] (the canonical QGemm weight), output [..., N] float. */
+ * [N, K] (the canonical QGemm weight), output [..., N] float.
+ *
+ * A QGemmToFloat whose x is float quantizes it at every run by
+ * DynamicQuantizeLinear's rule (uint8, one scale and zero point for the
+ * whole tensor); scale is then the weight's, and the output stage
+ * multiplies by x_scale * scale[n] (one float32 product), as onnxruntime's
+ * DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(x_scale * w_scale)
+ * and its DynamicQuantizeMatMul compute it. The product runs on the packed
+ * GEMM with that run's zero point and multipliers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/config.h"
 #include "../kernels/qconv.h"
 #include "../kernels/qgemm.h"
+#include "../kernels/quantize.h"
 #include "../runtime/parallel.h"
 #include "int8_common.h"
+#include "quant_common.h"
 
 typedef struct {
   bool conv;
+  bool dynamic;   /* gemm with a float x, quantized per run */
+  float *w_scale; /* dynamic: [N] */
   wq_window_attrs win;
   int64_t group;
   bool relu;
   /* Filled by the plan hook. */
   bool planned;
   bool x_last, y_last; /* conv: x, y stored channels-last */
-  int64_t x_dims[WQ_MAX_RANK];
+  int64_t x_dims[WQ_MAX_RANK], x_numel;
   int x_rank;
   wq_qconv_plan conv_plan; /* conv */
   wq_qgemm_packed gemm;    /* gemm */
@@ -45,6 +57,7 @@ static void to_float_free(void *p) {
     return;
   wq_qconv_plan_free(&s->conv_plan);
   wq_qgemm_packed_free(&s->gemm);
+  free(s->w_scale);
   free(s);
 }
 
@@ -121,7 +134,9 @@ static wq_status to_float_shape(const wq_node *node, const wq_value *x, const wq
 
 static wq_status to_float_infer(const wq_node *node, const wq_value *in, wq_value *out,
                                 wq_error *err) {
-  WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
+  const to_float_state *s = node->op_state;
+  if (s->conv || in[0].dtype != WQ_DT_FLOAT)
+    WQ_TRY(wq_int8_expect_8bit(node, "x", in[0].dtype, err));
   WQ_TRY(wq_int8_expect_8bit(node, "w", in[1].dtype, err));
   for (int k = 2; k < node->n_inputs; k++)
     if (wq_value_present(&in[k]) && in[k].dtype != WQ_DT_FLOAT)
@@ -171,12 +186,15 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_op_kernel *k
   wq_conv_geometry geo;
   memset(&geo, 0, sizeof geo);
   WQ_TRY(to_float_shape(node, &xv, &wv, &out, &geo, err));
-  const wq_qparams *qx, *qw;
-  WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));
+  const wq_qparams *qx = NULL, *qw;
+  s->dynamic = !s->conv && xv.dtype == WQ_DT_FLOAT;
+  if (!s->dynamic)
+    WQ_TRY(wq_int8_tensor_qparams(node, g, 0, false, &qx, err));
   WQ_TRY(wq_int8_tensor_qparams(node, g, 1, false, &qw, err));
-  float sx;
-  int32_t zx;
-  WQ_TRY(wq_int8_per_tensor(node, qx, "x", &sx, &zx, err));
+  float sx = 1.0f;
+  int32_t zx = 0; /* dynamic: each run's zero point replaces it */
+  if (qx)
+    WQ_TRY(wq_int8_per_tensor(node, qx, "x", &sx, &zx, err));
   if (!wq_qparams_is_per_tensor(qw) && wq_qparams_channel_axis(qw) != 0)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name,
                    "%s: w must be quantized per tensor or per output channel", node->op_type);
@@ -220,9 +238,15 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_op_kernel *k
   } else if (st == WQ_OK) {
     s->N = M;
     s->K = wv.dims[1];
+    free(s->w_scale);
+    s->w_scale = NULL;
+    if (s->dynamic) { /* keeps the weight scales; the multipliers change per run */
+      s->w_scale = scale;
+      scale = NULL;
+    }
     wq_qgemm_desc d = {.n = M,
                        .k = s->K,
-                       .a_dtype = qx->dtype,
+                       .a_dtype = qx ? qx->dtype : WQ_DT_UINT8,
                        .a_zero_point = zx,
                        .w_dtype = wv.dtype,
                        .w = wv.data,
@@ -230,7 +254,7 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_op_kernel *k
                        .w_n_stride = s->K,
                        .w_zero_point = wzp,
                        .w_zero_point_count = M,
-                       .multiplier = scale,
+                       .multiplier = scale ? scale : s->w_scale,
                        .multiplier_count = M,
                        .y_dtype = WQ_DT_FLOAT,
                        .float_bias = bias,
@@ -242,6 +266,7 @@ static wq_status to_float_plan(wq_node *node, const wq_graph *g, wq_op_kernel *k
   free(bias);
   WQ_TRY(st);
   s->x_rank = xv.rank;
+  s->x_numel = wq_value_numel(&xv);
   memcpy(s->x_dims, xv.dims, sizeof s->x_dims);
   const wq_tensor *y = &g->tensors[node->outputs[0]];
   s->x_last = s->conv && wq_layout_channels_last(xv.layout, xv.rank);
@@ -286,10 +311,30 @@ static wq_status to_float_run(const wq_node *node, const wq_value *in, wq_value 
       s->y_last != wq_layout_channels_last(out[0].layout, out[0].rank))
     return wq_fail(err, WQ_ERR_SHAPE, node->name,
                    "%s: x shape or layouts differ from the planned ones", node->op_type);
-  wq_status st;
+  wq_status st = WQ_OK;
   if (!s->conv) {
-    st = wq_qgemm_run(&s->gemm, wq_value_numel(&in[0]) / s->K, in[0].data, s->K, out[0].data, s->N,
-                      err);
+    const int64_t n = wq_value_numel(&in[0]);
+    wq_qgemm_packed run = s->gemm;
+    const void *x = in[0].data;
+    float x_scale;
+    /* dynamic: x quantized with this run's parameters, then the product
+     * with that zero point and multipliers x_scale * w_scale[n], both in
+     * this thread's scratch below the GEMM's own (to_float_memory) */
+    void *taken = wq_scratch_take(0);
+    if (s->dynamic) {
+      WQ_TRY(wq_dynamic_qparams(node, x, n, &x_scale, &run.a_zero_point, err));
+      run.multiplier = wq_scratch_take(4 * run.n_padded);
+      x = wq_scratch_take(n + 16);
+      if (!x || !run.multiplier) {
+        wq_scratch_give(taken);
+        return wq_scratch_missing(err, node->op_type, 4 * run.n_padded + n + 16);
+      }
+      wq_quantize_f32_q8(in[0].data, n, x_scale, run.a_zero_point, WQ_DT_UINT8, 0, 255, (void *)x);
+      for (int64_t j = 0; j < s->N; j++) /* columns past N are never stored */
+        run.multiplier[j] = x_scale * s->w_scale[j];
+    }
+    st = wq_qgemm_run(&run, n / s->K, x, s->K, out[0].data, s->N, err);
+    wq_scratch_give(taken);
   } else {
     const wq_qconv_plan *p = &s->conv_plan;
     const int64_t in_pixels = p->in_h * p->in_w, out_pixels = p->out_h * p->out_w;
@@ -323,7 +368,11 @@ static int64_t to_float_memory(const wq_node *node, const wq_graph *g, int64_t *
   if (!s || !s->planned)
     return 0;
   if (!s->conv) {
-    *scratch = wq_qgemm_scratch_bytes(&s->gemm);
+    /* dynamic: the run's multipliers and codes of x */
+    *scratch =
+        wq_qgemm_scratch_bytes(&s->gemm) +
+        (s->dynamic ? wq_scratch_round(4 * s->gemm.n_padded) + wq_scratch_round(s->x_numel + 16)
+                    : 0);
     return s->gemm.bytes;
   }
   /* to_float_run's channels-last copies of a channels-first x or y. */

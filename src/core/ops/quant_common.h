@@ -61,4 +61,10 @@ wq_status wq_quant_check_integer_inputs(const wq_node *node, const wq_value *in,
 
 bool wq_quant_values_known(const wq_value *in, int n_inputs);
 
+/* DynamicQuantizeLinear's uint8 scale and zero point for x[0..n) (ONNX's
+ * rule); fails naming `node` when the range is not finite or the scale
+ * would be subnormal. */
+wq_status wq_dynamic_qparams(const wq_node *node, const float *x, int64_t n, float *scale,
+                             int32_t *zero_point, wq_error *err);
+
 #endif

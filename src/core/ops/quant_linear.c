@@ -242,36 +242,34 @@ static wq_status dynamic_quantize_infer(const wq_node *node, const wq_value *in,
 /* ONNX's rule: the range [min(x), max(x)] is widened to include 0, so 0.0 is
  * exactly representable; scale = range / 255 (1 for an all-zero x, whose
  * range is empty); zero point = round(clamp(-min / scale, 0, 255)). */
-static wq_status dynamic_quantize_run(const wq_node *node, const wq_value *in, wq_value *out,
-                                      wq_error *err) {
-  const float *x = in[0].data;
-  int64_t n = wq_value_numel(&in[0]);
+wq_status wq_dynamic_qparams(const wq_node *node, const float *x, int64_t n, float *scale,
+                             int32_t *zero_point, wq_error *err) {
   float lo = 0.0f, hi = 0.0f;
   for (int64_t i = 0; i < n; i++) {
-    lo = fminf(lo, x[i]); /* fminf/fmaxf skip NaN */
-    hi = fmaxf(hi, x[i]);
+    lo = x[i] < lo ? x[i] : lo; /* a comparison with NaN is false: skipped */
+    hi = x[i] > hi ? x[i] : hi;
   }
-  if (!isfinite(lo) || !isfinite(hi))
+  float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  if (!isfinite(lo) || !isfinite(hi) || fpclassify(s) != FP_NORMAL)
     return wq_fail(err, WQ_ERR_INVALID_ARG, node->name,
-                   "DynamicQuantizeLinear: input range [%g, %g] is not finite", (double)lo,
-                   (double)hi);
-  float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  if (fpclassify(scale) != FP_NORMAL)
-    return wq_fail(err, WQ_ERR_INVALID_ARG, node->name,
-                   "DynamicQuantizeLinear: input range [%g, %g] gives a subnormal scale %g",
-                   (double)lo, (double)hi, (double)scale);
-  float initial_zp = 0.0f - lo / scale;
-  float zp = nearbyintf(fminf(255.0f, fmaxf(0.0f, initial_zp)));
-  wq_qparams qp;
-  WQ_TRY(wq_qparams_init_per_tensor(&qp, WQ_DT_UINT8, in[0].rank, in[0].dims, scale, (int32_t)zp,
-                                    node->name, "DynamicQuantizeLinear: y", err));
+                   "DynamicQuantizeLinear: range [%g, %g] unusable", (double)lo, (double)hi);
+  *scale = s;
+  *zero_point = (int32_t)nearbyintf(fminf(255.0f, fmaxf(0.0f, 0.0f - lo / s)));
+  return WQ_OK;
+}
+
+static wq_status dynamic_quantize_run(const wq_node *node, const wq_value *in, wq_value *out,
+                                      wq_error *err) {
+  const int64_t n = wq_value_numel(&in[0]);
+  float scale;
+  int32_t zp;
+  WQ_TRY(wq_dynamic_qparams(node, in[0].data, n, &scale, &zp, err));
   if (out[0].data)
-    wq_ref_quantize_linear(x, n, &qp, out[0].data);
+    wq_quantize_f32_q8(in[0].data, n, scale, zp, WQ_DT_UINT8, 0, 255, out[0].data);
   if (node->n_outputs > 1 && out[1].data)
     *(float *)out[1].data = scale;
   if (node->n_outputs > 2 && out[2].data)
     *(uint8_t *)out[2].data = (uint8_t)zp;
-  wq_qparams_free(&qp);
   return WQ_OK;
 }
 

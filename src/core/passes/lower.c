@@ -77,6 +77,9 @@ static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
     break;
   case WQ_INT8_INTEGER: {
     const bool conv = wq_node_is(n, WQ_OPID(conv_integer)); /* before the node is rewritten */
+    WQ_TRY(lower_dynamic(c, i, done, err));
+    if (*done || c->why[0] || (!conv && !wq_node_is(n, WQ_OPID(matmul_integer))))
+      return WQ_OK;
     WQ_TRY(lower_integer(c, i, done, err));
     return *done ? lower_float_rescale(c, i, conv, err) : WQ_OK;
   }
@@ -466,8 +469,7 @@ wq_status wq_lower_check(const wq_graph *g, const wq_lower_capture *capture, boo
    * result nobody reads any more go too. */
   for (int i = n - 1; st == WQ_OK && i >= 0; i--) {
     const wq_node *q = &c.g->nodes[i];
-    if (gone[i] || rewritten[i] ||
-        (!wq_node_is(q, WQ_OPID(dequantize_linear)) && !wq_node_is(q, WQ_OPID(quantize_linear))))
+    if (gone[i] || rewritten[i] || !lower_is_sweepable(q))
       continue;
     bool read = false;
     for (int k = 0; k < q->n_outputs && !read; k++)

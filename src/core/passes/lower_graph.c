@@ -357,7 +357,7 @@ void lower_remove_dead(lower_ctx *c) {
    * one can free its producer, so sweep from the back. */
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     const wq_node *n = &g->nodes[i];
-    if (!wq_node_is(n, WQ_OPID(dequantize_linear)) && !wq_node_is(n, WQ_OPID(quantize_linear)))
+    if (!lower_is_sweepable(n))
       continue;
     bool read = false;
     for (int k = 0; k < n->n_outputs; k++)

@@ -217,6 +217,24 @@ wq_status lower_conv(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_gemm(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err);
+/* Zero-point-only parameters (unit scales) of integer operand data_t from
+ * its optional zero point input zp_t (per tensor or along `axis`); false
+ * with a reason when the zero point is not a usable constant. */
+bool lower_zero_point_qparams(lower_ctx *c, int data_t, int zp_t, int axis, wq_qparams *out);
+/* Gives tensor t the parameters qp unless it has some already, which must
+ * then have the same zero points (*ok false with a reason if not). */
+wq_status lower_adopt_zero_point(lower_ctx *c, int t, const wq_qparams *qp, bool *ok,
+                                 wq_error *err);
+/* lower_rescale.c: DynamicQuantizeLinear -> MatMulInteger -> float rescale,
+ * MatMulIntegerToFloat and DynamicQuantizeMatMul -> QGemmToFloat of a float
+ * x. Leaves a reason only for the contrib ops (MatMulInteger falls to
+ * lower_integer). */
+wq_status lower_dynamic(lower_ctx *c, int i, bool *done, wq_error *err);
+/* Nodes the dead-node sweep removes once nothing reads them. */
+static inline bool lower_is_sweepable(const wq_node *n) {
+  return wq_node_is(n, WQ_OPID(dequantize_linear)) || wq_node_is(n, WQ_OPID(quantize_linear)) ||
+         wq_node_is(n, WQ_OPID(dynamic_quantize_linear));
+}
 /* The constant int8 weight `q` of a matrix product ([K, N] when `kn`, else
  * [N, K]) as QGemm's [N, K] operand with per-tensor or per-N parameters,
  * scaled by alpha (a new constant unless already so); *out -1 with a

@@ -500,7 +500,7 @@ wq_status lower_qlinear(lower_ctx *c, int i, bool *done, wq_error *err) {
 
 /* Zero-point-only parameters (unit scales) of an integer operand from the
  * optional zero point input zp_t: per tensor, or per index along `axis`. */
-static bool zero_point_qparams(lower_ctx *c, int data_t, int zp_t, int axis, wq_qparams *out) {
+bool lower_zero_point_qparams(lower_ctx *c, int data_t, int zp_t, int axis, wq_qparams *out) {
   const wq_tensor *dt = &c->g->tensors[data_t];
   int64_t scale_dims[WQ_MAX_RANK];
   for (int d = 0; d < WQ_MAX_RANK; d++)
@@ -541,8 +541,8 @@ static bool zero_point_qparams(lower_ctx *c, int data_t, int zp_t, int axis, wq_
 
 /* Gives tensor t the zero-point-only parameters qp unless it has parameters
  * already, which must then have the same zero points. */
-static wq_status adopt_zero_point(lower_ctx *c, int t, const wq_qparams *qp, bool *ok,
-                                  wq_error *err) {
+wq_status lower_adopt_zero_point(lower_ctx *c, int t, const wq_qparams *qp, bool *ok,
+                                 wq_error *err) {
   const wq_tensor *tt = &c->g->tensors[t];
   *ok = true;
   if (!tt->qparams)
@@ -576,16 +576,16 @@ wq_status lower_integer(lower_ctx *c, int i, bool *done, wq_error *err) {
   if (!is_8bit(g->tensors[x].dtype) || !is_8bit(wt->dtype))
     return lower_why(c, WQ_REASON_UNSUPPORTED_DTYPE, "operands must be int8 or uint8");
   wq_qparams xq, wq;
-  if (!zero_point_qparams(c, x, x_zp, -2, &xq))
+  if (!lower_zero_point_qparams(c, x, x_zp, -2, &xq))
     return WQ_OK;
-  if (!zero_point_qparams(c, w, w_zp, conv ? 0 : 1, &wq)) {
+  if (!lower_zero_point_qparams(c, w, w_zp, conv ? 0 : 1, &wq)) {
     wq_qparams_free(&xq);
     return WQ_OK;
   }
   bool x_ok = false, w_ok = false;
-  wq_status st = adopt_zero_point(c, x, &xq, &x_ok, err);
+  wq_status st = lower_adopt_zero_point(c, x, &xq, &x_ok, err);
   if (st == WQ_OK && x_ok)
-    st = adopt_zero_point(c, w, &wq, &w_ok, err);
+    st = lower_adopt_zero_point(c, w, &wq, &w_ok, err);
   wq_qparams_free(&xq);
   wq_qparams_free(&wq);
   WQ_TRY(st);
