@@ -147,8 +147,12 @@ async function instantiateThreadedCore(poolSize, relaxed) {
   // watched instead: a worker the page may not start (its script blocked,
   // e.g. served without Cross-Origin-Embedder-Policy in an isolated page)
   // would leave the core waiting for it forever, so its error fails the start.
-  const shim = typeof globalThis.Worker === 'undefined' ? workerClass() : null;
-  const BrowserWorker = shim ? null : globalThis.Worker;
+  // In Node the stand-in is used even when something else (another wasm
+  // runtime's glue) has put a Worker on globalThis: the glue's workers need
+  // the stand-in's environment to start.
+  const previousWorker = globalThis.Worker;
+  const shim = IS_NODE || previousWorker === undefined ? workerClass() : null;
+  const BrowserWorker = shim ? null : previousWorker;
   let workerFailed;
   const failed = new Promise((resolve, reject) => {
     workerFailed = reject;
@@ -186,7 +190,8 @@ async function instantiateThreadedCore(poolSize, relaxed) {
     throw new WasmqError(`cannot start the threaded wasm core: ${e.message}`, { code: 'WQ_ERR_IO' });
   } finally {
     if (shim) {
-      delete globalThis.Worker;
+      if (previousWorker === undefined) delete globalThis.Worker;
+      else globalThis.Worker = previousWorker;
       // Started (they kept the process alive while loading), idle pool
       // threads must not keep it alive any longer.
       for (const w of shim.created) w.unref();

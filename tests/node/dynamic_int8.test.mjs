@@ -23,10 +23,6 @@ const ort = await import('onnxruntime-web');
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = 'error';
 const DISABLED = { graphOptimizationLevel: 'disabled' };
-// onnxruntime-web shares this process, and with it loaded our pthread
-// workers fail to start in Node ('self is not defined' inside the worker);
-// these tests check exactness, so our models run on one thread here.
-const ONE_THREAD = { threads: 1 };
 
 
 /** One of onnxruntime's dynamic forms over x [..., K] and a [K, N] weight. */
@@ -75,7 +71,7 @@ for (const form of ['integer', 'toFloat', 'fused']) {
         for (const [s, shape] of SHAPES.entries()) {
           const bytes = dynamicModel({ form, wdtype, perColumn, zp: s !== 1, shape, N: s === 2 ? 40 : 13 });
           const session = await ort.InferenceSession.create(bytes, DISABLED);
-          const model = await load(bytes, ONE_THREAD);
+          const model = await load(bytes);
           try {
             const lowered = model.describeLowered();
             assert.match(lowered, /QGemmToFloat/);
@@ -99,7 +95,7 @@ for (const form of ['integer', 'toFloat', 'fused']) {
 }
 
 test('a non-finite input is refused naming the node, not quantized', async () => {
-  const model = await load(dynamicModel({ form: 'integer', wdtype: 'int8', perColumn: true, zp: true, shape: [2, 37], N: 13 }), ONE_THREAD);
+  const model = await load(dynamicModel({ form: 'integer', wdtype: 'int8', perColumn: true, zp: true, shape: [2, 37], N: 13 }));
   try {
     const data = new Float32Array(74).fill(0.5);
     data[3] = Infinity;
@@ -112,7 +108,7 @@ test('a non-finite input is refused naming the node, not quantized', async () =>
 test('mnist-8-dynamic-int8: int8 in the SIMD kernels, bit-exact vs onnxruntime-web', async () => {
   const bytes = readFileSync(path.join(MODELS, 'mnist-8-dynamic-int8/model.onnx'));
   const session = await ort.InferenceSession.create(bytes, DISABLED);
-  const model = await load(bytes, ONE_THREAD);
+  const model = await load(bytes);
   try {
     assert.doesNotMatch(model.describeLowered(), /\[float\] (ConvInteger|MatMulInteger)/);
     for (const seed of [0, 1, 2]) {

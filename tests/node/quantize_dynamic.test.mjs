@@ -18,10 +18,6 @@ const ort = await import('onnxruntime-web');
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = 'error';
 const DISABLED = { graphOptimizationLevel: 'disabled' };
-// onnxruntime-web shares this process, and with it loaded our pthread
-// workers fail to start in Node ('self is not defined' inside the worker);
-// these tests check exactness, so our models run on one thread here.
-const ONE_THREAD = { threads: 1 };
 
 
 // `wasmq quantize --mode dynamic` (native CLI) of the openwakeword MLP: its
@@ -45,7 +41,7 @@ test('quantize --mode dynamic: onnxruntime loads the MLP and agrees; ours runs i
       const bytes = readFileSync(out);
       const web = await ort.InferenceSession.create(bytes, DISABLED);
       const node = await ortNode.InferenceSession.create(bytes, { graphOptimizationLevel: 'disabled', logSeverityLevel: 3 });
-      const model = await load(bytes, ONE_THREAD), modelFp = await load(bytes, { ...ONE_THREAD, partition: 'fp' });
+      const model = await load(bytes), modelFp = await load(bytes, { partition: 'fp' });
       try {
         const lowered = model.describeLowered(); // each product on the int8 GEMM
         assert.equal((lowered.match(/\] wasmq\.QGemmToFloat /g) ?? []).length, 3, lowered);
