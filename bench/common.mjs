@@ -1,7 +1,30 @@
 // Helpers shared by the benchmark's orchestrator (run.mjs) and its
 // per-measurement worker processes (worker.mjs).
 
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * One measurement in its own worker.mjs process on the given Node binary:
+ * resolves to the worker's BENCH_RESULT, or { error } with its last stderr line.
+ */
+export function runWorker(spec, node = process.execPath) {
+  return new Promise((resolve) => {
+    const child = spawn(node, [join(BENCH_DIR, 'worker.mjs'), JSON.stringify(spec)], { cwd: join(BENCH_DIR, '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('close', (code) => {
+      const line = out.split('\n').reverse().find((l) => l.startsWith('BENCH_RESULT '));
+      resolve(line ? JSON.parse(line.slice(13)) : { error: err.trim().split('\n').pop() || `worker exit code ${code}` });
+    });
+  });
+}
 
 /** mulberry32: the same seeded generator as the CLIs' random:SEED inputs. */
 export function mulberry32(seed) {

@@ -13,13 +13,14 @@
 // time over static time (1.00 = as fast); a second table runs ours static
 // and dynamic in turn in one process. Writes its models into
 // bench/out/dynamic/.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { load } from '../src/js/index.mjs';
+import { runWorker } from './common.mjs';
 import { randomArray } from '../src/js/random.mjs';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -47,19 +48,6 @@ function quantize(args, out) {
   const dynamic = args.includes('dynamic');
   const r = spawnSync(dynamic ? NATIVE_CLI : process.execPath, [...(dynamic ? [] : [CLI]), 'quantize', ...args, '-o', out], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`wasmq quantize ${args.join(' ')}: ${(r.stderr || r.stdout).trim().split('\n').pop()}`);
-}
-
-function runWorker(spec) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(BENCH_DIR, 'worker.mjs'), JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('close', () => {
-      const line = out.split('\n').reverse().find((l) => l.startsWith('BENCH_RESULT '));
-      resolve(line ? JSON.parse(line.slice(13)) : { error: err.trim().split('\n').pop() || 'worker failed' });
-    });
-  });
 }
 
 /**

@@ -16,7 +16,7 @@
 // graph JSON that run int8; Q/DQ and layout transitions not counted) and the layout transitions'
 // bytes per run beside the int8 activations' bytes (the arena's int8
 // tensors). Writes its models into bench/out/int8_gain/.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 
 import { retinafaceModels } from '../tests/models/retinaface_qdq.mjs';
 import { load } from '../src/js/index.mjs';
+import { runWorker } from './common.mjs';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
@@ -51,19 +52,6 @@ function parseArgs(argv) {
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
-}
-
-function runWorker(spec) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(BENCH_DIR, 'worker.mjs'), JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('close', () => {
-      const line = out.split('\n').reverse().find((l) => l.startsWith('BENCH_RESULT '));
-      resolve(line ? JSON.parse(line.slice(13)) : { error: err.trim().split('\n').pop() || 'worker failed' });
-    });
-  });
 }
 
 async function prepare(models) {

@@ -15,13 +15,13 @@
 // measured with the probe overridden and marked "timing only" (its results
 // are wrong on such an engine, which is why the probe refuses it).
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { summarize } from './common.mjs';
+import { runWorker, summarize } from './common.mjs';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
@@ -42,20 +42,6 @@ function parseArgs(argv) {
     opts[key] = Number(argv[++i]);
   }
   return opts;
-}
-
-function runWorker(spec) {
-  return new Promise((resolve) => {
-    const child = spawn(NODE24, [join(BENCH_DIR, 'worker.mjs'), JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('close', (code) => {
-      const line = out.split('\n').reverse().find((l) => l.startsWith('BENCH_RESULT '));
-      resolve(line ? JSON.parse(line.slice(13)) : { error: err.trim().split('\n').slice(-1)[0] || `exit code ${code}` });
-    });
-  });
 }
 
 const fmt = (c) => (!c ? '—' : c.error ? `error: ${c.error.slice(0, 60)}` : `${c.median.toFixed(c.median >= 10 ? 1 : 3)} ms`);
@@ -83,7 +69,7 @@ async function main() {
       for (const [k, base] of kinds) {
         const spec = { ...base, model: r.model, inputShapes: r.inputShapes, warmup: opts.warmup, warmupMs: opts.warmupMs,
           runs: Math.max(1, Math.ceil(opts.runs / opts.rounds)), seed: 20240611, threads: 1 };
-        const res = await runWorker(spec);
+        const res = await runWorker(spec, NODE24);
         const key = `${r.name}|${k}`;
         const prev = results.get(key);
         if (!prev || prev.error) results.set(key, res);
