@@ -385,6 +385,20 @@ static void test_equal_pow(void) {
     CHECK(out[0].dtype == WQ_DT_FLOAT && y[0] == 4 && y[1] == 81 && y[2] == 9);
     free(out[0].data);
   }
+  { /* a float exponent 2 (one value) squares: x * x correctly rounded, also
+     * for values whose square is inexact, overflows or is NaN */
+    const int64_t d[] = {2, 3}, one[] = {1};
+    const float a[] = {1.1f, -3.0e20f, -0.0f, 1.0e-3f, NAN, -INFINITY}, two[] = {2.0f};
+    wq_value in[2] = {val(WQ_DT_FLOAT, 2, d, a), val(WQ_DT_FLOAT, 1, one, two)}, out[1];
+    CHECK(run_op("Pow", 15, NULL, 0, in, 2, out, 1, &err) == WQ_OK);
+    const float *y = out[0].data;
+    CHECK(out[0].rank == 2 && out[0].dims[0] == 2 && out[0].dims[1] == 3);
+    for (int k = 0; k < 6; k++) {
+      const float want = a[k] * a[k];
+      CHECK(isnan(want) ? isnan(y[k]) : memcmp(&y[k], &want, sizeof want) == 0);
+    }
+    free(out[0].data);
+  }
   {
     const int64_t d[] = {4};
     const int32_t a[] = {3, -2, 2, 5}, b[] = {4, 3, -1, 0};

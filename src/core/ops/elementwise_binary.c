@@ -100,7 +100,15 @@ static wq_status binary_run(const wq_node *node, const wq_value *in, wq_value *o
   if (!loop)
     return wq_fail(err, WQ_ERR_UNSUPPORTED, node->name, "%s: dtypes %s and %s are not supported",
                    node->op_type, wq_dtype_name(in[0].dtype), wq_dtype_name(in[1].dtype));
-  ew_broadcast_run(&in[0], wq_dtype_size(in[0].dtype), &in[1], wq_dtype_size(in[1].dtype), &out[0],
+  const wq_value *b = &in[1];
+  /* x^2 of a float x (variance, magnitude): the speed-built float Mul loop
+   * on x and x, the same correctly rounded x * x as Pow's own loop. */
+  if (kind == EW_BINARY_POW && in[0].dtype == WQ_DT_FLOAT && b->dtype == WQ_DT_FLOAT &&
+      wq_value_numel(b) == 1 && *(const float *)b->data == 2.0f) {
+    b = &in[0];
+    loop = ew_binary_float_loop(EW_BINARY_MUL);
+  }
+  ew_broadcast_run(&in[0], wq_dtype_size(in[0].dtype), b, wq_dtype_size(b->dtype), &out[0],
                    wq_dtype_size(out[0].dtype), loop);
   return WQ_OK;
 }
