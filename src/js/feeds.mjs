@@ -58,8 +58,11 @@ export function validateFeeds(feedInfo, feeds, what) {
     if (e instanceof WasmqError) throw e;
     throw new WasmqError(`${what}: reading the feeds threw ${e?.name ?? typeof e}: ${e?.message ?? String(e)}`);
   }
-  const bound = new Map(); // symbolic dim name -> value, consistent across inputs
-  return given.map(({ info, dtype, staticDims, count: staticCount, data, dims: givenDims }) => {
+  let bound = null; // symbolic dim name -> value, consistent across inputs (made when needed)
+  const out = new Array(given.length);
+  for (let i = 0; i < given.length; i++) {
+    const { f, data, dims: givenDims } = given[i];
+    const { info, dtype, staticDims } = f;
     if (!dtype) {
       throw new WasmqError(`${what}: input '${info.name}' has dtype ${info.dtype}, which the runtime cannot feed`, {
         code: 'WQ_ERR_UNSUPPORTED',
@@ -72,13 +75,14 @@ export function validateFeeds(feedInfo, feeds, what) {
       });
     }
     let dims = givenDims;
-    let count = staticCount;
+    let count = f.count;
     if (dims === undefined) {
       if (!staticDims) {
         throw new WasmqError(`${what}: input '${info.name}' has shape ${formatShape(info.shape)}; pass dims`);
       }
       dims = staticDims; // the declared shape is valid as it stands
     } else if (!(staticDims && sameDims(dims, staticDims))) {
+      bound ??= new Map();
       count = checkDims(info, dims, bound, what);
     }
     const bytes = bytesOfView(data, `${what}: input '${info.name}'`);
@@ -88,8 +92,9 @@ export function validateFeeds(feedInfo, feeds, what) {
         code: 'WQ_ERR_SHAPE',
       });
     }
-    return { info, dtype, dims, bytes };
-  });
+    out[i] = { info, dtype, dims, bytes };
+  }
+  return out;
 }
 
 /** First pass: every caller-visible read (feed objects, data, dims), once each. */
@@ -97,16 +102,22 @@ function readFeeds(feedInfo, feeds, what) {
   if (feeds === null || typeof feeds !== 'object') {
     throw new WasmqError(`${what}: feeds must be an object {inputName: {data, dims}}, got ${arrayKind(feeds)}`);
   }
-  const names = feedInfo.map((f) => f.info.name);
   for (const key of Object.keys(feeds)) {
-    if (!names.includes(key)) {
-      throw new WasmqError(`${what}: unknown input '${key}' (model inputs: ${names.join(', ')})`);
+    if (!feedInfo.some((f) => f.info.name === key)) {
+      throw new WasmqError(`${what}: unknown input '${key}' (model inputs: ${feedInfo.map((f) => f.info.name).join(', ')})`);
     }
   }
-  return feedInfo.map((f) => {
+  // Plain loops and small records: this runs on every run() of a model
+  // whose whole run may take microseconds.
+  const given = new Array(feedInfo.length);
+  for (let i = 0; i < feedInfo.length; i++) {
+    const f = feedInfo[i];
     const feed = feeds[f.info.name];
     if (feed === undefined) throw new WasmqError(`${what}: missing input '${f.info.name}'`);
-    if (ArrayBuffer.isView(feed)) return { ...f, data: feed, dims: undefined }; // bare TypedArray: dims from the declaration
+    if (ArrayBuffer.isView(feed)) {
+      given[i] = { f, data: feed, dims: undefined }; // bare TypedArray: dims from the declaration
+      continue;
+    }
     if (feed === null || typeof feed !== 'object') {
       throw new WasmqError(`${what}: input '${f.info.name}' must be a TypedArray or {data, dims}, got ${arrayKind(feed)}`, {
         code: 'WQ_ERR_SHAPE',
@@ -114,8 +125,9 @@ function readFeeds(feedInfo, feeds, what) {
     }
     const data = feed.data;
     const dims = feed.dims;
-    return { ...f, data, dims: dims === undefined ? undefined : snapshotDims(dims, `${what}: input '${f.info.name}'`) };
-  });
+    given[i] = { f, data, dims: dims === undefined ? undefined : snapshotDims(dims, `${what}: input '${f.info.name}'`) };
+  }
+  return given;
 }
 
 function sameDims(dims, want) {

@@ -1,7 +1,7 @@
 // The loaded model: feeds staged into wasm memory, runs, results copied out,
 // per-node timing, the decision records and memory figures.
 
-import { WasmqError, readOptions, wasmqErrors } from './errors.mjs';
+import { WasmqError, callerError, readOptions, wasmqErrors } from './errors.mjs';
 import { dtypeFromCode, dtypeNameOfCode, numel, typedArrayByteLength } from './dtypes.mjs';
 import { heapU8, heap32, readString, errorFromCtx, readTensorInfo } from './bridge.mjs';
 import { feedInfoOf, validateFeeds } from './feeds.mjs';
@@ -92,20 +92,28 @@ export class Model {
    * options.timeoutMs (0: none) stops a run that passes it between two
    * nodes with WQ_ERR_TIMEOUT; the model stays usable.
    */
-  async run(feeds, options = {}) {
-    return wasmqErrors('run', () => {
-      options = readOptions(options, 'run');
-      const timeoutMs = options.timeoutMs ?? 0;
+  run(feeds, options = {}) {
+    // The plain run is synchronous inside: one promise for the caller, none
+    // awaited here (a model that runs in microseconds pays for each).
+    let opts;
+    try {
+      opts = readOptions(options, 'run');
+      const timeoutMs = opts.timeoutMs ?? 0;
       if (!(typeof timeoutMs === 'number' && timeoutMs >= 0 && timeoutMs <= 2 ** 31)) {
         throw new WasmqError(`run: timeoutMs must be a number of milliseconds >= 0 (got ${String(timeoutMs)})`);
       }
-      if (options.capture) return this.#runCaptured(feeds, options);
-      if (options.profile) return this.#runProfiled(feeds, options.repeats ?? 1, timeoutMs);
-      this.#live();
-      const staged = this.#validateFeeds(feeds);
-      this.#live(); // the feeds' getters may have disposed the model
-      return this.#call('run', () => this.#runStaged(staged, timeoutMs));
-    });
+      if (!opts.capture && !opts.profile) {
+        this.#live();
+        const staged = this.#validateFeeds(feeds);
+        this.#live(); // the feeds' getters may have disposed the model
+        return Promise.resolve(this.#call('run', () => this.#runStaged(staged, timeoutMs)));
+      }
+    } catch (e) {
+      return Promise.reject(callerError('run', e));
+    }
+    return wasmqErrors('run', () =>
+      opts.capture ? this.#runCaptured(feeds, opts) : this.#runProfiled(feeds, opts.repeats ?? 1, opts.timeoutMs ?? 0),
+    );
   }
 
   #runStaged(staged, timeoutMs, skip) {

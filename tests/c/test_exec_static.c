@@ -11,6 +11,7 @@
 
 #include "api/model_internal.h"
 #include "api/wasmq.h"
+#include "ir/checked.h"
 #include "wq_test.h"
 
 static wq_model *load_model(const char *rel, const wq_load_options *opts) {
@@ -222,7 +223,39 @@ static void test_integer_inputs_keep_infer(void) {
   check_skip_flags("onnx-node-tests/test_add_int8/model.onnx", "Add", true);
 }
 
+/* wq_product_within: the plain-multiply path (limits up to 2^31) and the
+ * checked one answer alike at the edges, zeros included. */
+static void test_product_within(void) {
+  const int64_t big = (int64_t)1 << 40, lim = WQ_MAX_ELEMENTS;
+  struct {
+    int64_t v[3];
+    int n;
+    int64_t limit;
+    bool ok;
+    int64_t want;
+  } cases[] = {
+      {{3, 4, 5}, 3, lim, true, 60},
+      {{lim, 1, 1}, 3, lim, true, lim},
+      {{lim, 2, 1}, 3, lim, false, 0},
+      {{0, big, 7}, 3, lim, true, 0},
+      {{big, 0, 1}, 3, lim, false, 0},
+      {{2, -1, 0}, 3, lim, false, 0},
+      {{(int64_t)1 << 31, 1, 1}, 3, (int64_t)1 << 31, true, (int64_t)1 << 31},
+      {{(int64_t)1 << 16, (int64_t)1 << 16, 2}, 3, (int64_t)1 << 31, false, 0},
+      {{big, big, 1}, 3, INT64_MAX, false, 0},
+      {{big, 4, 1}, 3, INT64_MAX, true, big * 4},
+      {{5, 5, 5}, 0, lim, true, 1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int64_t got = -7;
+    bool ok = wq_product_within(cases[k].v, cases[k].n, cases[k].limit, &got);
+    CHECK_MSG(ok == cases[k].ok && (!ok || got == cases[k].want), "case %zu: %d %lld", k, ok,
+              (long long)got);
+  }
+}
+
 int main(void) {
+  test_product_within();
   test_static_models();
   test_errors_after_fast_runs();
   test_integer_inputs_keep_infer();
