@@ -312,28 +312,37 @@ static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, cons
   const uint8_t *row0 = ih >= 0 && ih < p->in_h ? image + ih * p->in_w * C : NULL;
   const uint8_t *row1 = ih1 >= 0 && ih1 < p->in_h ? image + ih1 * p->in_w * C : NULL;
   const v128_t flip = wasm_i8x16_splat(p->x_dtype == WQ_DT_UINT8 ? -128 : 0);
+  /* The last chunk's 16-byte loads read past channel C into the next
+   * pixel, whose lanes meet zero weights; only a load past the image's end
+   * (its last pixel) goes through a copy. The zero-point row is long enough. */
+  const uint8_t *image_end = image + p->in_h * p->in_w * C;
   /* 16-channel chunks [k0, k1) only. */
   row += k0 * dp->stride * 2 * DW_LANES;
   for (int64_t c0 = k0 * DW_LANES; c0 < C && c0 < k1 * DW_LANES;
        c0 += DW_LANES, row += dp->stride * 2 * DW_LANES) {
-    const bool tail = c0 + DW_LANES > C; /* lanes past C meet zero weights */
+    const bool tail = c0 + DW_LANES > C;
     for (int64_t col = 0, n; col < dp->cols; col += n) {
       const int64_t iw0 = col - p->pad_left, iw1 = iw0 + dw;
       const bool in0 = row0 && iw0 >= 0 && iw0 < p->in_w, in1 = row1 && iw1 >= 0 && iw1 < p->in_w;
       const uint8_t *a = (in0 ? row0 + iw0 * C : p->pad_row) + c0;
       const uint8_t *b = (in1 ? row1 + iw1 * C : p->pad_row) + c0;
       n = dp->cols - col;
-      if (tail) { /* one column at a time through copies */
-        uint8_t copy[2][DW_LANES] = {{0}};
-        memcpy(copy[0], a, (size_t)(C - c0));
-        memcpy(copy[1], b, (size_t)(C - c0));
-        dw_interleave(copy[0], 0, copy[1], 0, row + col * 2 * DW_LANES, n = 1, flip);
-        continue;
-      }
       const int64_t run0 = dw_same_source(row0, iw0, p->in_w);
       const int64_t run1 = dw_same_source(row1, iw1, p->in_w);
       n = n < run0 ? n : run0;
       n = n < run1 ? n : run1;
+      if (tail && ((in0 && image_end - (a + (n - 1) * C) < DW_LANES) ||
+                   (in1 && image_end - (b + (n - 1) * C) < DW_LANES))) {
+        if (n > 1) {
+          n--; /* the last column on its own next time */
+        } else {
+          uint8_t copy[2][DW_LANES] = {{0}};
+          memcpy(copy[0], a, (size_t)(C - c0));
+          memcpy(copy[1], b, (size_t)(C - c0));
+          dw_interleave(copy[0], 0, copy[1], 0, row + col * 2 * DW_LANES, 1, flip);
+          continue;
+        }
+      }
       dw_interleave(a, in0 ? C : 0, b, in1 ? C : 0, row + col * 2 * DW_LANES, n, flip);
     }
   }
@@ -366,7 +375,7 @@ static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, cons
  * inside the loops. */
 typedef struct {
   v128_t lo, magic, magic_less_zp, y_min, y_max, flip, alpha;
-  int float_clamp;
+  int float_clamp, leaky;
 } dw_requant;
 
 /* int8 outputs are computed as uint8 codes + 128 (saturating alike) and
@@ -380,15 +389,21 @@ static void dw_requant_init(dw_requant *q, const wq_qconv_plan *p) {
   q->y_max = wasm_u8x16_splat((uint8_t)(p->y_max + shift));
   q->flip = wasm_u8x16_splat((uint8_t)shift);
   q->float_clamp = p->weights.dw_float_clamp;
-  q->alpha = wasm_f32x4_splat(p->leaky ? p->leaky_alpha : 1.0f); /* times 1 is exact */
+  q->alpha = wasm_f32x4_splat(p->leaky_alpha);
+  q->leaky = p->leaky;
 }
 
 /* Four pixels' accumulators of 4 channels to 16 bytes, pixel-major. */
 static inline v128_t dw_bytes(const dw_requant *q, const v128_t a[4], v128_t m) {
   v128_t r[4];
 #pragma clang loop unroll(full)
+  for (int i = 0; i < 4; i++)
+    r[i] = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a[i]), m);
+  if (q->leaky)
+    WQ_SIMD_LEAKY(r, 4, q->alpha);
+#pragma clang loop unroll(full)
   for (int i = 0; i < 4; i++) {
-    v128_t v = wq_simd_leaky4(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a[i]), m), q->alpha);
+    v128_t v = r[i];
     if (q->float_clamp)
       v = wasm_f32x4_pmax(q->lo, v);
     r[i] = wasm_i32x4_sub(wasm_f32x4_add(v, q->magic), q->magic_less_zp);

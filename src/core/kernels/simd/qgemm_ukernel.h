@@ -52,6 +52,19 @@ static inline void wq_simd_panel_pack(int16_t *panel, int64_t k0, const void *co
     wasm_v128_store(dst + 24, wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7));
     dst += 32;
   }
+  if (c + 4 <= len) { /* two pairs: K = 12, 20, ... (12-channel 1x1 convs) */
+    v128_t r[4];
+    for (int r_ = 0; r_ < 4; r_++) {
+      const v128_t v = wasm_v128_load32_zero((const uint8_t *)srcs[r_] + c);
+      r[r_] = is_unsigned ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+    }
+    v128_t t0 = wasm_i32x4_shuffle(r[0], r[1], 0, 4, 1, 5);
+    v128_t t2 = wasm_i32x4_shuffle(r[2], r[3], 0, 4, 1, 5);
+    wasm_v128_store(dst, wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5));
+    wasm_v128_store(dst + 8, wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7));
+    dst += 16;
+    c += 4;
+  }
   for (; c < len; c += 2) {
     for (int r = 0; r < 4; r++) {
       const uint8_t *s = srcs[r];
@@ -131,7 +144,8 @@ typedef struct {
   /* y_max below the dtype's maximum: clamp in float; else the saturating
    * narrows clamp (values past 2^22 still map above the maximum). */
   int clamp_hi;
-  v128_t alpha; /* fused LeakyRelu's slope (1: none; times 1 is exact) */
+  int leaky; /* a fused LeakyRelu, of slope alpha */
+  v128_t alpha;
 } wq_simd_requant;
 
 static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
@@ -148,7 +162,8 @@ static inline wq_simd_requant wq_simd_requant_init(const wq_qgemm_packed *p) {
 #endif
   q.is_unsigned = p->y_dtype == WQ_DT_UINT8;
   q.clamp_hi = p->y_max < (q.is_unsigned ? 255 : 127);
-  q.alpha = wasm_f32x4_splat(p->leaky ? p->leaky_alpha : 1.0f);
+  q.leaky = p->leaky;
+  q.alpha = wasm_f32x4_splat(p->leaky_alpha);
   return q;
 }
 
@@ -157,19 +172,50 @@ static inline v128_t wq_simd_leaky4(v128_t v, v128_t alpha) {
   return wasm_v128_bitselect(wasm_f32x4_mul(v, alpha), v, wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f)));
 }
 
-/* Four int32 accumulators to four requantized int32 outputs (already
- * offset by y_zp and clamped). pmax(lo, v) maps NaN to lo like the
- * reference maps NaN to the minimum; after clamping |v| < 2^22, where the
- * magic add rounds to an integer with ties to even. Without the upper clamp
- * a larger v still gives bits above y_max (float bits grow with the value),
- * which the saturating narrow then clamps. */
-static inline v128_t wq_simd_requant4(const wq_simd_requant *q, v128_t acc, v128_t multiplier) {
-  v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), multiplier);
-  v = wasm_f32x4_pmax(q->lo, wq_simd_leaky4(v, q->alpha));
+/* The fused LeakyRelu on n <= 8 vectors of scaled values, out of line of
+ * the unrolled epilogues (code size): they copy their vectors through
+ * memory only when the plan has one, and keep them in registers otherwise. */
+__attribute__((noinline)) static void wq_simd_leaky_n(v128_t *v, int n, v128_t alpha) {
+  for (int i = 0; i < n; i++)
+    v[i] = wq_simd_leaky4(v[i], alpha);
+}
+
+/* wq_simd_leaky_n on vectors the caller keeps in registers. */
+#define WQ_SIMD_LEAKY(v, n, alpha)                                                                 \
+  do {                                                                                             \
+    v128_t tmp_[8];                                                                                \
+    _Pragma("clang loop unroll(full)") for (int i_ = 0; i_ < (n); i_++) tmp_[i_] = (v)[i_];        \
+    wq_simd_leaky_n(tmp_, (n), (alpha));                                                           \
+    _Pragma("clang loop unroll(full)") for (int i_ = 0; i_ < (n); i_++)(v)[i_] = tmp_[i_];         \
+  } while (0)
+
+/* Four scaled values (acc * multiplier, after any LeakyRelu) to four
+ * requantized int32 outputs (already offset by y_zp and clamped).
+ * pmax(lo, v) maps NaN to lo like the reference maps NaN to the minimum;
+ * after clamping |v| < 2^22, where the magic add rounds to an integer with
+ * ties to even. Without the upper clamp a larger v still gives bits above
+ * y_max (float bits grow with the value), which the saturating narrow then
+ * clamps. */
+static inline v128_t wq_simd_round4(const wq_simd_requant *q, v128_t v) {
+  v = wasm_f32x4_pmax(q->lo, v);
   if (q->clamp_hi)
     v = wasm_f32x4_pmin(q->hi, v);
   v = wasm_f32x4_add(v, q->magic);
   return wasm_i32x4_sub(v, q->magic_less_zp);
+}
+
+/* n vectors of int32 accumulators to requantized outputs in place, lane
+ * j of vector i scaled by multiplier[i % 2]. */
+static inline void wq_simd_requant_n(const wq_simd_requant *q, v128_t *a, int n,
+                                     const v128_t multiplier[2]) {
+#pragma clang loop unroll(full)
+  for (int i = 0; i < n; i++)
+    a[i] = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a[i]), multiplier[i & 1]);
+  if (q->leaky)
+    WQ_SIMD_LEAKY(a, n, q->alpha);
+#pragma clang loop unroll(full)
+  for (int i = 0; i < n; i++)
+    a[i] = wq_simd_round4(q, a[i]);
 }
 
 /* 16 int32 outputs (four vectors) to 16 bytes. */
@@ -260,9 +306,10 @@ static inline void wq_simd_tile_store(const wq_simd_requant *q, const wq_simd_ti
       v128_t a = wasm_i32x4_add(acc[2 * r + h], t->bias[h]);
       if (has_w_zero_point)
         a = wasm_i32x4_sub(a, wasm_i32x4_mul(t->w_zero_point[h], rs));
-      out[2 * r + h] = wq_simd_requant4(q, a, t->multiplier[h]);
+      out[2 * r + h] = a;
     }
   }
+  wq_simd_requant_n(q, out, 8, t->multiplier);
   v128_t rows01 = wq_simd_narrow16(q, out[0], out[1], out[2], out[3]);
   v128_t rows23 = wq_simd_narrow16(q, out[4], out[5], out[6], out[7]);
   if (nr == 8 && mr == 4) {

@@ -43,9 +43,9 @@ static inline void store_row8(const wq_qgemm_packed *p, const wq_simd_requant *q
     a0 = wasm_i32x4_sub(a0, wasm_i32x4_mul(t->w_zero_point[0], rs));
     a1 = wasm_i32x4_sub(a1, wasm_i32x4_mul(t->w_zero_point[1], rs));
   }
-  v128_t o0 = wq_simd_requant4(q, a0, t->multiplier[0]);
-  v128_t o1 = wq_simd_requant4(q, a1, t->multiplier[1]);
-  v128_t bytes = wq_simd_narrow16(q, o0, o1, o0, o1);
+  v128_t o[2] = {a0, a1};
+  wq_simd_requant_n(q, o, 2, t->multiplier);
+  v128_t bytes = wq_simd_narrow16(q, o[0], o[1], o[0], o[1]);
   if (nr == 8) {
     wasm_v128_store64_lane(y, bytes, 0);
   } else {
