@@ -5,56 +5,9 @@
 #include <string.h>
 
 #include "sgemm.h"
+#include "vexp.h"
 
-/* e^x for the gates, to about 2 float ulp: 2^n * e^r with n = round(x /
- * ln 2), r = x - n ln 2 (ln 2 split in two for an exact product) and a
- * degree-7 polynomial for e^r (Cephes' coefficients). x is clamped to
- * [-87, 88] so 2^n stays a normal float; sigmoid and tanh saturate there
- * anyway. Unlike libm's scalar expf/tanhf it runs four lanes at once. */
-#define EXP_POLY(r, MUL, ADD)                                                                      \
-  ADD(MUL(ADD(MUL(ADD(MUL(ADD(MUL(ADD(MUL(ADD(MUL(K(1.9875691500e-4f), r), K(1.3981999507e-3f)),   \
-                                          r),                                                      \
-                                      K(8.3334519073e-3f)),                                        \
-                                  r),                                                              \
-                              K(4.1665795894e-2f)),                                                \
-                          r),                                                                      \
-                      K(1.6666665459e-1f)),                                                        \
-                  r),                                                                              \
-              K(5.0000001201e-1f)),                                                                \
-          MUL(r, r)),                                                                              \
-      ADD(r, K(1.0f)))
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
-#define K(c) wasm_f32x4_splat(c)
-static inline v128_t exp4(v128_t x) {
-  x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, K(88.0f)), K(-87.0f));
-  v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, K(1.44269504089f)));
-  v128_t r = wasm_f32x4_sub(wasm_f32x4_sub(x, wasm_f32x4_mul(n, K(0.693359375f))),
-                            wasm_f32x4_mul(n, K(-2.12194440e-4f)));
-  v128_t p = EXP_POLY(r, wasm_f32x4_mul, wasm_f32x4_add);
-  v128_t two_n =
-      wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
-  return wasm_f32x4_mul(p, two_n);
-}
-#undef K
-#else
-#define K(c) (c)
-#define MULS(a, b) ((a) * (b))
-#define ADDS(a, b) ((a) + (b))
-static inline float exp1(float x) {
-  x = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
-  float n = nearbyintf(x * 1.44269504089f);
-  float r = x - n * 0.693359375f - n * -2.12194440e-4f;
-  union {
-    int32_t i;
-    float f;
-  } two_n = {.i = ((int32_t)n + 127) * (1 << 23)};
-  return EXP_POLY(r, MULS, ADDS) * two_n.f;
-}
-#undef K
-#endif
-
-/* Sigmoid 1 / (1 + e^-x) and tanh 1 - 2 / (e^2x + 1) on exp1/exp4
+/* Sigmoid 1 / (1 + e^-x) and tanh 1 - 2 / (e^2x + 1) on wq_exp1/wq_exp4
  * (absolute error a few 1e-8); other activations through ew_unary_float.
  * Gate pre-activations are clipped to [-clip, clip] first. */
 static void gate(const wq_rnn_activation *a, float clip, float *v, int64_t n) {
@@ -72,7 +25,7 @@ static void gate(const wq_rnn_activation *a, float clip, float *v, int64_t n) {
     float t[4] = {0.0f, 0.0f, 0.0f, 0.0f}, *q = n - i < 4 ? t : v + i;
     if (q == t)
       memcpy(t, v + i, (size_t)(n - i) * sizeof *t);
-    v128_t e = exp4(wasm_f32x4_mul(wasm_v128_load(q), wasm_f32x4_splat(m)));
+    v128_t e = wq_exp4(wasm_f32x4_mul(wasm_v128_load(q), wasm_f32x4_splat(m)));
     e = wasm_f32x4_div(wasm_f32x4_splat(num), wasm_f32x4_add(e, wasm_f32x4_splat(1.0f)));
     wasm_v128_store(q, wasm_f32x4_add(e, wasm_f32x4_splat(add)));
     if (q == t)
@@ -80,7 +33,7 @@ static void gate(const wq_rnn_activation *a, float clip, float *v, int64_t n) {
   }
 #else
   for (int64_t i = 0; i < n; i++)
-    v[i] = num / (exp1(v[i] * m) + 1.0f) + add;
+    v[i] = num / (wq_exp1(v[i] * m) + 1.0f) + add;
 #endif
 }
 

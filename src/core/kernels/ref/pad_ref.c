@@ -79,15 +79,10 @@ bool wq_ref_pad(const void *src, void *dst, size_t elem, int rank, const int64_t
     }
     for (int64_t k = 0, n; k < row_len; k += n, o += (size_t)n * elem) {
       int64_t i = filled ? -1 : inner[k];
-      n = 1;
-      if (i < 0) {
-        memcpy(o, fill, elem);
-        continue;
-      }
-      /* The kept region is consecutive source elements: one copy. */
-      while (k + n < row_len && inner[k + n] == i + n)
+      /* A run of consecutive source elements is one copy. */
+      for (n = 1; i >= 0 && k + n < row_len && inner[k + n] == i + n;)
         n++;
-      memcpy(o, s + (size_t)(base + i) * elem, (size_t)n * elem);
+      memcpy(o, i < 0 ? fill : s + (size_t)(base + i) * elem, (size_t)n * elem);
     }
     for (int d = rank - 2; d >= 0; d--) {
       if (++idx[d] < out_dims[d])
