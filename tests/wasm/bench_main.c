@@ -1,12 +1,39 @@
 /* Kernel timing harness: GOPS (2 ops per multiply-add) of the int8 GEMM on
  * the issue's shapes beside the dot_i16x8 peak. Not a test: asserts nothing.
- * Usage: node kernel_bench.cjs [iterations-scale] */
+ * Usage: node kernel_bench.cjs [iterations-scale]
+ *        node kernel_bench.cjs conv H W C M K S G ITERS */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/bench/bench_entry.h"
 
+/* One convolution (node kernel_bench.cjs conv H W C M K S G ITERS): its
+ * best of 5 rounds, to compare kernel changes on a model's layer shape. */
+static int bench_one_conv(char **v) {
+  int c[8];
+  for (int i = 0; i < 8; i++)
+    c[i] = atoi(v[i]);
+  double s = 1e30;
+  for (int round = 0; round < 5; round++) {
+    double r = wqx_bench_qconv(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
+    if (r < s)
+      s = r;
+  }
+  if (s < 0) {
+    printf("qconv: bad shape\n");
+    return 1;
+  }
+  int oh = (c[0] - 1) / c[5] + 1, ow = (c[1] - 1) / c[5] + 1;
+  double ops = 2.0 * oh * ow * c[3] * (c[2] / c[6]) * c[4] * c[4];
+  printf("qconv %dx%dx%d->%d k%d s%d g%d: %8.4f ms  %5.1f GOPS\n", c[0], c[1], c[2], c[3], c[4],
+         c[5], c[6], s / c[7] * 1e3, ops * c[7] / s * 1e-9);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 10 && strcmp(argv[1], "conv") == 0)
+    return bench_one_conv(argv + 2);
   double scale = argc > 1 ? atof(argv[1]) : 1.0;
   /* Best of several rounds: the machines are shared and V8 tiers up late. */
   double peak_s = 1e30;

@@ -96,12 +96,13 @@ static inline v128_t wq_simd_panel_centered_sums(const int16_t *panel, int64_t k
                         wasm_i32x4_splat((int32_t)((uint32_t)k_padded * (uint32_t)zero_point)));
 }
 
-/* acc[2r], acc[2r + 1] = row r x columns 0-3, 4-7 of one column tile, over
- * kpairs (even) pairs. */
+/* acc[2r], acc[2r + 1] = init[0], init[1] + row r x columns 0-3, 4-7 of one
+ * column tile, over kpairs (even) pairs. */
 static inline void wq_simd_ukernel_4x8(int64_t kpairs, const int16_t *restrict panel,
-                                       const int8_t *restrict w, v128_t acc[8]) {
-  v128_t c00 = wasm_i32x4_splat(0), c01 = c00, c10 = c00, c11 = c00;
-  v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+                                       const int8_t *restrict w, const v128_t init[2],
+                                       v128_t acc[8]) {
+  v128_t c00 = init[0], c01 = init[1], c10 = c00, c11 = c01;
+  v128_t c20 = c00, c21 = c01, c30 = c00, c31 = c01;
   /* One pair per iteration keeps 8 accumulators, 2 weight vectors and the
    * broadcasts within x64's 16 vector registers (a 2-pair body spills). */
 #pragma clang loop unroll(disable)

@@ -367,6 +367,13 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
       int64_t j0 = t * WQ_QGEMM_NR;
       int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
       wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
+#ifdef WQ_QGEMM_USDOT
+      const v128_t init[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+#else
+      /* The micro-kernel starts from the bias; the stores add no more. */
+      const v128_t init[2] = {tp.bias[0], tp.bias[1]};
+      tp.bias[0] = tp.bias[1] = wasm_i32x4_splat(0);
+#endif
       for (int64_t pi = 0; pi < panels_here; pi++) {
         int64_t i0 = b0 + pi * WQ_QGEMM_MR;
         int64_t mr = m - i0 < WQ_QGEMM_MR ? m - i0 : WQ_QGEMM_MR;
@@ -375,7 +382,7 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
         wq_usdot_ukernel_4x8(kpairs / 2, (const uint8_t *)(panels + pi * panel_elems),
                              p->w + t * tile_bytes, acc);
 #else
-        wq_simd_ukernel_4x8(kpairs, panels + pi * panel_elems, p->w + t * tile_bytes, acc);
+        wq_simd_ukernel_4x8(kpairs, panels + pi * panel_elems, p->w + t * tile_bytes, init, acc);
 #endif
         if (p->y_dtype == WQ_DT_FLOAT)
           wq_simd_tile_store_float(&tp, p->has_w_zero_point, p->float_relu, row_sums[pi], acc,
