@@ -30,7 +30,8 @@
 # Env:   EMCC (default emcc), WQ_WASM_OPT (one -O level for all files), WQ_WASM_OUT (default
 #        wasm_build/out, or wasm_build/out/bench with --bench), WQ_WASM_OBJ (object dir, default
 #        wasm_build/out/obj, or $WQ_WASM_OUT/obj when WQ_WASM_OUT is set), WQ_WASM_LDFLAGS (extra
-#        link flags, e.g. --profiling-funcs to read function sizes), JOBS (default 2).
+#        link flags, e.g. --profiling-funcs to read function sizes), WQ_WASM_PACK=0 (leave the
+#        data as linked, unpacked: wasm_build/pack_data.mjs), JOBS (default 2).
 # Skips compiling an object newer than its source and every header, and skips
 # the link when both outputs are newer than every source and this script.
 set -euo pipefail
@@ -272,7 +273,7 @@ done
 # Objects of deleted sources would otherwise linger; they are never linked.
 wasm="$out/$base.wasm"
 js="$out/$base.mjs"
-newest_input=$(newest "${sources[@]}" "${headers[@]}" "${BASH_SOURCE[0]}")
+newest_input=$(newest "${sources[@]}" "${headers[@]}" "${BASH_SOURCE[0]}" "$root/wasm_build/pack_data.mjs")
 if ((!force)) && ((${#stale[@]} == 0)) && ((${#relaxed_objects[@]} == 0)) && [[ -f "$wasm" && -f "$js" ]] &&
   (($(stat -c %Y "$wasm") >= newest_input)) && (($(stat -c %Y "$js") >= newest_input)); then
   echo "wasm_build: up to date ($wasm, $(stat -c %s "$wasm") bytes)"
@@ -308,4 +309,7 @@ if ((relaxed && !emulate)); then
   extra_ldflags+=(-sWASM_BIGINT=1)
 fi
 "$emcc" "${ldflags[@]}" "${extra_ldflags[@]}" "${objects[@]}" -o "$js"
+# The read-only data (mostly message text) packed, unpacked in place at
+# startup by src/core/api/wasm_data_pack.c.
+[[ "${WQ_WASM_PACK:-1}" == 0 ]] || node "$root/wasm_build/pack_data.mjs" "$wasm"
 echo "wasm_build: wrote $js and $wasm ($(stat -c %s "$wasm") bytes)"
