@@ -51,8 +51,10 @@ function assertDetects(probs, label) {
 // Two comparisons per chunk: the stream carrying our own state, and a run
 // from onnxruntime's state (the error of one chunk alone). The STFT front
 // end feeds Log with magnitudes near zero in quiet bins, where float
-// summation order (ours f32x4, onnxruntime's FMA GEMM) shows: v2-micro,
-// without a state to settle it, is held to 1e-4.
+// summation order shows: v2-micro, without a state to settle it, is held to
+// 1e-5 against onnxruntime-web (wasm SIMD, no FMA, as ours) and to 1e-4
+// against onnxruntime-node, whose FMA GEMM differs from onnxruntime-web's by
+// as much (about 3e-5 on this recording).
 test('silero-vad-v3.1 streams with carried h/c within 1e-5 of onnxruntime per chunk, decisions equal', { skip }, async () => {
   recording ??= synthesizeRecording();
   const { samples } = recording;
@@ -96,24 +98,32 @@ test('silero-vad-v3.1 streams with carried h/c within 1e-5 of onnxruntime per ch
   model.dispose();
 });
 
-test('silero-vad-v2-micro per chunk (If run at run time), within 1e-4 of onnxruntime', { skip }, async () => {
+test('silero-vad-v2-micro per chunk (If run at run time), within 1e-5 of onnxruntime-web, 1e-4 of onnxruntime-node', { skip }, async () => {
   recording ??= synthesizeRecording();
   const { samples } = recording;
   const model = await load(V2);
   assert.ok(model.graph().nodes.some((n) => n.op === 'If'), 'the If on the output shape is left to run time');
   const session = await ort.InferenceSession.create(V2);
-  let worst = 0;
+  const ortWeb = await import('onnxruntime-web');
+  ortWeb.env.wasm.numThreads = 1;
+  const web = await ortWeb.InferenceSession.create(V2);
+  let worst = 0, worstWeb = 0, between = 0;
   const probs = [];
   for (let o = 0; o + CHUNK <= samples.length; o += CHUNK) {
     const x = samples.slice(o, o + CHUNK);
     const got = await model.run({ input: { data: x, dims: [1, CHUNK] } });
     const want = await session.run({ input: new ort.Tensor('float32', x, [1, CHUNK]) });
+    const wantWeb = await web.run({ input: new ortWeb.Tensor('float32', x, [1, CHUNK]) });
     assert.deepEqual(got.output.dims, want.output.dims);
     worst = Math.max(worst, maxAbsDiff(got.output.data, want.output.data));
+    worstWeb = Math.max(worstWeb, maxAbsDiff(got.output.data, wantWeb.output.data));
+    between = Math.max(between, maxAbsDiff(wantWeb.output.data, want.output.data));
     probs.push(got.output.data[1]);
   }
-  console.log(`# v2-micro: ${probs.length} chunks, max diff ${worst.toExponential(2)}`);
-  assert.ok(worst <= 1e-4, `max |ours - onnxruntime| = ${worst} over ${probs.length} chunks`);
+  console.log(`# v2-micro: ${probs.length} chunks, max diff vs onnxruntime-web ${worstWeb.toExponential(2)}, ` +
+    `vs onnxruntime-node ${worst.toExponential(2)} (onnxruntime-web vs -node ${between.toExponential(2)})`);
+  assert.ok(worstWeb <= TOL, `max |ours - onnxruntime-web| = ${worstWeb} over ${probs.length} chunks`);
+  assert.ok(worst <= 1e-4, `max |ours - onnxruntime-node| = ${worst} over ${probs.length} chunks`);
   assertDetects(probs, 'v2-micro');
   model.dispose();
 });
