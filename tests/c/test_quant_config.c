@@ -230,7 +230,7 @@ static void test_config_errors(void) {
                "io: \"float32\" is not one of \"float\", \"int8\", \"uint8\" (at 1:8)");
   expect_error("{\"calibration\": {\"method\": \"entropy\"}}",
                "calibration.method: \"entropy\" is not one of \"minmax\", \"moving-average\", "
-               "\"percentile\", \"mse\", \"auto\" (at 1:28)");
+               "\"percentile\", \"mse\", \"auto\", \"tensor\" (at 1:28)");
   expect_error("{\"weight\": {\"granularity\": \"per-row\"}}",
                "weight.granularity: \"per-row\" is not one of \"per-tensor\", \"per-channel\", "
                "\"per-group\" (at 1:28)");

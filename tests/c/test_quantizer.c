@@ -84,6 +84,66 @@ static void test_deterministic_and_loadable(void) {
   free(model);
 }
 
+/* The report of quantizing mnist-8 on 12 seeded samples with `config`. */
+static char *report_with(const uint8_t *model, size_t n, const char *config) {
+  wq_error err;
+  wq_quantizer *q = NULL;
+  CHECK(wq_quantizer_new(model, n, config, strlen(config), &q, &err) == WQ_OK);
+  if (!q)
+    return NULL;
+  float x[784];
+  wq_value in = {.dtype = WQ_DT_FLOAT, .rank = 4, .dims = {1, 1, 28, 28}, .data = x};
+  for (int s = 0; s < 12; s++) {
+    fill_sample(x, 100u + (uint32_t)s);
+    CHECK(wq_quantizer_observe(q, &in, 1, &err) == WQ_OK);
+  }
+  uint8_t *onnx = NULL;
+  size_t onnx_n = 0;
+  CHECK(wq_quantizer_finish(q, &onnx, &onnx_n, &err) == WQ_OK);
+  char *report = wq_quantizer_report_json(q);
+  free(onnx);
+  wq_quantizer_free(q);
+  return report;
+}
+
+static double report_number(const char *report, const char *key) {
+  const char *at = report ? strstr(report, key) : NULL;
+  return at ? strtod(at + strlen(key), NULL) : NAN;
+}
+
+/* "auto" picks one method for all tensors, then each tensor may take
+ * another: the outputs on the kept samples are never further from float
+ * than with that one method everywhere, and here one tensor does change. */
+static void test_range_method_per_tensor(void) {
+  size_t n;
+  uint8_t *model = read_mnist(&n);
+  if (!model)
+    return;
+  char *a = report_with(model, n, "{\"calibration\": {\"method\": \"tensor\"}}");
+  const char *global = a ? strstr(a, "\"rangeMethod\": \"") : NULL;
+  CHECK(global != NULL);
+  if (global) {
+    char method[16] = "", config[128];
+    sscanf(global + strlen("\"rangeMethod\": \""), "%15[a-z]", method);
+    snprintf(config, sizeof config,
+             "{\"calibration\": {\"method\": \"%s\", \"percentile\": 99.999}}", method);
+    char *b = report_with(model, n, config);
+    double snr_a = report_number(a, "\"outputSnrDb\": ");
+    double snr_b = report_number(b, "\"outputSnrDb\": ");
+    CHECK_MSG(snr_a >= snr_b, "auto %.3f dB, %s everywhere %.3f dB", snr_a, method, snr_b);
+    char own[40];
+    snprintf(own, sizeof own, "\"method\": \"%s\"", method);
+    int tensors = 0, others = 0;
+    for (const char *t = strstr(a, "\"method\": \""); t; t = strstr(t + 1, "\"method\": \""))
+      tensors++, others += strncmp(t, own, strlen(own)) != 0;
+    CHECK_MSG(tensors == 7 && others >= 1, "%d tensors, %d by another method than %s", tensors,
+              others, method);
+    free(b);
+  }
+  free(a);
+  free(model);
+}
+
 static void test_misuse(void) {
   size_t n;
   uint8_t *model = read_mnist(&n);
@@ -110,6 +170,7 @@ static void test_misuse(void) {
 
 int main(void) {
   test_deterministic_and_loadable();
+  test_range_method_per_tensor();
   test_misuse();
   WQ_TEST_END();
 }

@@ -290,8 +290,8 @@ static wq_status read_spec(const wq_json *obj, const char *path, bool is_weight,
 
 static wq_status read_calibration(const wq_json *obj, wq_quant_config *cfg, wq_error *err) {
   static const char *const keys[] = {"method", "averaging", "percentile", "bins", NULL};
-  static const char *const methods[] = {"minmax", "moving-average", "percentile",
-                                        "mse",    "auto",           NULL};
+  static const char *const methods[] = {"minmax", "moving-average", "percentile", "mse",
+                                        "auto",   "tensor",         NULL};
   WQ_TRY(want_type(obj, WQ_JSON_OBJECT, "calibration", err));
   WQ_TRY(check_keys(obj, "calibration", keys, err));
   const wq_json *v;

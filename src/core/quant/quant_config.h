@@ -26,6 +26,7 @@ typedef enum wq_calib_method {
   WQ_CALIB_MSE = 3,        /* histogram, range minimizing the quantization MSE */
   WQ_CALIB_AUTO = 4,       /* histogram; MSE, percentile 99.999 or min/max, whichever gives the
                               outputs least error on the kept calibration samples */
+  WQ_CALIB_TENSOR = 5,     /* "auto", then each tensor tries the other two alone */
 } wq_calib_method;
 
 typedef struct wq_quant_spec {

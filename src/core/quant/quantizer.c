@@ -69,6 +69,7 @@ struct wq_quantizer {
   double output_cosine;  /* the lowest output cosine on the kept samples */
   double output_noise;
   wq_calib_method method; /* the range method of the last conversion */
+  uint8_t *tmethod;       /* per cluster: its own method ("auto"), or NULL: `method` */
   float method_percentile;
   /* its percentile */     /* error / signal energy of the outputs on the kept samples */
   int kept_float;          /* nodes kept float for sensitivity */
@@ -240,6 +241,8 @@ static void free_results(wq_quantizer *q) {
   wq_annotation_free(&q->ann);
   free(q->params);
   q->params = NULL;
+  free(q->tmethod);
+  q->tmethod = NULL;
   free(q->sens);
   q->sens = NULL;
   free(q->report);
@@ -303,7 +306,8 @@ static wq_observer_kind observer_kind(wq_calib_method m) {
   case WQ_CALIB_MOVING_AVERAGE: return WQ_OBS_MOVING_AVERAGE;
   case WQ_CALIB_PERCENTILE:
   case WQ_CALIB_MSE:
-  case WQ_CALIB_AUTO: return WQ_OBS_HISTOGRAM;
+  case WQ_CALIB_AUTO:
+  case WQ_CALIB_TENSOR: return WQ_OBS_HISTOGRAM;
   case WQ_CALIB_MINMAX: break;
   }
   return WQ_OBS_MINMAX;
@@ -632,8 +636,9 @@ static wq_status cluster_params(wq_quantizer *q, const wq_graph *g, wq_error *er
     if (at->kind == WQ_ANN_T_CONSTANT) {
       constant_range(&g->tensors[t], &lo, &hi);
     } else if (q->has_obs[t]) {
-      WQ_TRY(wq_observer_range(&q->obs[t], q->method, q->method_percentile, at->spec->qmin,
-                               at->spec->qmax, at->spec->symmetric, &lo, &hi, err));
+      WQ_TRY(wq_observer_range(&q->obs[t], q->tmethod ? q->tmethod[at->cluster] : q->method,
+                               q->method_percentile, at->spec->qmin, at->spec->qmax,
+                               at->spec->symmetric, &lo, &hi, err));
     } else {
       return wq_fail(err, WQ_ERR_INVALID_MODEL, NULL,
                      "tensor '%s' was never computed during calibration", g->tensors[t].name);
@@ -703,6 +708,8 @@ static void put_runtime(wq_text *r, const wq_graph *rt, const char *name) {
               n->op_type, wq_reason_name(n->rec.reason), n->rec.kernel ? n->rec.kernel : "");
 }
 
+static const char *const method_names[] = {"minmax", "moving-average", "percentile", "mse", "auto"};
+
 /* rt: the written model as the runtime loaded it (NULL: it did not load). */
 static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len, const wq_model *rt) {
   const wq_annotation *a = &q->ann;
@@ -747,8 +754,6 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len, co
               q->prepared.batchnorm_folded,
               q->prepared.mul_folded_after + q->prepared.mul_folded_before,
               q->prepared.add_folded_after, q->prepared.hardswish_fused);
-  static const char *const method_names[] = {"minmax", "moving-average", "percentile", "mse",
-                                             "auto"};
   wq_text_put(&r, "  \"rangeMethod\": \"%s\",\n", method_names[q->method]);
   wq_text_put(
       &r, "  \"calibrationSamples\": %lld,\n  \"heldOutSamples\": %d,\n  \"biasCorrected\": %d,\n",
@@ -818,6 +823,9 @@ static void write_report(wq_quantizer *q, const wq_graph *g, size_t onnx_len, co
                 at->kind == WQ_ANN_T_CONSTANT ? "constant" : "activation", wq_dtype_name(p->dtype),
                 (double)p->lo, (double)p->hi, (double)p->scale, (int)p->zero_point);
     wq_text_json_string(&r, g->tensors[at->cluster].name);
+    if (at->kind == WQ_ANN_T_ACTIVATION)
+      wq_text_put(&r, ", \"method\": \"%s\"",
+                  method_names[q->tmethod ? q->tmethod[at->cluster] : q->method]);
     wq_text_put(&r, "}");
   }
   wq_text_put(&r, "\n  ]\n}\n");
@@ -953,6 +961,54 @@ static wq_status choose_method(wq_quantizer *q, const wq_graph *g, const bool *k
   }
   q->method = best;
   return WQ_OK;
+}
+
+/* "auto" per tensor: each activation cluster in graph order tries the
+ * other methods' ranges alone and keeps one whose model is closer to float
+ * on the kept samples by more than 1% of the error (less is sample noise).
+ * Deterministic: no clock decides anything here. */
+static wq_status refine_methods(wq_quantizer *q, const wq_graph *g, const bool *keep_float,
+                                uint8_t **onnx, size_t *onnx_len, wq_error *err) {
+  static const uint8_t methods[] = {WQ_CALIB_MSE, WQ_CALIB_PERCENTILE, WQ_CALIB_MINMAX};
+  WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+  if (!isfinite(q->output_snr_db))
+    return WQ_OK;
+  q->tmethod = malloc((size_t)g->n_tensors + 1);
+  if (!q->tmethod)
+    return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, NULL, "out of memory");
+  memset(q->tmethod, q->method, (size_t)g->n_tensors + 1);
+  double best = q->output_noise;
+  bool stale = false;
+  for (int t = 0; t < g->n_tensors; t++) {
+    /* A copy: every conversion annotates afresh. */
+    const wq_ann_tensor at = q->ann.tensors[t];
+    if (at.kind != WQ_ANN_T_ACTIVATION || at.cluster != t || !q->has_obs[t])
+      continue;
+    uint8_t was = q->tmethod[t];
+    float now_lo = q->params[t].lo, now_hi = q->params[t].hi;
+    for (int k = 0; k < 3; k++) {
+      float lo, hi;
+      WQ_TRY(wq_observer_range(&q->obs[t], methods[k], q->method_percentile, at.spec->qmin,
+                               at.spec->qmax, at.spec->symmetric, &lo, &hi, err));
+      if (methods[k] == was || (lo == now_lo && hi == now_hi))
+        continue;
+      q->tmethod[t] = methods[k];
+      WQ_TRY(convert(q, g, keep_float, onnx, onnx_len, err));
+      WQ_TRY(measure_kept(q, *onnx, *onnx_len, err));
+      stale = q->output_noise >= best * 0.99;
+      if (stale) {
+        q->tmethod[t] = was;
+        continue;
+      }
+      say(q, "ranges: '%s' by %s: output SNR %.2f dB", g->tensors[t].name, method_names[methods[k]],
+          q->output_snr_db);
+      best = q->output_noise;
+      was = methods[k];
+      now_lo = lo;
+      now_hi = hi;
+    }
+  }
+  return stale ? convert(q, g, keep_float, onnx, onnx_len, err) : WQ_OK;
 }
 
 /* How far the kept-sample outputs are from float, in the target's terms:
@@ -1156,7 +1212,7 @@ static wq_status finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_er
   q->method = q->cfg.calibration;
   q->method_percentile = q->cfg.percentile;
   wq_status st = WQ_OK;
-  if (q->method == WQ_CALIB_AUTO)
+  if (q->method >= WQ_CALIB_AUTO)
     st = choose_method(q, g, keep_float, onnx, onnx_len, err);
   /* The model runs inside these steps check the time limit (bound by
    * wq_quantizer_finish); the search checks it per step, and the end. */
@@ -1167,6 +1223,8 @@ static wq_status finish(wq_quantizer *q, uint8_t **onnx, size_t *onnx_len, wq_er
   /* With the bias corrections measured, convert again. */
   if (st == WQ_OK && q->bias_corrected)
     st = convert(q, g, keep_float, onnx, onnx_len, err);
+  if (st == WQ_OK && q->cfg.calibration == WQ_CALIB_TENSOR)
+    st = refine_methods(q, g, keep_float, onnx, onnx_len, err);
   if (st == WQ_OK)
     st = measure_kept(q, *onnx, *onnx_len, err);
   if (st == WQ_OK)
