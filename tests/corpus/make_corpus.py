@@ -459,6 +459,20 @@ def add_integer_attribute_cases(add):
         one_op("Slice", [], ["s", "e", "a", "st"],
                [i64_tensor("s", [INT64_MAX]), i64_tensor("e", [INT64_MAX]), i64_tensor("a", [3]),
                 i64_tensor("st", [INT64_MAX])]), "WQ_OK", "run")
+    # Found by fuzz_load: sizes 0 on a non-empty axis (scale 0, which
+    # onnxruntime refuses) gave an empty output, and building the coordinate
+    # table of its other axes took seconds (here 2^28 entries, 2 GiB).
+    add("resize_sizes_zero.onnx",
+        one_op("Resize", [], ["roi", "sc", "sz"],
+               [f32_tensor("roi", []), f32_tensor("sc", []), i64_tensor("sz", [1, 0, 1 << 28, 6])]),
+        "WQ_ERR_INVALID_MODEL", "sizes[1] = 0 is invalid for input dim 4")
+    # An empty input axis may stay empty: nothing to compute, at once.
+    add("resize_empty_axis_2p28.onnx",
+        model(graph([node("Resize", ["X", "roi", "sc", "sz"], ["Y"], name="n")],
+                    [value_info("X", FLOAT, [1, 0, 6, 6])], [value_info("Y", FLOAT, None)],
+                    initializers=[f32_tensor("roi", []), f32_tensor("sc", []),
+                                  i64_tensor("sz", [1, 0, 1 << 28, 6])])),
+        "WQ_OK", "run")
 
 
 def add_geometry_cases(add):

@@ -255,17 +255,20 @@ static bool pb_mutate_packed(pb_field *f, uint64_t *rng) {
   return true;
 }
 
+/* The tree (about 300 KB) and the output buffer are kept from call to call:
+ * allocating them anew for each mutation (a fresh mapping, page faults and a
+ * trip through the sanitizer's quarantine) cost more than the mutation. */
 static size_t wq_pb_mutate(uint8_t *data, size_t size, size_t max_size, unsigned int seed) {
-  pb_tree *t = malloc(sizeof *t);
-  if (!t)
+  static pb_tree *t;
+  static uint8_t *out;
+  static size_t out_cap;
+  if (!t && !(t = malloc(sizeof *t)))
     return 0;
   t->n = 0;
   uint64_t rng = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
   size_t result = 0;
-  if (size == 0 || !pb_parse(t, data, size, 0, &t->root_begin, &t->root_end) || t->n == 0) {
-    free(t);
+  if (size == 0 || !pb_parse(t, data, size, 0, &t->root_begin, &t->root_end) || t->n == 0)
     return 0;
-  }
   /* A few edits per call, like libFuzzer's own mutation depth. */
   int edits = 1 + (int)(pb_rand(&rng) % 3);
   for (int e = 0; e < edits; e++) {
@@ -315,17 +318,18 @@ static size_t wq_pb_mutate(uint8_t *data, size_t size, size_t max_size, unsigned
     }
   }
   size_t need = pb_size_range(t, t->root_begin, t->root_end);
-  if (need <= max_size) {
-    uint8_t *out = malloc(need ? need : 1);
-    if (out) {
-      result = pb_write_range(t, t->root_begin, t->root_end, out);
-      memcpy(data, out, result);
-      free(out);
-    }
+  if (need <= max_size && need > out_cap) {
+    free(out);
+    out_cap = 0;
+    if ((out = malloc(need)))
+      out_cap = need;
+  }
+  if (need <= max_size && out_cap >= need) {
+    result = pb_write_range(t, t->root_begin, t->root_end, out);
+    memcpy(data, out, result);
   }
   for (int i = 0; i < t->n; i++)
     free(t->f[i].repl);
-  free(t);
   return result;
 }
 

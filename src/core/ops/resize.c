@@ -275,7 +275,9 @@ static wq_status resize_plan_build(const wq_node *node, const wq_value *in, resi
     const int64_t *sizes = v->data;
     for (int i = 0; i < n_axes; i++) {
       int64_t in_len = x->dims[axes[i]];
-      if (sizes[i] < 0 || (in_len == 0 && sizes[i] != 0))
+      /* Size 0 from a non-empty axis is scale 0, refused as for scales
+       * (and by onnxruntime). */
+      if (sizes[i] < 0 || (in_len == 0) != (sizes[i] == 0))
         return wq_fail(err, WQ_ERR_INVALID_MODEL, node->name,
                        "Resize: sizes[%d] = %lld is invalid for input dim %lld", i,
                        (long long)sizes[i], (long long)in_len);
@@ -509,6 +511,10 @@ static wq_status resize_q8_linear_run(const wq_node *node, const wq_value *x, wq
 
 static wq_status resize_run(const wq_node *node, const wq_value *in, wq_value *out, wq_error *err) {
   const resize_state *s = node->op_state;
+  /* An empty output has nothing to compute, however long its other axes
+   * (their coordinate tables would be built for nothing). */
+  if (wq_value_numel(&out[0]) == 0)
+    return WQ_OK;
   if (s->mode == WQ_RESIZE_LINEAR && wq_dtype_size(in[0].dtype) == 1) {
     if (!s->q8_linear || in[0].rank != 4 || out[0].rank != 4)
       return wq_fail(err, WQ_ERR_SHAPE, node->name, "Resize: linear on codes was not planned");
