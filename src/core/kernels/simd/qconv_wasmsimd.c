@@ -350,18 +350,23 @@ static void dw_build_pair_row(const wq_qconv_plan *p, const dw_pairing *dp, cons
 
 #define DW_DOT(acc, data, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(data, w))
 
-/* Three taps (weights w0..w2, adjacent columns) of one pair row for N
- * pixels at stride S: the (N - 1) * S + 3 columns they read are loaded
+/* T taps (weights w_[0..T-1], adjacent columns) of one pair row for N
+ * pixels at stride S: the (N - 1) * S + T columns they read are loaded
  * once each and feed every tap that reads them (pixel i, tap col - S i). */
-#define DW_THREE_TAPS(N, S, d, w0, w1, w2, a)                                                      \
+#define DW_TAPS(N, S, T, d, w_, a)                                                                 \
   do {                                                                                             \
-    const v128_t w_[3] = {w0, w1, w2};                                                             \
-    _Pragma("clang loop unroll(full)") for (int col = 0; col < ((N)-1) * (S) + 3; col++) {         \
+    _Pragma("clang loop unroll(full)") for (int col = 0; col < ((N)-1) * (S) + (T); col++) {       \
       const v128_t c_ = wasm_i16x8_load8x8((d) + 32 * col);                                        \
       _Pragma("clang loop unroll(full)") for (int i = 0; i < (N);                                  \
-                                              i++) if (col - (S)*i >= 0 && col - (S)*i < 3)        \
+                                              i++) if (col - (S)*i >= 0 && col - (S)*i < (T))      \
           DW_DOT(a[i], c_, w_[col - (S)*i]);                                                       \
     }                                                                                              \
+  } while (0)
+
+#define DW_THREE_TAPS(N, S, d, w0, w1, w2, a)                                                      \
+  do {                                                                                             \
+    const v128_t w3_[3] = {w0, w1, w2};                                                            \
+    DW_TAPS(N, S, 3, d, w3_, a);                                                                   \
   } while (0)
 
 /* The depthwise epilogue: y = clamp(round_half_even(acc * m) + y_zp), with
@@ -475,18 +480,27 @@ __attribute__((noinline)) static void dw3x3_row(const int8_t *r0, const int8_t *
 }
 
 /* The same for any pairing: rows[r] are the pair rows at the channels'
- * offset, taps read tap_step bytes apart. */
+ * offset, taps read tap_step bytes apart. Rows of 5 adjacent taps at
+ * stride 1 (5x5 kernels) load each of a block's 8 columns once. */
 static void dw_any_row(const wq_qconv_plan *p, const dw_pairing *dp, const int8_t *const *rows,
                        int64_t offset, const int16_t *w, const int32_t *bias,
                        const float *multiplier, const dw_requant *q, int64_t n_ch, uint8_t *o) {
   const int64_t C = p->in_channels, pixel_step = p->stride_w * 2 * DW_LANES;
   const int64_t tap_step = dp->col_step * 2 * DW_LANES;
+  const bool five = dp->taps == 5 && tap_step == 2 * DW_LANES && pixel_step == 2 * DW_LANES;
   const v128_t b = wasm_v128_load(bias), m = wasm_v128_load(multiplier);
   for (int64_t ow = 0; ow < p->out_w; ow += 4, o += 4 * C) {
     v128_t a[4] = {b, b, b, b};
     const int16_t *wt = w;
     for (int64_t r = 0; r < dp->rows; r++) {
       const int8_t *d = rows[r] + offset + ow * pixel_step;
+      if (five) {
+        const v128_t w5[5] = {wasm_v128_load(wt), wasm_v128_load(wt + 32), wasm_v128_load(wt + 64),
+                              wasm_v128_load(wt + 96), wasm_v128_load(wt + 128)};
+        DW_TAPS(4, 1, 5, d, w5, a);
+        wt += 5 * 2 * DW_LANES;
+        continue;
+      }
       for (int64_t t = 0; t < dp->taps; t++, wt += 2 * DW_LANES, d += tap_step) {
         const v128_t wv = wasm_v128_load(wt);
         DW_DOT(a[0], wasm_i16x8_load8x8(d), wv);
