@@ -12,12 +12,16 @@
 //   - per-tensor and per-channel weights;
 //   - DQ -> Softmax -> Q: one QLinearSoftmax (our float Softmax between the
 //     codes, as the float Softmax node computed it before);
-//   - a RetinaFace-shaped detector (tests/models/retinaface_qdq.mjs) at 96x96.
+//   - a RetinaFace-shaped detector (tests/models/retinaface_qdq.mjs) at 96x96;
+//   - a decomposed LayerNorm's Sub -> Pow -> ReduceMean -> Add -> Sqrt -> Div
+//     between codes: one QNormalize (the float steps in the graph's order),
+//     on hand-built graphs and on openwakeword quantized by our quantizer.
 // Summaries list every float node under a reason code: the counts add up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { load } from '../../src/js/index.mjs';
+import { readFileSync } from 'node:fs';
+import { load, quantize as quantizeModel } from '../../src/js/index.mjs';
 import { randomArray } from '../../src/js/random.mjs';
 import { FloatGraph, calibrate, quantize } from '../models/qdq_builder.mjs';
 import { retinafaceModels } from '../models/retinaface_qdq.mjs';
@@ -189,3 +193,85 @@ for (const [actDtype, axis, channels] of [['int8', null, 6], ['uint8', 0, 5], ['
     assert.equal((r.lowered.match(/Resize linear on int8 codes/g) ?? []).length, 5, r.lowered);
   });
 }
+
+// A LayerNorm as PyTorch exports it (no LayerNormalization op), on the graph
+// input or after a MatMul (per-tensor or per-channel weights), quantized with
+// a QuantizeLinear after its mean and after the Div only (as our quantizer
+// places them).
+function layerNormGraph(actDtype, { shape = [2, 6, 24], axes = [-1], square = 'Pow', weightAxis } = {}) {
+  const g = new FloatGraph('layernorm', actDtype, 13);
+  g.input('x', shape);
+  let x = 'x';
+  if (weightAxis !== undefined) {
+    const c = shape.at(-1);
+    g.weight('w', [c, c], 0.4, { axis: weightAxis });
+    g.node('MatMul', ['x', 'w'], 'h');
+    x = 'h';
+  }
+  g.const('two', [], [2]);
+  g.const('eps', [], [1e-3]);
+  g.node('ReduceMean', [x], 'mu', { axes, keepdims: 1 });
+  g.node('Sub', [x, 'mu'], 'd', {}, { noq: true });
+  g.node(square, square === 'Pow' ? ['d', 'two'] : ['d', 'd'], 'p', {}, { noq: true });
+  g.node('ReduceMean', ['p'], 'v', { axes, keepdims: 1 }, { noq: true });
+  g.node('Add', ['eps', 'v'], 've', {}, { noq: true });
+  g.node('Sqrt', ['ve'], 's', {}, { noq: true });
+  g.node('Div', ['d', 's'], 'y');
+  g.output('y');
+  return g;
+}
+
+const LAYER_NORMS = [
+  ['int8, Pow, last axis', 'int8', {}],
+  ['uint8, Mul(d, d), last axis', 'uint8', { square: 'Mul' }],
+  ['int8, last two axes', 'int8', { axes: [-2, -1], shape: [3, 4, 10] }],
+  ['int8 after a MatMul, per-channel weights', 'int8', { weightAxis: 1 }],
+  ['uint8 after a MatMul, per-tensor weights', 'uint8', { weightAxis: null }],
+];
+for (const [label, actDtype, options] of LAYER_NORMS) {
+  test(`decomposed LayerNorm between codes (${label}): one QNormalize, no float node, equal to onnxruntime`, async () => {
+    const g = layerNormGraph(actDtype, options);
+    const r = await compare(quantize(g, await calibrate(g)), [{ name: 'x', dims: g.inputs[0].shape }]);
+    assert.deepEqual(r.differ, { y: 0 });
+    assert.match(r.summary, /in 1 region; .*float: 0 nodes/);
+    assert.match(r.lowered, /wasmq\.QNormalize\s+Sub_d[\s\S]*?why: QNormalize from a LayerNorm/);
+  });
+}
+
+test('a LayerNorm over a leading axis stays float, every float node counted', async () => {
+  const g = layerNormGraph('int8', { axes: [1] });
+  const r = await compare(quantize(g, await calibrate(g)), [{ name: 'x', dims: g.inputs[0].shape }]);
+  assert.deepEqual(r.differ, { y: 0 });
+  assert.doesNotMatch(r.lowered, /QNormalize/);
+  const f = summaryFloats(r.summary);
+  assert.ok(f.total >= 6, r.summary);
+  assert.equal(f.listed, f.total, r.summary);
+});
+
+test('openwakeword quantized by wasmq: both LayerNorms one QNormalize each, all int8 in one region, equal to onnxruntime and to its float partition', async () => {
+  const floatBytes = readFileSync(new URL('../../../shared/models/openwakeword-hello-deepa-mlp/model.onnx', import.meta.url));
+  const q = await quantizeModel(floatBytes);
+  for (let s = 0; s < 4; s++) await q.observe({ 'onnx::Flatten_0': { data: randomArray('float32', 2400, 100 + s), dims: [1, 25, 96] } });
+  const { onnx } = await q.finish();
+  const model = await load(onnx);
+  const fp = await load(onnx, { partition: 'fp' });
+  const session = await ort.InferenceSession.create(onnx, ORT_DISABLED);
+  try {
+    const g = model.graph();
+    assert.match(g.summary, /in 1 region; .*float: 0 nodes/);
+    assert.equal((model.describeLowered().match(/wasmq\.QNormalize/g) ?? []).length, 2);
+    let differ = 0, differFp = 0;
+    for (let s = 0; s < 40; s++) {
+      const data = randomArray('float32', 2400, s).map((v) => v * (1 + (s % 4)));
+      const feeds = { 'onnx::Flatten_0': { data, dims: [1, 25, 96] } };
+      const [ours, theirs, float] = [(await model.run(feeds))['39'].data, (await session.run({ 'onnx::Flatten_0': new ort.Tensor('float32', data, [1, 25, 96]) }))['39'].data, (await fp.run(feeds))['39'].data];
+      differ += ours.filter((v, i) => v !== theirs[i]).length;
+      differFp += ours.filter((v, i) => v !== float[i]).length;
+    }
+    assert.equal(differ, 0);
+    assert.equal(differFp, 0);
+  } finally {
+    model.dispose();
+    fp.dispose();
+  }
+});

@@ -64,6 +64,13 @@ wq_status wq_lower_capture_new(const wq_graph *g, wq_lower_capture **out, wq_err
 static wq_status try_node(lower_ctx *c, int i, bool *done, wq_error *err) {
   const wq_node *n = &c->g->nodes[i];
   wq_int8_answer a;
+  if (wq_node_is(n, WQ_OPID(sub))) {
+    /* A LayerNorm's centring: no int8 Sub of its own (the check below says
+     * why when this does not match). */
+    WQ_TRY(lower_normalize(c, i, done, err));
+    if (*done)
+      return WQ_OK;
+  }
   if (wq_op_int8_check(c->g, n, &a) != WQ_REASON_INT8)
     return lower_why(c, a.reason, "%s", a.detail);
   lower_qlinear_operand contrib[LOWER_CONTRIB_MAX_OPERANDS];

@@ -41,6 +41,13 @@ int lower_consumers(const lower_ctx *c, int t, int *first) {
   return count;
 }
 
+int lower_sole_reader(const lower_ctx *c, int t, int op_id) {
+  int first;
+  if (t < 0 || c->g->tensors[t].is_output || lower_consumers(c, t, &first) != 1)
+    return -1;
+  return wq_node_is(&c->g->nodes[first], op_id) ? first : -1;
+}
+
 /* ---- attributes ------------------------------------------------------------ */
 
 static wq_attr *attrs_push(lower_attrs *a, const char *name, wq_error *err) {

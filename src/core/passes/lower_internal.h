@@ -53,6 +53,9 @@ int lower_producer(const lower_ctx *c, int t);
 /* Number of live nodes reading t (each reading node counted once);
  * *first gets the first of them. Graph outputs are not counted. */
 int lower_consumers(const lower_ctx *c, int t, int *first);
+/* The only live reader of t when t is not a graph output and that reader
+ * is op op_id (WQ_OPID), else -1. */
+int lower_sole_reader(const lower_ctx *c, int t, int op_id);
 
 /* A growing attribute list for a rewritten node. */
 typedef struct {
@@ -254,6 +257,9 @@ wq_status lower_concat(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err);
 /* lower_reduce.c: DequantizeLinear -> Softmax -> QuantizeLinear -> QLinearSoftmax. */
 wq_status lower_softmax(lower_ctx *c, int i, bool *done, wq_error *err);
+/* lower_reduce.c: a decomposed LayerNorm's Sub -> Pow -> ReduceMean -> Add ->
+ * Sqrt -> Div between codes -> QNormalize (tried on Sub before its check). */
+wq_status lower_normalize(lower_ctx *c, int i, bool *done, wq_error *err);
 /* lower_reduce.c: DequantizeLinear -> ReduceMean chain -> QuantizeLinear. */
 wq_status lower_reduce_mean(lower_ctx *c, int i, bool *done, wq_error *err);
 wq_status lower_data_movement(lower_ctx *c, int i, bool *done, wq_error *err);

@@ -181,3 +181,102 @@ wq_status lower_softmax(lower_ctx *c, int i, bool *done, wq_error *err) {
   return lower_commit(c, i, WQ_OPID(contrib_qlinear_softmax), inputs, 5, &sink.tensor, 1, &attrs,
                       st, why, done, err);
 }
+
+/* The decomposed LayerNorm's middle (QNormalize, ops/int8_reduce.c):
+ * d = Sub(DQ(x), DQ(m)) read by Pow(d, 2) (or Mul(d, d)) and Div(d, .);
+ * the square -> ReduceMean over trailing axes (keepdims) -> Add(scalar
+ * epsilon) -> Sqrt -> that Div -> QuantizeLinear. */
+typedef struct {
+  int x, m;
+  int chain[5]; /* square, ReduceMean, Add, Sqrt, Div: absorbed */
+  int n_axes;
+  float epsilon;
+  lower_sink sink;
+} norm_match;
+
+/* t is a float constant of one element; *v its value. */
+static bool float_scalar(const wq_graph *g, int t, float *v) {
+  if (!wq_op_is_scalar_constant(g, t) || g->tensors[t].dtype != WQ_DT_FLOAT || !g->tensors[t].data)
+    return false;
+  *v = *(const float *)g->tensors[t].data;
+  return true;
+}
+
+LOWER_RULE_PART bool match_normalize(lower_ctx *c, int i, norm_match *m) {
+  wq_graph *g = c->g;
+  const int d = g->nodes[i].outputs[0];
+  int *k = m->chain;
+  k[0] = k[4] = -1;
+  for (int j = i + 1; j < g->n_nodes; j++) {
+    const wq_node *n = &g->nodes[j];
+    float two;
+    if (c->absorbed[j] || n->n_inputs < 2 || n->inputs[0] != d)
+      continue;
+    if (wq_node_is(n, WQ_OPID(pow)) ? float_scalar(g, n->inputs[1], &two) && two == 2.0f
+                                    : wq_node_is(n, WQ_OPID(mul)) && n->inputs[1] == d)
+      k[0] = j;
+    else if (wq_node_is(n, WQ_OPID(div)))
+      k[4] = j;
+  }
+  static const int chain_ops[] = {WQ_OPID(reduce_mean), WQ_OPID(add), WQ_OPID(sqrt)};
+  for (int s = 1; s < 4; s++)
+    k[s] =
+        k[s - 1] < 0 ? -1 : lower_sole_reader(c, g->nodes[k[s - 1]].outputs[0], chain_ops[s - 1]);
+  const int var = k[1] < 0 ? -1 : g->nodes[k[1]].outputs[0];
+  const wq_node *add = k[2] < 0 ? NULL : &g->nodes[k[2]];
+  if (k[3] < 0 || k[4] < 0 || lower_consumers(c, d, NULL) != 2 || g->tensors[d].is_output ||
+      lower_sole_reader(c, g->nodes[k[3]].outputs[0], WQ_OPID(div)) != k[4] ||
+      g->nodes[k[4]].inputs[1] != g->nodes[k[3]].outputs[0] ||
+      !float_scalar(g, add->inputs[add->inputs[0] == var], &m->epsilon))
+    return lower_no(c, WQ_REASON_UNSUPPORTED_OP, "no LayerNorm Sub-Pow-ReduceMean-Add-Sqrt-Div");
+  m->x = lower_activation_input(c, g->nodes[i].inputs[0], "input A");
+  m->m = m->x < 0 ? -1 : lower_activation_input(c, g->nodes[i].inputs[1], "input B");
+  if (m->m < 0)
+    return false;
+  const wq_tensor *x = &g->tensors[m->x], *mt = &g->tensors[m->m];
+  bool reduced[WQ_MAX_RANK], keep;
+  const int r = x->rank;
+  if (r < 1 || r > WQ_MAX_RANK)
+    return lower_no(c, WQ_REASON_UNKNOWN_SHAPE, "LayerNorm rank unknown");
+  if (!reduce_axes(c, &g->nodes[k[1]], r, reduced, &keep))
+    return false;
+  m->n_axes = 0;
+  while (m->n_axes < r && reduced[r - 1 - m->n_axes])
+    m->n_axes++;
+  bool ok = keep && m->n_axes > 0 && mt->rank == r;
+  for (int a = 0; ok && a < r; a++)
+    ok = (a >= r - m->n_axes || !reduced[a]) && x->dims[a] >= 0 &&
+         mt->dims[a] == (a >= r - m->n_axes ? 1 : x->dims[a]);
+  if (!ok)
+    return lower_no(c, WQ_REASON_UNSUPPORTED_ATTR, "LayerNorm not over trailing axes");
+  return lower_output_sink(c, g->nodes[k[4]].outputs[0], LOWER_FUSE_NONE, &m->sink);
+}
+
+LOWER_RULE_PART wq_status rewrite_normalize(lower_ctx *c, int i, const norm_match *m, bool *done,
+                                            wq_error *err) {
+  lower_attrs attrs = {0};
+  wq_status st = lower_attrs_int(&attrs, "y_dtype", m->sink.dtype, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "first_axis", c->g->tensors[m->x].rank - m->n_axes, err);
+  if (st == WQ_OK)
+    st = lower_attrs_int(&attrs, "n_axes", m->n_axes, err);
+  if (st == WQ_OK)
+    st = lower_attrs_float(&attrs, "epsilon", m->epsilon, err);
+  char why[WQ_LOWER_WHY_MAX];
+  wq_format(why, sizeof why, "absorbed into QNormalize '%s'", c->g->nodes[i].name);
+  for (int k = 0; k < 5 && st == WQ_OK; k++) {
+    st = lower_note(c, m->chain[k], why, err);
+    c->absorbed[m->chain[k]] = true;
+    c->stats.nodes_absorbed++;
+  }
+  wq_format(why, sizeof why, "QNormalize from a LayerNorm's Sub, Pow, ReduceMean, Add, Sqrt, Div");
+  lower_absorb_sink(c, &m->sink, why, sizeof why);
+  const int inputs[2] = {m->x, m->m};
+  return lower_commit(c, i, WQ_OPID(int8_normalize), inputs, 2, &m->sink.tensor, 1, &attrs, st, why,
+                      done, err);
+}
+
+wq_status lower_normalize(lower_ctx *c, int i, bool *done, wq_error *err) {
+  norm_match m;
+  return match_normalize(c, i, &m) ? rewrite_normalize(c, i, &m, done, err) : WQ_OK;
+}

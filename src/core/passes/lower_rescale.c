@@ -29,15 +29,6 @@
 static const char *const CONV_ATTRS[] = {"kernel_shape", "strides",  "pads", "dilations",
                                          "group",        "auto_pad", NULL};
 
-/* The only live reader of t when it is not a graph output and is op_type,
- * else -1. */
-static int sole_reader(const lower_ctx *c, int t, int op_id) {
-  int first;
-  if (t < 0 || c->g->tensors[t].is_output || lower_consumers(c, t, &first) != 1)
-    return -1;
-  return wq_node_is(&c->g->nodes[first], op_id) ? first : -1;
-}
-
 /* k when it is a float constant broadcasting as one value or as `channels`
  * values along axis `axis` of a rank-`rank` result, without growing it.
  * -1 otherwise. */
@@ -78,17 +69,17 @@ static bool rescale_chain_of(const lower_ctx *c, int t, bool cast, int rank, int
   const wq_graph *g = c->g;
   *m = (rescale_chain){.scale = -1, .bias = -1, .last = t};
   if (cast) {
-    const int ci = sole_reader(c, t, WQ_OPID(cast));
+    const int ci = lower_sole_reader(c, t, WQ_OPID(cast));
     const wq_attr *to = ci >= 0 ? wq_node_attr(&g->nodes[ci], "to") : NULL;
     if (!to || to->i != WQ_DT_FLOAT)
       return false;
     const int cast_out = g->nodes[ci].outputs[0];
-    const int mul = sole_reader(c, cast_out, WQ_OPID(mul));
+    const int mul = lower_sole_reader(c, cast_out, WQ_OPID(mul));
     int s = mul >= 0 ? other_input(&g->nodes[mul], cast_out) : -1;
     if (x_scale >= 0) { /* s = Mul(x_scale, w_scale) */
       const int sm = s >= 0 ? lower_producer(c, s) : -1;
       if (sm < 0 || !wq_node_is(&g->nodes[sm], WQ_OPID(mul)) ||
-          sole_reader(c, s, WQ_OPID(mul)) != mul)
+          lower_sole_reader(c, s, WQ_OPID(mul)) != mul)
         return false;
       m->absorb[m->n_absorb++] = sm;
       s = other_input(&g->nodes[sm], x_scale);
@@ -99,7 +90,7 @@ static bool rescale_chain_of(const lower_ctx *c, int t, bool cast, int rank, int
     m->absorb[m->n_absorb++] = ci;
     m->absorb[m->n_absorb++] = mul;
     m->last = g->nodes[mul].outputs[0];
-    const int add = sole_reader(c, m->last, WQ_OPID(add));
+    const int add = lower_sole_reader(c, m->last, WQ_OPID(add));
     if (add >= 0)
       m->bias = channel_tensor(c, other_input(&g->nodes[add], m->last), rank, axis, channels);
     if (m->bias >= 0) {
@@ -107,7 +98,7 @@ static bool rescale_chain_of(const lower_ctx *c, int t, bool cast, int rank, int
       m->last = g->nodes[add].outputs[0];
     }
   }
-  const int relu = sole_reader(c, m->last, WQ_OPID(relu));
+  const int relu = lower_sole_reader(c, m->last, WQ_OPID(relu));
   if (relu >= 0) {
     m->relu = true;
     m->absorb[m->n_absorb++] = relu;
