@@ -138,6 +138,7 @@ if ((quant)); then
     _wqx_quantizer_keep_float _wqx_quantizer_set_input _wqx_quantizer_observe _wqx_quantizer_samples
     _wqx_quantizer_finish _wqx_quantizer_onnx _wqx_quantizer_onnx_len
     _wqx_quantizer_report_json _wqx_quantizer_summary _wqx_quantizer_search _wqx_quantizer_time_limit _wqx_quantizer_note
+    _wqx_quantize_dynamic
   )
 fi
 runtime_methods=(UTF8ToString stringToUTF8 lengthBytesUTF8 HEAPU8 HEAP32)

@@ -20,7 +20,7 @@ import { readFile, writeFile, mkdir, readdir, open, rename, unlink, stat, access
 import { constants } from 'node:fs';
 import path from 'node:path';
 import { readLocalFile, maxFileBytesFromEnv } from '#platform';
-import { load, WasmqError } from './index.mjs';
+import { load, WasmqError, quantizeDynamic } from './index.mjs';
 import { quantizeSince } from './quantize.mjs';
 import { checkCase } from './internal.mjs';
 import { parseNpy, encodeNpy } from './npy.mjs';
@@ -699,8 +699,16 @@ async function cmdQuantize(args) {
   // Where the results go is checked before the work.
   await checkOutput(a.out);
   if (a.dynamic) {
-    // The wasm quantizer stays within its size budget without it.
-    throw new CliError('quantize --mode dynamic: only the native CLI (build/wasmq) carries the dynamic quantizer', 2);
+    let r;
+    try {
+      r = await quantizeDynamic(await readInputFile(a.model), { perTensor: a.perTensor, uint8Weights: a.uint8Weights });
+    } catch (e) {
+      if (!(e instanceof WasmqError)) throw e;
+      throw new CliError(describeError(a.model, e), e.code === 'WQ_ERR_INVALID_ARG' ? 2 : 1);
+    }
+    await writeFileAtomic(a.out, r.onnx);
+    process.stdout.write(`wrote ${a.out} (${r.onnx.byteLength} bytes): ${r.summary}\n`);
+    return;
   }
   if (a.report !== null) await checkOutput(a.report);
   const bytes = await readInputFile(a.model);

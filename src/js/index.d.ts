@@ -601,6 +601,24 @@ export function quantize(
   options?: QuantizeOptions,
 ): Promise<Quantizer>;
 
+export interface QuantizeDynamicOptions {
+  /** One scale per weight matrix (default: one per output column). */
+  perTensor?: boolean;
+  /** uint8 affine weights (default: int8 symmetric in [-127, 127]). */
+  uint8Weights?: boolean;
+  maxModelBytes?: number;
+}
+
+/**
+ * Writes a float ONNX model in onnxruntime's dynamic int8 form (no calibration): every MatMul/Gemm
+ * on a constant weight as DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add].
+ * Throws WasmqError for an already quantized model, one with nothing to quantize, or opset < 11.
+ */
+export function quantizeDynamic(
+  source: Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL,
+  options?: QuantizeDynamicOptions,
+): Promise<{ onnx: Uint8Array; summary: string }>;
+
 /** An image preprocessing spec (the config's "images" object, docs/quantize.md). */
 export interface ImageSpec {
   input?: string;

@@ -21,9 +21,10 @@ import { Model } from './model.mjs';
 import { DTYPES } from './dtypes.mjs';
 import { compare } from './compare.mjs';
 import { quantize, Quantizer } from './quantize.mjs';
+import { quantizeDynamic } from './quantize_dynamic.mjs';
 import { probeRelaxed } from './relaxed_probe.mjs';
 
-export { WasmqError, configure, threadsSupported, compare, quantize, Quantizer };
+export { WasmqError, configure, threadsSupported, compare, quantize, Quantizer, quantizeDynamic };
 
 // wqx_load flags (src/core/api/wasm_exports.h).
 const LOAD_NO_LOWERING = 1;

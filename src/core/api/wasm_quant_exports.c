@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/format.h"
+#include "../quant/dynamic.h"
 #include "../quant/quantizer.h"
 #include "wasm_exports_internal.h"
 
@@ -216,4 +218,28 @@ WQX_EXPORT char *wqx_quantizer_report_json(const wqx_quantizer *qx) {
 
 WQX_EXPORT const char *wqx_quantizer_summary(const wqx_quantizer *qx) {
   return qx ? wq_quantizer_summary(qx->q) : "";
+}
+
+/* Dynamic quantization (quant/dynamic.h) in one call: flags bit 0 per
+ * tensor, bit 1 uint8 weights. Returns the model's bytes (free with
+ * wqx_free), their count in *len and the one-line summary in summary (a
+ * caller's buffer of cap bytes); NULL on failure (see ctx). */
+WQX_EXPORT uint8_t *wqx_quantize_dynamic(wqx_ctx *ctx, const uint8_t *bytes, int32_t n_bytes,
+                                         int32_t flags, int32_t *len, char *summary, int32_t cap) {
+  if (!ctx)
+    return NULL;
+  wq_error_clear(&ctx->err);
+  const wq_dynamic_options o = {.per_tensor = flags & 1, .uint8_weights = (flags & 2) != 0};
+  wq_dynamic_stats stats;
+  uint8_t *onnx = NULL;
+  size_t n = 0;
+  if (!bytes || n_bytes < 0 || !len || !summary || cap < 1) {
+    wq_fail(&ctx->err, WQ_ERR_INVALID_ARG, NULL, "quantize: invalid arguments");
+    return NULL;
+  }
+  if (wq_quantize_dynamic(bytes, (size_t)n_bytes, &o, &onnx, &n, &stats, &ctx->err) != WQ_OK)
+    return NULL;
+  *len = (int32_t)n;
+  wq_format(summary, (size_t)cap, "%s", stats.summary);
+  return onnx;
 }
