@@ -604,14 +604,12 @@ wq_status wq_model_run(wq_model *m, const wq_value *inputs, int n, wq_error *err
   for (int i = 0; i < n; i++)
     WQ_TRY(check_run_input(&g->tensors[g->inputs[i]], &inputs[i], bindings, &n_bindings, 32, err));
   wq_exec_values_release(g->n_tensors, m->values, m->owned);
-  /* Constants were filled in at load and no run writes them. */
-  for (int t = 0; t < g->n_tensors; t++) {
-    const wq_tensor *tensor = &g->tensors[t];
-    if (tensor->is_constant)
-      continue;
-    m->values[t] = wq_tensor_value(tensor);
-    m->values[t].data = NULL;
-  }
+  /* Constants were filled in at load and no run writes them; every other
+   * value is written by its producer before any node reads it, so only its
+   * data (a slot of the previous run) is cleared here. */
+  for (int t = 0; t < g->n_tensors; t++)
+    if (!g->tensors[t].is_constant)
+      m->values[t].data = NULL;
   for (int i = 0; i < n; i++)
     m->values[g->inputs[i]] = inputs[i];
   wq_pool *caller_pool = wq_pool_bind(m->pool);
