@@ -10,9 +10,11 @@
 // Only the data section changes (and, in a threaded build whose segments are
 // passive, the two constants of the first segment's memory.init in the start
 // function): no code is optimized or reordered, so relaxed-SIMD modules are
-// safe. The front of the first segment, up to the `wq_data_pack` descriptor
-// if that lies inside it, is replaced by the packed stream, placed at the end
-// of the range it unpacks to so that writing never overtakes reading.
+// safe. The data from the first segment up to the `wq_data_pack` descriptor
+// (in a threaded build, whose segments are passive: the first segment, up to
+// the descriptor if that lies inside it) is replaced by the packed stream,
+// placed at the end of the range it unpacks to so that writing never
+// overtakes reading.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
@@ -293,32 +295,49 @@ export function packModule(b) {
   const { secs, segs, init, desc } = readModule(b);
   if (desc.fields[3] !== 0xffffffff) fail('already packed');
 
+  // The packed range: from the first segment up to the descriptor or the
+  // first segment's end. Active segments before the descriptor join it (the
+  // zeros between them included); passive ones are named by index in the
+  // start function's code, so only the first is packed there.
   const seg = segs[0];
   const base = seg.offset;
-  const end = desc.seg === 0 ? desc.pos : seg.bytes.length;
-  const { stream, n } = pack(seg.bytes.subarray(0, end));
+  let last = 0;
+  let end = desc.seg === 0 ? desc.addr : base + seg.bytes.length;
+  if (seg.flags === 0) {
+    for (let k = 1; k < segs.length; k++) {
+      if (segs[k].flags !== 0 || segs[k].offset < segs[k - 1].offset + segs[k - 1].bytes.length) fail('active segments out of order');
+    }
+    last = desc.seg;
+    end = desc.addr;
+    if (last > 0 && secs.some((s) => s.id === 12)) fail('a data count section with active segments');
+  }
+  const plain = new Uint8Array(end - base);
+  for (let k = 0; k <= last; k++) plain.set(segs[k].bytes.subarray(0, Math.max(0, end - segs[k].offset)), segs[k].offset - base);
+  const { stream, n } = pack(plain);
   const lead = n - stream.length; // the stream starts here
   if (lead <= 0) return { bytes: b, n, packed: n };
-  const newSeg = Buffer.concat([Buffer.from(stream), seg.bytes.subarray(n)]);
-  const region = new Uint8Array(seg.bytes.length);
-  region.set(newSeg, lead);
-  if (Buffer.compare(Buffer.from(unpackInPlace(region, lead, stream.length)), seg.bytes) !== 0) fail('self-check: unpacking in place does not give the data back');
-  const descBytes = desc.seg === 0 ? newSeg : Buffer.from(segs[desc.seg].bytes);
-  const dp = desc.seg === 0 ? desc.pos - lead : desc.pos;
+  const rest = segs[last].bytes.subarray(Math.max(0, end - segs[last].offset)); // from the descriptor on
+  const newSeg = Buffer.concat([Buffer.from(stream), plain.subarray(n), rest]);
+  const region = new Uint8Array(plain.length);
+  region.set(newSeg.subarray(0, plain.length - lead), lead);
+  if (Buffer.compare(Buffer.from(unpackInPlace(region, lead, stream.length)), Buffer.from(plain)) !== 0) fail('self-check: unpacking in place does not give the data back');
+  const inNew = desc.seg <= last;
+  const descBytes = inNew ? newSeg : Buffer.from(segs[desc.seg].bytes);
+  const dp = inNew ? desc.addr - (base + lead) : desc.pos;
   descBytes.writeUInt32LE(base, dp + 8);
   descBytes.writeUInt32LE(base + lead, dp + 12);
   descBytes.writeUInt32LE(stream.length, dp + 16);
   descBytes.writeUInt32LE(n, dp + 20);
 
-  // Rebuild the data section.
-  const parts = [...encU(segs.length)];
-  segs.forEach((s, k) => {
-    const bytes = k === 0 ? newSeg : k === desc.seg ? descBytes : s.bytes;
-    if (s.flags === 0) parts.push(0x00, 0x41, ...encS32(k === 0 ? base + lead : s.offset), 0x0b);
+  // Rebuild the data section: the new first segment, then those after the range.
+  const kept = [{ ...seg, offset: base + lead, bytes: newSeg }, ...segs.slice(last + 1).map((s, i) => (last + 1 + i === desc.seg ? { ...s, bytes: descBytes } : s))];
+  const parts = [...encU(kept.length)];
+  for (const s of kept) {
+    if (s.flags === 0) parts.push(0x00, 0x41, ...encS32(s.offset), 0x0b);
     else parts.push(0x01);
-    parts.push(...encU(bytes.length));
-    for (const x of bytes) parts.push(x);
-  });
+    parts.push(...encU(s.bytes.length));
+    for (const x of s.bytes) parts.push(x);
+  }
   const chunks = [];
   let at = 0;
   for (const s of secs) {

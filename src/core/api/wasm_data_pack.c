@@ -1,8 +1,8 @@
-/* Unpacks the .wasm's read-only data before anything reads it.
+/* Unpacks the .wasm's initialized data before anything reads it.
  *
  * Most of the module's initialized data is text (messages, format strings,
- * names). After the link, wasm_build/pack_data.mjs replaces the front of the
- * first data segment with an LZ-packed copy of it, placed at the end of the
+ * names). After the link, wasm_build/pack_data.mjs replaces the data up to
+ * `wq_data_pack` with an LZ-packed copy of it, placed at the end of the
  * address range it unpacks to, and fills in `wq_data_pack`. The constructor
  * below expands it in place, once, when the module starts (the threaded
  * build's workers share the memory and run no constructors). A module that
@@ -29,7 +29,10 @@
 volatile uint32_t wq_data_pack[6] = {0x6b615071u, 0x31656c69u, WQ_UNPACKED,
                                      WQ_UNPACKED, WQ_UNPACKED, WQ_UNPACKED};
 
-__attribute__((constructor(101))) static void wq_data_unpack(void) {
+/* Before every other constructor, the C library's included (it uses
+ * priorities up to 100): none of them may read the data, or write into its
+ * range, before it is unpacked. */
+__attribute__((constructor(1))) static void wq_data_unpack(void) {
   if (wq_data_pack[5] == WQ_UNPACKED)
     return;
   unsigned char *dst = (unsigned char *)(uintptr_t)wq_data_pack[2];
