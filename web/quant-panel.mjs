@@ -65,7 +65,7 @@ export function createQuantPanel(app) {
     if (!on) $('q-progress-text').textContent = '';
     if (on) {
       $('q-progress').value = p.total ? p.done / p.total : 0;
-      $('q-progress-text').textContent = `calibrating ${p.done} of ${p.total ?? '?'} samples`;
+      $('q-progress-text').textContent = p.total === 0 ? 'writing the dynamic form' : `calibrating ${p.done} of ${p.total ?? '?'} samples`;
       panel.dataset.done = String(p.done);
       panel.dataset.total = String(p.total);
     }
@@ -91,7 +91,7 @@ export function createQuantPanel(app) {
    * an earlier result of this session. Resolves to {model: the int8 model
    * entry, rf, rq: the float and int8 runs on the float model's feeds}.
    */
-  async function quantizeLoaded(key, { samples = [], random = 0, notes = [], cacheKey, show = true, label } = {}) {
+  async function quantizeLoaded(key, { samples = [], random = 0, notes = [], cacheKey, show = true, label, dynamic = false } = {}) {
     const m = app.state.models.get(key);
     if (!m) throw new Error(`no model '${key}' loaded`);
     panel.hidden = false;
@@ -103,12 +103,12 @@ export function createQuantPanel(app) {
     if (!r) {
       const total = samples.length + random;
       setProgress({ done: 0, total });
-      app.setStatus(`Quantizing ${m.name}: calibrating on ${total} sample${total === 1 ? '' : 's'}…`, { progress: 0 });
+      app.setStatus(dynamic ? `Quantizing ${m.name}: dynamic int8…` : `Quantizing ${m.name}: calibrating on ${total} sample${total === 1 ? '' : 's'}…`, { progress: 0 });
       try {
         const bytes = m.bytes.slice();
         // Random samples take the shapes the runs use (symbolic dims bound as in Run).
         const shapes = Object.fromEntries(Object.entries(m.feeds ?? app.randomFeeds(m)).map(([n, f]) => [n, f.dims]));
-        r = await worker.call({ type: 'quantize', bytes, samples, random, shapes, notes }, (p) => {
+        r = await worker.call({ type: 'quantize', bytes, samples, random, shapes, notes, dynamic }, (p) => {
           setProgress(p);
           app.setStatus(`Quantizing ${m.name}: ${p.done} of ${p.total} calibration samples`, { progress: p.total ? p.done / p.total : 0 });
         }, [bytes.buffer]);
@@ -131,7 +131,8 @@ export function createQuantPanel(app) {
     panel.dataset.state = 'done';
     panel.dataset.int8 = int8.key;
     const warnings = JSON.parse(r.reportJson).warnings ?? [];
-    $('q-summary').textContent = `${r.summary} · ${r.samples} calibration sample${r.samples === 1 ? '' : 's'} in ${fmtNum(r.calibrateMs)} ms, model written in ${fmtNum(r.finishMs)} ms${cached ? ' (cached for this session)' : ''}${warnings.map((w) => `\n⚠ ${w}`).join('')}`;
+    const calibrated = dynamic ? 'no calibration' : `${r.samples} calibration sample${r.samples === 1 ? '' : 's'} in ${fmtNum(r.calibrateMs)} ms`;
+    $('q-summary').textContent = `${r.summary} · ${calibrated}, model written in ${fmtNum(r.finishMs)} ms${cached ? ' (cached for this session)' : ''}${warnings.map((w) => `\n⚠ ${w}`).join('')}`;
     app.setStatus(`${name}: ${int8.graph.summary}`);
     const runs = await runBoth(key, int8.key);
     return { model: int8, ...runs };
@@ -217,6 +218,14 @@ export function createQuantPanel(app) {
       }
       try {
         await quantizeLoaded(key, calib);
+      } catch {
+        // shown in the panel and the status bar
+      }
+      return;
+    }
+    if ($('q-dynamic').checked) {
+      try {
+        await quantizeLoaded(key, { dynamic: true });
       } catch {
         // shown in the panel and the status bar
       }

@@ -4,7 +4,7 @@
 // {id, error}, and {id, progress} during profiled repeats and calibration.
 // The page quantizes in a worker of its own (a second instance of this
 // script), so cancelling a calibration never drops the loaded models.
-import { load, configure, compare, quantize } from '../src/js/index.mjs';
+import { load, configure, compare, quantize, quantizeDynamic } from '../src/js/index.mjs';
 import { randomArray } from '../src/js/random.mjs';
 
 const models = new Map();
@@ -30,7 +30,13 @@ function randomSample(inputs, shapes, k) {
  * input) then msg.random seeded samples, posting {done, total} after each;
  * replies with the QDQ model, the report and the times.
  */
-async function quantizeModel({ id, bytes, samples = [], random = 0, shapes, config, notes = [] }) {
+async function quantizeModel({ id, bytes, samples = [], random = 0, shapes, config, notes = [], dynamic = false }) {
+  if (dynamic) {
+    // onnxruntime's dynamic form in one call: no samples, no report of ranges.
+    const t0 = performance.now();
+    const { onnx, summary } = await quantizeDynamic(bytes);
+    return { onnx, reportJson: JSON.stringify({ mode: 'dynamic', summary, warnings: [] }), summary, samples: 0, calibrateMs: 0, finishMs: performance.now() - t0 };
+  }
   const total = samples.length + random;
   if (total < 1) throw new Error('quantize: calibration needs at least one sample');
   const t0 = performance.now();

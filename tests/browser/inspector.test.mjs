@@ -16,7 +16,7 @@ import { build, preview } from 'vite';
 import { launchChromium, watchErrors, chromiumAvailable } from './chromium.mjs';
 import { SHARED } from '../node/helpers.mjs';
 import { haveSpeechTools, synthesizeRecording } from '../node/speech.mjs';
-import { load, quantize } from '../../src/js/index.mjs';
+import { load, quantize, quantizeDynamic } from '../../src/js/index.mjs';
 import { PNG } from 'pngjs';
 import { decodeImageFile } from '../../src/js/calib.mjs';
 import { imageToTensor, resolveImageSpec } from '../../src/js/images.mjs';
@@ -254,6 +254,39 @@ test('quantize a float model opened from a file: random calibration with progres
   assert.match(await page.$eval('#q-error', (e) => e.textContent), /already quantized/);
   assert.match(await page.$eval('#status-text', (e) => e.textContent), /already quantized/);
   await shot(page, 'quantize-refused');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('dynamic int8 in the page: the openwakeword MLP from a file becomes onnxruntime\'s dynamic form (the package\'s bytes), its three products on the int8 GEMM; an opset-8 model is refused', async () => {
+  const { page, errors } = await openPage();
+  const file = path.join(SHARED, 'models/openwakeword-hello-deepa-mlp/model.onnx');
+  await page.setInputFiles('#file', file);
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx');
+  await page.click('#quantize');
+  await page.check('#q-dynamic');
+  await page.click('#q-start');
+  await page.waitForFunction(() => document.getElementById('quant-panel').dataset.ran === 'true', null, { timeout: 60000 });
+  const summary = await page.$eval('#q-summary', (e) => e.textContent);
+  assert.match(summary, /dynamic int8, 3 of 3 MatMul\/Gemm quantized.*no calibration/);
+  assert.equal(await page.$eval('#graph svg title', (e) => e.textContent), 'model (int8, wasmq)');
+  const graph = await page.evaluate(() => [...document.querySelectorAll('#graph .wq-node')].map((e) => e.textContent));
+  assert.equal(graph.filter((t) => /QGemmToFloat/.test(t)).length, 3, graph.join(' | '));
+  const cols = await quantColumns(page);
+  assert.ok(cols.float.ms > 0 && cols.int8.ms > 0);
+  const [onnx] = await Promise.all([page.waitForEvent('download'), page.click('#q-onnx')]);
+  const want = (await quantizeDynamic(readFileSync(file))).onnx;
+  assert.ok(Buffer.from(readFileSync(await onnx.path())).equals(Buffer.from(want)), 'the page writes the package\'s bytes');
+  console.log(`openwakeword MLP, dynamic int8 in the page: ${summary.split('\n')[0]}; float ${cols.float.ms.toFixed(3)} ms, int8 ${cols.int8.ms.toFixed(3)} ms`);
+  await shot(page, 'quantize-dynamic');
+  // mnist-8 is opset 8: DynamicQuantizeLinear needs 11, said in the page.
+  await page.setInputFiles('#file', path.join(SHARED, 'models/mnist-8/model.onnx'));
+  await page.waitForFunction(() => document.querySelector('#graph svg title')?.textContent === 'model.onnx' && document.getElementById('quant-panel').dataset.state !== 'busy');
+  await page.click('#quantize');
+  await page.check('#q-dynamic');
+  await page.click('#q-start');
+  await page.waitForSelector('#q-error:not([hidden])');
+  assert.match(await page.$eval('#q-error', (e) => e.textContent), /opset 11/);
   assert.deepEqual(errors, []);
   await page.close();
 });
