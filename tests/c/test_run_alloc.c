@@ -1,5 +1,7 @@
 /* No int8 kernel allocates while it runs: every node of the int8 backend
- * (domain "wasmq") takes its scratch from the block its plan declared
+ * (domain "wasmq"), and the ONNX int8 ops that run as themselves when
+ * lowering is off (QLinearConv, ConvInteger: WQ_OP_FLAG_INT8 with a memory
+ * hook), takes its scratch from the block its plan declared
  * (runtime/parallel.h), on one thread and on three. malloc and its
  * relatives are wrapped at link time (CMakeLists.txt: -Wl,--wrap) and
  * counted while such a node runs; a kernel that allocates again fails here.
@@ -72,7 +74,13 @@ static wq_status watched_run(const wq_node *node, const wq_value *in, wq_value *
   return st;
 }
 
-static void check_model(const char *rel, int threads) {
+/* The ops that take their scratch from the run's block (model.c). */
+static bool takes_from_block(const wq_op *op) {
+  return (op->domain && strcmp(op->domain, WQ_INT8_DOMAIN) == 0) ||
+         ((op->flags & WQ_OP_FLAG_INT8) && op->memory);
+}
+
+static void check_model(const char *rel, int threads, const wq_load_options *opts) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", wq_test_shared_dir(), rel);
   size_t n;
@@ -82,7 +90,7 @@ static void check_model(const char *rel, int threads) {
     return;
   wq_model *m = NULL;
   wq_error err;
-  wq_status st = wq_model_load(bytes, n, NULL, &m, &err);
+  wq_status st = wq_model_load(bytes, n, opts, &m, &err);
   free(bytes);
   CHECK_MSG(st == WQ_OK, "%s: %s", rel, err.message);
   if (st == WQ_OK && threads > 1)
@@ -93,7 +101,7 @@ static void check_model(const char *rel, int threads) {
     wq_node *node = &g->nodes[i];
     original[i] = NULL;
     node_allocations[i] = node_runs[i] = 0;
-    if (!node->op || !node->op->domain || strcmp(node->op->domain, WQ_INT8_DOMAIN) != 0)
+    if (!node->op || !takes_from_block(node->op))
       continue;
     original[i] = node->op;
     wrapped[i] = *node->op;
@@ -130,9 +138,14 @@ int main(void) {
       "models-int8/mlperftiny-kws-dscnn-int8/model.onnx",
   };
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
-    check_model(models[i], 1);
-    check_model(models[i], 3);
+    check_model(models[i], 1, NULL);
+    check_model(models[i], 3, NULL);
   }
+  /* Lowering off: QLinearConv (kws) and ConvInteger (mnist dynamic) run as
+   * the ONNX reference ops. */
+  static const wq_load_options unlowered = {.no_lowering = 1};
+  check_model("models-int8/mlperftiny-kws-dscnn-int8/model.onnx", 1, &unlowered);
+  check_model("models/mnist-8-dynamic-int8/model.onnx", 1, &unlowered);
   /* The watch itself: an allocation inside a watched node is counted. */
   static void *volatile held;
   atomic_fetch_add(&watching, 1);

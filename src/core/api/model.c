@@ -348,8 +348,8 @@ static const wq_pass load_passes[WQ_MODEL_PASSES] = {
 int wq_model_partition_mode(const wq_model *m) { return m->mode; }
 
 /* Sums what the planned nodes' kernels hold and keeps the most scratch one
- * node takes (wq_op.memory): the int8 backend's from the model's scratch
- * block (runtime/parallel.h), the float kernels' allocated while they run. */
+ * node takes (wq_op.memory): the int8 ops' from the model's scratch block
+ * (runtime/parallel.h), the float kernels' allocated while they run. */
 static void model_kernel_memory(wq_model *m, const wq_graph *g) {
   m->kernel_bytes = m->scratch_bytes = m->float_scratch_bytes = 0;
   for (int i = 0; i < g->n_nodes; i++) {
@@ -358,7 +358,10 @@ static void model_kernel_memory(wq_model *m, const wq_graph *g) {
     if (!n->op || !n->op->memory)
       continue;
     m->kernel_bytes += (size_t)n->op->memory(n, g, &scratch);
-    const bool from_block = n->op->domain && strcmp(n->op->domain, WQ_INT8_DOMAIN) == 0;
+    /* The int8 backend and the ONNX int8 ops (QLinearConv, ConvInteger)
+     * take theirs from the block; float kernels allocate. */
+    const bool from_block = (n->op->domain && strcmp(n->op->domain, WQ_INT8_DOMAIN) == 0) ||
+                            (n->op->flags & WQ_OP_FLAG_INT8);
     size_t *most = from_block ? &m->scratch_bytes : &m->float_scratch_bytes;
     if (from_block)
       scratch = wq_scratch_round(scratch);

@@ -195,10 +195,10 @@ typedef struct wq_op {
    * graph's tensors (packed or widened weights) and, in *scratch, the most
    * its kernels use during one run on one thread (activation panels,
    * im2col columns, padded and layout copies; 0 when its shapes are known
-   * only at run time). An int8 backend op (domain "wasmq") takes exactly
-   * that from the run's scratch block and allocates nothing while it runs
-   * (runtime/parallel.h wq_scratch_take); the float kernels still allocate
-   * it. The memory limit (wq_load_options.max_memory_bytes) counts both. */
+   * only at run time). An int8 op (domain "wasmq", or WQ_OP_FLAG_INT8)
+   * takes exactly that from the run's scratch block and allocates nothing
+   * while it runs (runtime/parallel.h wq_scratch_take); the float kernels
+   * still allocate it. The memory limit (wq_load_options.max_memory_bytes) counts both. */
   int64_t (*memory)(const wq_node *node, const wq_graph *g, int64_t *scratch);
 } wq_op;
 
