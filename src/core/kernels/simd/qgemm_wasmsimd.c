@@ -367,9 +367,7 @@ wq_status wq_simd_qgemm_run_block(const wq_qgemm_packed *p, int64_t r0, int64_t 
       int64_t j0 = t * WQ_QGEMM_NR;
       int64_t nr = p->n - j0 < WQ_QGEMM_NR ? p->n - j0 : WQ_QGEMM_NR;
       wq_simd_tile_params tp = wq_simd_tile_params_load(&q, p, j0);
-#ifdef WQ_QGEMM_USDOT
-      const v128_t init[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
-#else
+#ifndef WQ_QGEMM_USDOT
       /* The micro-kernel starts from the bias; the stores add no more. */
       const v128_t init[2] = {tp.bias[0], tp.bias[1]};
       tp.bias[0] = tp.bias[1] = wasm_i32x4_splat(0);
