@@ -61,7 +61,14 @@ static wq_status rewrite_as_lookup(lower_ctx *c, int i, int x, int y, wq_dtype y
 
 /* ---- QLookup ---------------------------------------------------------------- */
 
-wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
+/* What a lookup matched: the varying input's position and codes, the sink. */
+typedef struct {
+  int act_k, x;
+  lower_sink sink;
+} lookup_match;
+
+/* Matching only: false with a reason (nothing changed). */
+LOWER_RULE_PART bool match_lookup(lower_ctx *c, int i, lookup_match *m) {
   wq_graph *g = c->g;
   const wq_node *n = &g->nodes[i];
   /* Exactly one input varies; every other one is a constant (Clip bounds,
@@ -69,18 +76,24 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
   wq_int8_answer a = {.reason = WQ_REASON_INT8};
   wq_op_lookup_check(g, n, &a);
   if (a.reason != WQ_REASON_INT8)
-    return lower_why(c, a.reason, "%s", a.detail);
-  int act_k = 0;
-  while (act_k < n->n_inputs && (n->inputs[act_k] < 0 || wq_op_is_constant(g, n->inputs[act_k])))
-    act_k++;
-  int x = lower_activation_input(c, n->inputs[act_k], "input");
-  if (x < 0)
-    return WQ_OK;
-  lower_sink sink;
-  if (!lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &sink))
-    return WQ_OK;
-  /* Run the float op itself on the 256 dequantized codes. */
-  const wq_qparams *xq = g->tensors[x].qparams;
+    return lower_no(c, a.reason, "%s", a.detail);
+  m->act_k = 0;
+  while (m->act_k < n->n_inputs &&
+         (n->inputs[m->act_k] < 0 || wq_op_is_constant(g, n->inputs[m->act_k])))
+    m->act_k++;
+  m->x = lower_activation_input(c, n->inputs[m->act_k], "input");
+  return m->x >= 0 && lower_output_sink(c, n->outputs[0], LOWER_FUSE_NONE, &m->sink);
+}
+
+/* The float op itself run on the 256 dequantized codes, quantized with the
+ * sink's parameters: *table (malloc'ed), or NULL with a reason when the op
+ * does not map each code to one float. */
+LOWER_RULE_PART wq_status lookup_table(lower_ctx *c, int i, const lookup_match *m, uint8_t **table,
+                                       wq_error *err) {
+  wq_graph *g = c->g;
+  const wq_node *n = &g->nodes[i];
+  *table = NULL;
+  const wq_qparams *xq = g->tensors[m->x].qparams;
   float real[256];
   wq_int8_dequant_table(xq->dtype, xq->scale[0], xq->zero_point[0], real);
   wq_value *in = calloc((size_t)n->n_inputs + 1, sizeof *in);
@@ -91,7 +104,7 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
     if (n->inputs[k] < 0) {
       in[k].dtype = WQ_DT_UNDEFINED;
       in[k].rank = -1;
-    } else if (k == act_k) {
+    } else if (k == m->act_k) {
       in[k] = (wq_value){.dtype = WQ_DT_FLOAT, .rank = 1, .dims = {256}, .data = real};
     } else {
       in[k] = wq_tensor_value(&g->tensors[n->inputs[k]]);
@@ -112,26 +125,42 @@ wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
     return lower_why(c, WQ_REASON_UNSUPPORTED_OP, "%s does not map each code to one float",
                      n->op_type);
   }
-  uint8_t *table = malloc(256);
-  if (!table) {
+  *table = malloc(256);
+  if (!*table) {
     free(out[0].data);
     return wq_fail(err, WQ_ERR_OUT_OF_MEMORY, n->name, "lowering: out of memory");
   }
-  const wq_qparams *yq = g->tensors[sink.tensor].qparams;
+  const wq_qparams *yq = g->tensors[m->sink.tensor].qparams;
   const float *mapped = out[0].data;
   for (int k = 0; k < 256; k++) {
     int32_t q =
         wq_ref_quantize_value(mapped[k], yq->scale[0], yq->zero_point[0], yq->qmin, yq->qmax);
-    table[k] = yq->dtype == WQ_DT_INT8 ? (uint8_t)(int8_t)q : (uint8_t)q;
+    (*table)[k] = yq->dtype == WQ_DT_INT8 ? (uint8_t)(int8_t)q : (uint8_t)q;
   }
   free(out[0].data);
+  return WQ_OK;
+}
+
+/* Rewriting: node i becomes the QLookup of `table` (owned from here on),
+ * the sink is absorbed. */
+LOWER_RULE_PART wq_status rewrite_lookup(lower_ctx *c, int i, const lookup_match *m, uint8_t *table,
+                                         bool *done, wq_error *err) {
   char why[WQ_LOWER_WHY_MAX];
-  wq_format(why, sizeof why, "QLookup from %s (table of its 256 codes)", n->op_type);
-  lower_absorb_sink(c, &sink, why, sizeof why);
-  WQ_TRY(rewrite_as_lookup(c, i, x, sink.tensor, sink.dtype, table, err));
+  wq_format(why, sizeof why, "QLookup from %s (table of its 256 codes)", c->g->nodes[i].op_type);
+  lower_absorb_sink(c, &m->sink, why, sizeof why);
+  WQ_TRY(rewrite_as_lookup(c, i, m->x, m->sink.tensor, m->sink.dtype, table, err));
   lower_why(c, WQ_REASON_INT8, "%s", why);
   *done = true;
   return WQ_OK;
+}
+
+wq_status lower_lookup(lower_ctx *c, int i, bool *done, wq_error *err) {
+  lookup_match m;
+  uint8_t *table = NULL;
+  if (!match_lookup(c, i, &m))
+    return WQ_OK;
+  WQ_TRY(lookup_table(c, i, &m, &table, err));
+  return table ? rewrite_lookup(c, i, &m, table, done, err) : WQ_OK;
 }
 
 /* ---- QAdd / QMul -------------------------------------------------------------- */
