@@ -466,6 +466,12 @@ def add_integer_attribute_cases(add):
         one_op("Resize", [], ["roi", "sc", "sz"],
                [f32_tensor("roi", []), f32_tensor("sc", []), i64_tensor("sz", [1, 0, 1 << 28, 6])]),
         "WQ_ERR_INVALID_MODEL", "sizes[1] = 0 is invalid for input dim 4")
+    # Found by fuzz_load (a timeout): a denormal scale (> 0, so valid) makes
+    # the channel axis empty; the other axis's 2^28-entry table took the time.
+    add("resize_scale_denormal.onnx",
+        one_op("Resize", [], ["roi", "sc"],
+               [f32_tensor("roi", []), f32_tensor("sc", [1, 1e-40, 44739242, 1])]),
+        "WQ_OK", "run")
     # An empty input axis may stay empty: nothing to compute, at once.
     add("resize_empty_axis_2p28.onnx",
         model(graph([node("Resize", ["X", "roi", "sc", "sz"], ["Y"], name="n")],
