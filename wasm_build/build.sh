@@ -296,10 +296,13 @@ for src in "${relaxed_objects[@]}"; do
   ro="$obj/${src//\//__}.$variant_suffix.o"
   if ((emulate)); then
     echo "wasm_build: compiling $src with the relaxed dot emulated"
-    "$emcc" "${cflags[@]}" "${opt[@]}" -DWQ_USDOT_EMULATE -c "$src" -o "$ro.$$.tmp" && mv "$ro.$$.tmp" "$ro"
+    # (`a && b` does not trip set -e when a fails: the link would take the stale object.)
+    "$emcc" "${cflags[@]}" "${opt[@]}" -DWQ_USDOT_EMULATE -c "$src" -o "$ro.$$.tmp" || exit 1
+    mv "$ro.$$.tmp" "$ro"
   else
     echo "wasm_build: compiling $src with relaxed SIMD"
-    relaxed_compile "$src" "$ro.$$.tmp" "${cflags[@]}" "${opt[@]}" && mv "$ro.$$.tmp" "$ro"
+    relaxed_compile "$src" "$ro.$$.tmp" "${cflags[@]}" "${opt[@]}" || exit 1
+    mv "$ro.$$.tmp" "$ro"
   fi
 done
 
