@@ -185,8 +185,9 @@ typedef struct {
 /* Source of segment s of output pixel (n, oh, ow): a pointer into x when
  * the whole run is inside, the zero-point row when it is all padding, else
  * a run assembled in `scratch`. */
-static const uint8_t *segment_source(const im2col_ctx *c, int64_t n, int64_t oh, int64_t ow,
-                                     int64_t s, uint8_t *scratch) {
+__attribute__((noinline)) static const uint8_t *segment_source(const im2col_ctx *c, int64_t n,
+                                                               int64_t oh, int64_t ow, int64_t s,
+                                                               uint8_t *scratch) {
   const wq_qconv_plan *p = c->p;
   const wq_qconv_k_layout *k = &p->k_layout;
   const int64_t C = p->in_channels;
@@ -265,12 +266,14 @@ static void fill_im2col_panel(const void *ctx, int64_t row0, int64_t rows, int16
                         c->x_end - base[3] >= c->segment_offset[k->segments - 1] + len8;
   for (int64_t s = 0; s < k->segments; s++) {
     const void *src[4];
+#pragma clang loop unroll(full)
     for (int r = 0; r < 4; r++)
       src[r] = base[r] ? base[r] + c->segment_offset[s]
                        : segment_source(c, n[r], oh[r], ow[r], s, c->border + r * len);
     const int64_t k0 = s * k->segment_stride;
     wq_simd_panel_pack(panel, k0, src, overread ? len8 : len, p->x_dtype, p->x_zero_point);
     if (overread && (len & 1))
+#pragma clang loop unroll(full)
       for (int r = 0; r < 4; r++)
         panel[(k0 + len) / 2 * 2 * WQ_QGEMM_MR + r * 2 + 1] = (int16_t)p->x_zero_point;
   }
