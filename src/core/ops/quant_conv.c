@@ -247,6 +247,8 @@ static wq_status qlinear_conv_plan(wq_node *node, const wq_graph *g, wq_op_kerne
                                    wq_error *err) {
   (void)kernel;
   qconv_ref_state *st = node->op_state;
+  if (!st)
+    return WQ_OK;
   qconv_ref_clear(st);
   wq_value in[9], y;
   if (!qconv_ref_static(node, g, 0xf6u /* inputs 1, 2, 4, 5, 6, 7 */, in, &y))
@@ -267,9 +269,10 @@ static wq_status qlinear_conv_run(const wq_node *node, const wq_value *in, wq_va
   WQ_TRY(qconv_shapes(node, &in[0], &in[3], &shape_out, &s, &known, err));
   qlinear_conv_params built;
   memset(&built, 0, sizeof built);
-  if (!st->planned)
+  const bool planned = st && st->planned;
+  if (!planned)
     WQ_TRY(qlinear_conv_params_build(node, in, &out[0], &built, err));
-  const qlinear_conv_params *p = st->planned ? &(qlinear_conv_params){st->x, st->w, st->y} : &built;
+  const qlinear_conv_params *p = planned ? &(qlinear_conv_params){st->x, st->w, st->y} : &built;
   const wq_value *bias = wq_quant_optional_input(node, in, 8);
   int64_t n_out = wq_value_numel(&out[0]);
   qconv_buffers b;
@@ -347,6 +350,8 @@ static wq_status conv_integer_plan(wq_node *node, const wq_graph *g, wq_op_kerne
                                    wq_error *err) {
   (void)kernel;
   qconv_ref_state *st = node->op_state;
+  if (!st)
+    return WQ_OK;
   qconv_ref_clear(st);
   wq_value in[4], y;
   if (!qconv_ref_static(node, g, 0xcu /* inputs 2, 3 */, in, &y))
@@ -366,12 +371,12 @@ static wq_status conv_integer_run(const wq_node *node, const wq_value *in, wq_va
   wq_qparams qx, qw;
   memset(&qx, 0, sizeof qx);
   memset(&qw, 0, sizeof qw);
-  if (!st->planned)
+  const bool planned = st && st->planned;
+  if (!planned)
     WQ_TRY(conv_integer_params(node, in, &qx, &qw, err));
   qconv_buffers b;
-  wq_status st_run =
-      qconv_compute(node, &s, &in[0], st->planned ? &st->x : &qx, &in[1],
-                    st->planned ? &st->w : &qw, NULL, wq_value_numel(&out[0]), &b, err);
+  wq_status st_run = qconv_compute(node, &s, &in[0], planned ? &st->x : &qx, &in[1],
+                                   planned ? &st->w : &qw, NULL, wq_value_numel(&out[0]), &b, err);
   if (st_run == WQ_OK) {
     if (wq_value_numel(&out[0]) > 0)
       memcpy(out[0].data, b.acc, (size_t)wq_value_numel(&out[0]) * sizeof(int32_t));
