@@ -193,6 +193,8 @@ opt_level() {
   src/core/kernels/ref/* | src/core/kernels/qgemm.c | src/core/kernels/qconv.c) echo -Os ;;
   # What every variant shares (validation, geometry, packing helpers) and
   # the variant selection: load time only.
+  # The vector exp of Softmax and the recurrent cells: hot.
+  src/core/kernels/common/vexp.c) echo -O3 ;;
   src/core/kernels/common/* | src/core/kernels/config.c) echo -Os ;;
   # The recurrent cells' loops around the float GEMM (moved from ref/).
   src/core/kernels/rnn.c) echo -Os ;;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "sgemm.h"
-#include "vexp.h"
+#include "common/vexp.h"
 
 /* Sigmoid 1 / (1 + e^-x) and tanh 1 - 2 / (e^2x + 1) on wq_exp1/wq_exp4
  * (absolute error a few 1e-8); other activations through ew_unary_float.

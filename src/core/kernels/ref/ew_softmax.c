@@ -1,7 +1,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../vexp.h"
+#include "../common/vexp.h"
 #include "ew_norm.h"
 
 #ifdef __wasm_simd128__
