@@ -67,6 +67,18 @@ typedef struct {
   wq_dynamic_options dyn;
 } quantize_args;
 
+/* A time limit option's value: seconds in (0, 1e6]; 1 (after saying why)
+ * when it is not one. */
+static int parse_seconds(const char *flag, const char *val, double *seconds) {
+  char *end;
+  *seconds = strtod(val, &end);
+  if (*end || !(*seconds > 0 && *seconds <= 1e6)) {
+    fprintf(stderr, "wasmq: %s takes seconds in (0, 1e6], got '%s'\n", flag, val);
+    return 1;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, quantize_args *a) {
   *a = (quantize_args){0};
   for (int i = 0; i < argc; i++) {
@@ -125,20 +137,12 @@ static int parse_args(int argc, char **argv, quantize_args *a) {
       }
       i++;
     } else if (strcmp(arg, "--max-time") == 0 && val) {
-      char *end;
-      a->max_time = strtod(val, &end);
-      if (*end || !(a->max_time > 0 && a->max_time <= 1e6)) {
-        fprintf(stderr, "wasmq: --max-time takes seconds in (0, 1e6], got '%s'\n", val);
+      if (parse_seconds(arg, val, &a->max_time))
         return 2;
-      }
       i++;
     } else if (strcmp(arg, "--timeout") == 0 && val) {
-      char *end;
-      a->timeout = strtod(val, &end);
-      if (*end || !(a->timeout > 0 && a->timeout <= 1e6)) {
-        fprintf(stderr, "wasmq: --timeout takes seconds in (0, 1e6], got '%s'\n", val);
+      if (parse_seconds(arg, val, &a->timeout))
         return 2;
-      }
       i++;
     } else if (strcmp(arg, "--shape") == 0 && val) {
       if (a->n_shapes == MAX_QUANTIZE_SHAPES || wq_cli_parse_shape(val, &a->shapes[a->n_shapes])) {

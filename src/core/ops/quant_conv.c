@@ -166,6 +166,18 @@ static bool qconv_ref_static(const wq_node *node, const wq_graph *g, unsigned pa
   return true;
 }
 
+/* Forgets what an earlier plan kept; the node's state when this plan can keep
+ * qparams (static shapes, constant `params` inputs: see qconv_ref_static),
+ * NULL when the run must build them (or the node was never prepared). */
+static qconv_ref_state *qconv_ref_replan(wq_node *node, const wq_graph *g, unsigned params,
+                                         wq_value *in, wq_value *y) {
+  qconv_ref_state *st = node->op_state;
+  if (!st)
+    return NULL;
+  qconv_ref_clear(st);
+  return qconv_ref_static(node, g, params, in, y) ? st : NULL;
+}
+
 /* Holds the qparams' scales and zero points; declares the run's scratch. */
 static int64_t qconv_ref_memory(const wq_node *node, const wq_graph *g, int64_t *scratch) {
   const qconv_ref_state *st = node->op_state;
@@ -246,12 +258,9 @@ static wq_status qlinear_conv_infer(const wq_node *node, const wq_value *in, wq_
 static wq_status qlinear_conv_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
                                    wq_error *err) {
   (void)kernel;
-  qconv_ref_state *st = node->op_state;
-  if (!st)
-    return WQ_OK;
-  qconv_ref_clear(st);
   wq_value in[9], y;
-  if (!qconv_ref_static(node, g, 0xf6u /* inputs 1, 2, 4, 5, 6, 7 */, in, &y))
+  qconv_ref_state *st = qconv_ref_replan(node, g, 0xf6u /* inputs 1, 2, 4, 5, 6, 7 */, in, &y);
+  if (!st)
     return WQ_OK;
   qlinear_conv_params p;
   WQ_TRY(qlinear_conv_params_build(node, in, &y, &p, err));
@@ -349,12 +358,9 @@ static wq_status conv_integer_infer(const wq_node *node, const wq_value *in, wq_
 static wq_status conv_integer_plan(wq_node *node, const wq_graph *g, wq_op_kernel *kernel,
                                    wq_error *err) {
   (void)kernel;
-  qconv_ref_state *st = node->op_state;
-  if (!st)
-    return WQ_OK;
-  qconv_ref_clear(st);
   wq_value in[4], y;
-  if (!qconv_ref_static(node, g, 0xcu /* inputs 2, 3 */, in, &y))
+  qconv_ref_state *st = qconv_ref_replan(node, g, 0xcu /* inputs 2, 3 */, in, &y);
+  if (!st)
     return WQ_OK;
   WQ_TRY(conv_integer_params(node, in, &st->x, &st->w, err));
   st->planned = true;
